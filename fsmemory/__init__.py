@@ -1,0 +1,48 @@
+"""fsmemory: long-term memory for LLM agents as plain, human-readable files on any
+fsspec URL (a local folder, ``memory://``, ``s3://``, ``gs://``, ``redis://``).
+
+Start with :class:`KnowledgeMemory`::
+
+    from fsmemory import KnowledgeMemory
+
+    km = KnowledgeMemory("./agent_memory")
+    km.remember("Prefers dark mode", category="preferences", persistent=True)
+    print(km.build_context())
+"""
+
+from __future__ import annotations
+
+from fsmemory.errors import (
+    BackendError,
+    ConflictError,
+    ContentTooLargeError,
+    FsMemoryError,
+    InvalidInputError,
+    InvalidPathError,
+    KeyNotFoundError,
+    LockTimeoutError,
+    MissingDependencyError,
+    SnapshotError,
+)
+from fsmemory.fs import StorageRoot, open_root
+from fsmemory.memory import KnowledgeEntry, KnowledgeMemory
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BackendError",
+    "ConflictError",
+    "ContentTooLargeError",
+    "FsMemoryError",
+    "InvalidInputError",
+    "InvalidPathError",
+    "KeyNotFoundError",
+    "KnowledgeEntry",
+    "KnowledgeMemory",
+    "LockTimeoutError",
+    "MissingDependencyError",
+    "SnapshotError",
+    "StorageRoot",
+    "__version__",
+    "open_root",
+]

@@ -1,0 +1,259 @@
+"""The storage-root abstraction every backend implements.
+
+A :class:`StorageRoot` is a directory on some fsspec filesystem, addressed by
+root-relative paths. It offers the few primitives the rest of fsmemory is built on:
+versioned reads, atomic writes, compare-and-swap, append, listing and delete. Backend
+quirks live in the subclasses; callers never see them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from fsmemory.errors import ConflictError, KeyNotFoundError
+from fsmemory.fs.paths import validate_path
+
+__all__ = [
+    "Capabilities",
+    "FileInfo",
+    "StorageRoot",
+    "Versioned",
+    "content_version",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    """What a listing or ``stat`` tells about one file.
+
+    Attributes:
+        path: root-relative path.
+        size: size in bytes.
+        mtime: modification time (seconds since the epoch) when the backend knows it.
+        token: a cheap change token (etag, generation, inode+size+mtime, ...): it changes
+            whenever the content changes. Not necessarily usable as a CAS version.
+    """
+
+    path: str
+    size: int
+    mtime: float | None
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class Versioned:
+    """File content together with the version token to pass to a compare-and-swap."""
+
+    data: bytes
+    version: str
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a storage root can do natively.
+
+    Attributes:
+        conditional_write: compare-and-swap and create-only writes are enforced by the
+            service itself (S3 ``If-Match``, GCS ``ifGenerationMatch``, a Redis script,
+            an OS lock). When False the root emulates them with a lease lock.
+        native_append: appends are O(1) in the file size and atomic.
+        atomic_write: a reader never observes a partially written file.
+        ranged_read: byte ranges can be read without fetching the whole file.
+        watch: change notifications are available without polling.
+        cheap_lock: :meth:`StorageRoot.lock` is an in-process or OS lock costing
+            microseconds (local folders, memory), not a network lease.
+    """
+
+    conditional_write: bool
+    native_append: bool
+    atomic_write: bool = True
+    ranged_read: bool = True
+    watch: bool = False
+    cheap_lock: bool = False
+
+
+def content_version(data: bytes) -> str:
+    """The version token of content-addressed backends: a short BLAKE2b digest."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+class StorageRoot(ABC):
+    """A directory on a filesystem, with atomic and conditional primitives.
+
+    All ``path`` arguments are root-relative and validated by
+    :func:`fsmemory.fs.paths.validate_path`; an invalid one raises
+    :class:`~fsmemory.errors.InvalidPathError` before any I/O.
+    """
+
+    #: the URL this root was opened from
+    url: str
+    #: the underlying fsspec filesystem
+    fs: Any
+    #: the root directory inside ``fs`` (no trailing slash)
+    root: str
+    capabilities: Capabilities
+
+    # -- paths -------------------------------------------------------------------------
+    def full_path(self, path: str) -> str:
+        """The path inside ``fs`` of a root-relative path (validated)."""
+        validate_path(path)
+        return f"{self.root}/{path}" if self.root else path
+
+    # -- reads -------------------------------------------------------------------------
+    @abstractmethod
+    def read(self, path: str) -> Versioned:
+        """Read a whole file with its version token.
+
+        Raises:
+            KeyNotFoundError: the file does not exist.
+        """
+
+    def read_bytes(self, path: str) -> bytes:
+        """Read a whole file. Raises :class:`KeyNotFoundError` when missing."""
+        return self.read(path).data
+
+    def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
+        """Read bytes ``[start, end)`` of a file (``end=None``: to the end).
+
+        Raises:
+            KeyNotFoundError: the file does not exist.
+            ValueError: a negative offset.
+        """
+        if start < 0 or (end is not None and end < 0):
+            raise ValueError("offsets must be >= 0")
+        data = self.read_bytes(path)
+        return data[start:end]
+
+    @abstractmethod
+    def stat(self, path: str) -> FileInfo | None:
+        """Size, mtime and change token of a file, or None when it does not exist."""
+
+    def rewritten(self, old: FileInfo, new: FileInfo) -> bool:
+        """True when ``new`` is known to be a different file object than ``old``
+        (replaced rather than appended to). False when the backend cannot tell."""
+        return False
+
+    def exists(self, path: str) -> bool:
+        """True when ``path`` is a file."""
+        return self.stat(path) is not None
+
+    @abstractmethod
+    def list(self, prefix: str = "", *, recursive: bool = False) -> list[FileInfo]:
+        """Files under the directory ``prefix`` (immediate ones unless ``recursive``).
+
+        Internal files (names starting with ``.fsmemory``) are never listed. A missing
+        directory lists as ``[]``. Paths in the result are root-relative.
+        """
+
+    @abstractmethod
+    def list_dirs(self, prefix: str = "") -> list[str]:
+        """Names of the immediate subdirectories of ``prefix`` (implied or real)."""
+
+    # -- writes ------------------------------------------------------------------------
+    @abstractmethod
+    def write(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        if_version: str | None = None,
+        create_only: bool = False,
+    ) -> str:
+        """Write a whole file atomically and return its new version token.
+
+        Args:
+            path: root-relative path; parent directories are created.
+            data: the new content.
+            if_version: only write when the current version equals this token
+                (compare-and-swap).
+            create_only: only write when the file does not exist yet.
+
+        Raises:
+            ConflictError: the condition did not hold (someone else won the race).
+        """
+
+    @abstractmethod
+    def append(self, path: str, data: bytes, *, line_safe: bool = False) -> int:
+        """Append ``data`` atomically and return the byte offset where it starts.
+
+        Args:
+            path: root-relative path; created when missing.
+            data: bytes to append.
+            line_safe: when the file does not end with a newline (a torn line left by a
+                crashed writer), insert one first so ``data`` starts a fresh line. The
+                returned offset is that of ``data`` itself.
+        """
+
+    @abstractmethod
+    def delete(self, path: str) -> bool:
+        """Delete one file; returns False when it did not exist."""
+
+    def delete_tree(self, prefix: str) -> int:
+        """Delete every file under the directory ``prefix``; returns the count."""
+        count = 0
+        for info in self.list(prefix, recursive=True):
+            if self.delete(info.path):
+                count += 1
+        return count
+
+    # -- compare-and-swap helpers ------------------------------------------------------
+    def update(
+        self,
+        path: str,
+        change: Callable[[bytes | None], bytes | None],
+        *,
+        attempts: int = 50,
+    ) -> bytes | None:
+        """Read-modify-write ``path`` with compare-and-swap, retrying on conflict.
+
+        ``change`` receives the current content (None when missing) and returns the new
+        content, or None to leave the file as it is. It may be called several times, so
+        it must be a pure function of its argument.
+
+        Returns:
+            The content that was written (or None when ``change`` declined).
+
+        Raises:
+            ConflictError: still losing after ``attempts`` tries.
+        """
+        delay = 0.002
+        for _ in range(attempts):
+            try:
+                current: Versioned | None = self.read(path)
+            except KeyNotFoundError:
+                current = None
+            new = change(None if current is None else current.data)
+            if new is None:
+                return None
+            try:
+                if current is None:
+                    self.write(path, new, create_only=True)
+                else:
+                    self.write(path, new, if_version=current.version)
+                return new
+            except ConflictError:
+                time.sleep(delay * (0.5 + random.random()))
+                delay = min(delay * 2, 0.25)
+        raise ConflictError(f"gave up updating {path!r} after {attempts} conflicting attempts")
+
+    @contextmanager
+    def lock(self, name: str, *, timeout: float = 30.0) -> Iterator[None]:
+        """Hold a cross-process lock named ``name`` for this root.
+
+        The default implementation is a no-op context for roots whose writes need no
+        extra lock; subclasses provide real locks where they are needed.
+        """
+        yield
+
+    def close(self) -> None:
+        """Release resources held by this root (connections, file descriptors)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r})"

@@ -1,0 +1,152 @@
+"""The one place where backend failures become fsmemory errors.
+
+Storage roots wrap their calls in :func:`translated`; the mapping is:
+
+* missing object (``FileNotFoundError``, HTTP 404, ``NoSuchKey``/``NoSuchBucket``)
+  -> :class:`KeyNotFoundError`
+* failed precondition (HTTP 412, ``PreconditionFailed``, a create-only write that found
+  the object) -> :class:`ConflictError`
+* anything else the service raises (auth, network, 5xx, timeouts, a 4xx that gcsfs
+  reports as ``ValueError("Bad Request: ...")``) -> :class:`BackendError`, with the
+  original exception chained as ``__cause__``.
+
+What the client libraries raise, and why this module looks at the cause chain:
+
+* **s3fs** translates botocore's ``ClientError`` into builtins and chains the original
+  as ``__cause__``: ``NoSuchKey`` -> ``FileNotFoundError``; a 412 on ``If-None-Match``
+  -> ``FileExistsError``; a 412 on ``If-Match`` -> ``OSError(EINVAL)`` -- only the
+  chained ``ClientError`` (``Error.Code == "PreconditionFailed"``) tells it apart from
+  other ``EINVAL`` errors.
+* **gcsfs** raises ``FileNotFoundError`` on 404, ``FileExistsError`` on *every* 412
+  (``ifGenerationMatch`` on a generation or on 0), ``OSError("Forbidden ...")`` on 403,
+  ``ValueError("Bad Request ...")`` on 400s mentioning "invalid", and
+  ``gcsfs.retry.HttpError`` (attribute ``code``) for the rest.
+* **aiohttp** raises ``ClientResponseError`` (attribute ``status``) and connection
+  errors; botocore raises ``EndpointConnectionError``, ``NoCredentialsError``, ...
+
+Errors that are already fsmemory errors, ``ValueError``/``TypeError`` raised by our own
+code, and ``KeyboardInterrupt`` pass through untouched.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from fsmemory.errors import BackendError, ConflictError, FsMemoryError, KeyNotFoundError
+
+__all__ = ["http_status", "is_precondition_failure", "translate_error", "translated"]
+
+_PRECONDITION_CODES = {"PreconditionFailed", "ConditionalRequestConflict", "412"}
+_NOT_FOUND_CODES = {"NoSuchKey", "NoSuchBucket", "NotFound", "404"}
+
+# gcsfs turns some 400 responses into ValueError with this prefix.
+_GCSFS_BAD_REQUEST = "Bad Request:"
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and the exceptions it was explicitly raised from (``__cause__``).
+
+    ``__context__`` is not followed: an error raised while *handling* a 404 is not a 404.
+    """
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        yield cur
+        cur = cur.__cause__
+
+
+def _status_of(exc: BaseException) -> int | None:
+    """The HTTP status one exception carries, if any (botocore, aiohttp, gcsfs)."""
+    response: Any = getattr(exc, "response", None)
+    if isinstance(response, dict):
+        meta = response.get("ResponseMetadata") or {}
+        status = meta.get("HTTPStatusCode")
+        if isinstance(status, int):
+            return status
+    for attr in ("status", "code", "status_code"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, int) and 100 <= value <= 599:
+            return value
+        if isinstance(value, str) and value.isdigit() and 100 <= int(value) <= 599:
+            return int(value)
+    return None
+
+
+def _error_code_of(exc: BaseException) -> str | None:
+    """The service error code of a botocore ``ClientError`` (``"NoSuchKey"``, ...)."""
+    response: Any = getattr(exc, "response", None)
+    if isinstance(response, dict):
+        code = (response.get("Error") or {}).get("Code")
+        if code is not None:
+            return str(code)
+    return None
+
+
+def http_status(exc: BaseException) -> int | None:
+    """The HTTP status behind ``exc`` or anything in its cause chain, if known."""
+    for cur in _chain(exc):
+        status = _status_of(cur)
+        if status is not None:
+            return status
+    return None
+
+
+def is_precondition_failure(exc: BaseException) -> bool:
+    """True when ``exc`` (or an exception it was raised from) is an HTTP 412.
+
+    Only structured information counts (status attributes, botocore error codes):
+    never the message text, which may contain a path or a host name with "412" in it.
+    """
+    for cur in _chain(exc):
+        if _status_of(cur) == 412 or _error_code_of(cur) in _PRECONDITION_CODES:
+            return True
+    return False
+
+
+def _is_not_found(exc: BaseException) -> bool:
+    for cur in _chain(exc):
+        if isinstance(cur, FileNotFoundError):
+            return True
+        if _status_of(cur) == 404 or _error_code_of(cur) in _NOT_FOUND_CODES:
+            return True
+    return False
+
+
+def translate_error(exc: BaseException, path: str = "") -> BaseException:
+    """Map a backend exception to the fsmemory error a caller should see.
+
+    Args:
+        exc: what the filesystem or client library raised.
+        path: the root-relative path concerned, for the message.
+
+    Returns:
+        ``exc`` itself when it needs no translation, otherwise a new fsmemory error
+        (the caller chains ``exc`` as its cause; :func:`translated` does).
+    """
+    if isinstance(exc, ValueError) and str(exc).startswith(_GCSFS_BAD_REQUEST):
+        return BackendError(f"{path}: {exc}")
+    if isinstance(exc, FsMemoryError | ValueError | TypeError | KeyboardInterrupt):
+        return exc
+    if isinstance(exc, FileExistsError):
+        return ConflictError(f"{path}: already exists")
+    if is_precondition_failure(exc):
+        return ConflictError(f"{path}: precondition failed (changed concurrently)")
+    if _is_not_found(exc) or (isinstance(exc, OSError) and exc.errno == errno.ENOENT):
+        return KeyNotFoundError(path or str(exc))
+    return BackendError(f"{path}: {type(exc).__name__}: {exc}")
+
+
+@contextmanager
+def translated(path: str = "") -> Iterator[None]:
+    """Run a block and re-raise backend exceptions as fsmemory errors."""
+    try:
+        yield
+    except Exception as exc:
+        new = translate_error(exc, path)
+        if new is exc:
+            raise
+        raise new from exc

@@ -1,0 +1,278 @@
+"""Storage root over any fsspec filesystem, and the base of the remote roots.
+
+:class:`FsspecRoot` implements every primitive with plain fsspec calls. Backends with
+native conditional writes (S3, GCS, Redis) subclass it and override
+:meth:`FsspecRoot._put` / :meth:`FsspecRoot._read_versioned`; a filesystem without them
+gets the **lease-lock fallback**: compare-and-swap and append take a lease object
+(``.fsmemory.lease-<name>``, created with a create-only write) for the duration of the
+read-modify-write. The lease is only as safe as the filesystem's create-only write: on a
+filesystem that cannot create exclusively, concurrent writers are not safe and the docs
+say so.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import Any
+
+import orjson
+
+from fsmemory.errors import ConflictError, KeyNotFoundError, LockTimeoutError
+from fsmemory.fs.base import Capabilities, FileInfo, StorageRoot, Versioned, content_version
+from fsmemory.fs.errors import translated
+from fsmemory.fs.paths import RESERVED_PREFIX, is_reserved_name, validate_path
+
+__all__ = ["FsspecRoot"]
+
+logger = logging.getLogger(__name__)
+
+LEASE_SECONDS = 30.0
+
+
+class FsspecRoot(StorageRoot):
+    """A directory on any fsspec filesystem.
+
+    Args:
+        fs: the filesystem instance.
+        root: the directory path inside ``fs``.
+        url: the URL it was opened from.
+    """
+
+    capabilities = Capabilities(
+        conditional_write=False, native_append=False, atomic_write=True, watch=False
+    )
+
+    def __init__(self, fs: Any, root: str, *, url: str | None = None) -> None:
+        self.fs = fs
+        self.root = root.rstrip("/")
+        self.url = url if url is not None else fs.unstrip_protocol(self.root)
+
+    # -- hooks for subclasses ----------------------------------------------------------
+    def _read_versioned(self, full: str, path: str) -> Versioned:
+        with translated(path):
+            data = self.fs.cat_file(full)
+        return Versioned(data, content_version(data))
+
+    def _token(self, info: dict[str, Any]) -> str:
+        for key in ("generation", "ETag", "etag", "version", "md5Hash"):
+            if info.get(key) is not None:
+                return str(info[key]).strip('"')
+        return f"{info.get('size')}-{_mtime(info)}"
+
+    def _put(self, full: str, path: str, data: bytes, if_version: str | None, create: bool) -> str:
+        """Write with an optional condition; the fallback holds a lease meanwhile."""
+        if if_version is None and not create:
+            with translated(path):
+                self.fs.pipe_file(full, data)
+            return content_version(data)
+        with self.lock(f"file-{path}"):
+            try:
+                current: str | None = self._read_versioned(full, path).version
+            except KeyNotFoundError:
+                current = None
+            if create and current is not None:
+                raise ConflictError(f"{path!r} already exists")
+            if if_version is not None and current != if_version:
+                raise ConflictError(f"{path!r} changed since version {if_version}")
+            with translated(path):
+                self.fs.pipe_file(full, data)
+        return content_version(data)
+
+    def _create_exclusive(self, full: str, data: bytes) -> bool:
+        """Create ``full`` only if absent; True on success. Best effort when the
+        filesystem has no create-only mode."""
+        try:
+            self.fs.pipe_file(full, data, mode="create")
+            return True
+        except FileExistsError:
+            return False
+        except TypeError:
+            if self.fs.exists(full):
+                return False
+            self.fs.pipe_file(full, data)
+            return True
+
+    # -- StorageRoot -------------------------------------------------------------------
+    def read(self, path: str) -> Versioned:
+        """Read a whole file with its version token."""
+        return self._read_versioned(self.full_path(path), path)
+
+    def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
+        """Ranged read through ``cat_file(start, end)``."""
+        if start < 0 or (end is not None and end < 0):
+            raise ValueError("offsets must be >= 0")
+        full = self.full_path(path)
+        if end is not None and end <= start:
+            if not self.exists(path):
+                raise KeyNotFoundError(path)
+            return b""
+        with translated(path):
+            data: bytes = self.fs.cat_file(full, start=start, end=end)
+        return data
+
+    def stat(self, path: str) -> FileInfo | None:
+        """One ``info`` call; None when missing or a directory."""
+        full = self.full_path(path)
+        try:
+            with translated(path):
+                info = self.fs.info(full)
+        except KeyNotFoundError:
+            return None
+        if info.get("type") != "file":
+            return None
+        return FileInfo(path, int(info.get("size") or 0), _mtime(info), self._token(info))
+
+    def list(self, prefix: str = "", *, recursive: bool = False) -> list[FileInfo]:
+        """One listing call (``find`` when recursive, ``ls`` otherwise)."""
+        validate_path(prefix, allow_empty=True)
+        base = f"{self.root}/{prefix}" if prefix else self.root
+        try:
+            with translated(prefix):
+                if recursive:
+                    entries = list(self.fs.find(base, detail=True).values())
+                else:
+                    entries = self.fs.ls(base, detail=True)
+        except KeyNotFoundError:
+            return []
+        out = []
+        for info in entries:
+            if info.get("type") != "file":
+                continue
+            rel = self._relative(info["name"])
+            if rel is None or any(is_reserved_name(s) for s in rel.split("/")):
+                continue
+            if prefix and not rel.startswith(prefix + "/"):
+                continue
+            out.append(FileInfo(rel, int(info.get("size") or 0), _mtime(info), self._token(info)))
+        out.sort(key=lambda i: i.path)
+        return out
+
+    def list_dirs(self, prefix: str = "") -> list[str]:
+        """Immediate subdirectory names (real or implied by deeper files)."""
+        validate_path(prefix, allow_empty=True)
+        base = f"{self.root}/{prefix}" if prefix else self.root
+        try:
+            with translated(prefix):
+                entries = self.fs.ls(base, detail=True)
+        except KeyNotFoundError:
+            return []
+        names = []
+        for info in entries:
+            if info.get("type") == "directory":
+                name = info["name"].rstrip("/").rsplit("/", 1)[-1]
+                if not is_reserved_name(name):
+                    names.append(name)
+        return sorted(set(names))
+
+    def _relative(self, name: str) -> str | None:
+        name = self.fs._strip_protocol(name).rstrip("/")
+        root = self.fs._strip_protocol(self.root).rstrip("/") if self.root else ""
+        if not root:
+            return name
+        if name.startswith(root + "/"):
+            return name[len(root) + 1 :]
+        return None
+
+    def write(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        if_version: str | None = None,
+        create_only: bool = False,
+    ) -> str:
+        """Whole-object write, conditional when asked (see :meth:`StorageRoot.write`)."""
+        return self._put(self.full_path(path), path, bytes(data), if_version, create_only)
+
+    def append(self, path: str, data: bytes, *, line_safe: bool = False) -> int:
+        """Append as a compare-and-swap read-modify-write (object stores cannot append).
+
+        O(file size) per call; the file is never blindly overwritten, so concurrent
+        appenders each land exactly once.
+        """
+        self.full_path(path)
+        offset = [0]
+
+        def change(current: bytes | None) -> bytes:
+            old = current or b""
+            torn = line_safe and old and not old.endswith(b"\n")
+            offset[0] = len(old) + (1 if torn else 0)
+            return old + (b"\n" if torn else b"") + data
+
+        self.update(path, change, attempts=200)
+        return offset[0]
+
+    def delete(self, path: str) -> bool:
+        """Delete one object; False when it did not exist."""
+        full = self.full_path(path)
+        try:
+            with translated(path):
+                self.fs.rm_file(full)
+        except KeyNotFoundError:
+            return False
+        return True
+
+    # -- lease lock --------------------------------------------------------------------
+    @contextmanager
+    def lock(self, name: str = "root", *, timeout: float = 30.0) -> Iterator[None]:
+        """A lease object held while the block runs (the fallback for missing CAS).
+
+        A lease older than its expiry (30 s) is broken, so a crashed holder cannot
+        block the root for ever.
+        """
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:120]
+        lease = f"{self.root}/{RESERVED_PREFIX}.lease-{safe}"
+        owner = uuid.uuid4().hex
+        body = orjson.dumps({"owner": owner, "expires": time.time() + LEASE_SECONDS})
+        deadline = time.monotonic() + timeout
+        delay = 0.005
+        while True:
+            with translated(lease):
+                if self._create_exclusive(lease, body):
+                    break
+                self._break_stale_lease(lease)
+            if time.monotonic() >= deadline:
+                raise LockTimeoutError(f"lease {name!r} on {self.url} is held by another writer")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
+        try:
+            yield
+        finally:
+            with suppress(Exception):
+                current = orjson.loads(self.fs.cat_file(lease))
+                if current.get("owner") == owner:
+                    self.fs.rm_file(lease)
+
+    def _break_stale_lease(self, lease: str) -> None:
+        try:
+            current = orjson.loads(self.fs.cat_file(lease))
+        except FileNotFoundError:
+            return
+        except orjson.JSONDecodeError:
+            current = {"expires": 0}
+        if float(current.get("expires", 0)) < time.time():
+            logger.warning("breaking expired lease %s", lease)
+            with suppress(FileNotFoundError):
+                self.fs.rm_file(lease)
+
+
+def _mtime(info: dict[str, Any]) -> float | None:
+    for key in ("mtime", "LastModified", "updated", "last_modified", "modified"):
+        value = info.get(key)
+        if value is None:
+            continue
+        if isinstance(value, int | float):
+            return float(value)
+        if hasattr(value, "timestamp"):
+            return float(value.timestamp())
+        if isinstance(value, str):
+            from datetime import datetime
+
+            with suppress(ValueError):
+                return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    return None
+

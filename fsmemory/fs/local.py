@@ -1,0 +1,399 @@
+"""Local-folder storage root.
+
+* Whole-file writes go to a uniquely named temp file next to the target and are moved
+  into place with ``os.replace`` (atomic on POSIX): a reader or a crash sees the old or
+  the new content, never a mix.
+* Appends use ``O_APPEND`` under a cross-process ``flock`` on ``<root>/.fsmemory.lock``,
+  which also serializes compare-and-swap writes, so an append and a CAS rewrite of the
+  same file can never lose each other's bytes.
+* Create-only writes use ``os.link`` of the finished temp file, which fails atomically
+  when the target exists.
+* The final path component is opened with ``O_NOFOLLOW`` and parent directories are
+  resolved and checked to stay inside the root, so a symlink planted in the folder
+  cannot lead a read or write outside it.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import stat as stat_mod
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from fsmemory.errors import ConflictError, InvalidPathError, KeyNotFoundError, LockTimeoutError
+from fsmemory.fs.base import Capabilities, FileInfo, StorageRoot, Versioned, content_version
+from fsmemory.fs.paths import RESERVED_PREFIX, is_reserved_name, validate_path
+
+__all__ = ["LocalRoot"]
+
+_LOCK_NAME = f"{RESERVED_PREFIX}.lock"
+_TMP_PREFIX = f"{RESERVED_PREFIX}-tmp-"
+
+
+def _token(st: os.stat_result) -> str:
+    return f"{st.st_ino}-{st.st_size}-{st.st_mtime_ns}"
+
+
+class LocalRoot(StorageRoot):
+    """A directory on the local filesystem.
+
+    Args:
+        directory: the folder (created on first write).
+        url: the URL it was opened from, for messages.
+        durable: ``fsync`` files and directories after writes (slower; survives power
+            loss, not only process crashes).
+    """
+
+    capabilities = Capabilities(
+        conditional_write=True, native_append=True, atomic_write=True, watch=True, cheap_lock=True
+    )
+
+    def __init__(self, directory: str, *, url: str | None = None, durable: bool = False) -> None:
+        import fsspec
+
+        self.root = os.path.abspath(os.path.expanduser(directory)).rstrip(os.sep) or os.sep
+        self.url = url if url is not None else self.root
+        self.fs: Any = fsspec.filesystem("file")
+        self.durable = durable
+        self._real_root: str | None = None
+        self._thread_lock = threading.RLock()
+        self._lock_depth = 0
+
+    # -- paths -------------------------------------------------------------------------
+    def full_path(self, path: str) -> str:
+        """Absolute OS path of a root-relative path (validated, confined to the root)."""
+        validate_path(path)
+        return os.path.join(self.root, *path.split("/"))
+
+    def _real_root_path(self) -> str:
+        if self._real_root is None:
+            os.makedirs(self.root, exist_ok=True)
+            self._real_root = os.path.realpath(self.root)
+        return self._real_root
+
+    def _confined(self, path: str) -> str:
+        """Full path whose parent directory resolves inside the root."""
+        full = self.full_path(path)
+        parent = os.path.dirname(full)
+        if parent != self.root:
+            real_parent = os.path.realpath(parent)
+            real_root = self._real_root_path()
+            if real_parent != real_root and not real_parent.startswith(real_root + os.sep):
+                raise InvalidPathError(f"{path!r} resolves outside the root (symlink)")
+        return full
+
+    # -- locking -----------------------------------------------------------------------
+    @contextmanager
+    def lock(self, name: str = "", *, timeout: float = 30.0) -> Iterator[None]:
+        """Hold the root's cross-process lock (``flock`` on ``.fsmemory.lock``).
+
+        Re-entrant within a thread of this process. ``name`` is accepted for API
+        symmetry with lease locks; one lock guards the whole root.
+        """
+        with self._thread_lock:
+            if self._lock_depth:
+                self._lock_depth += 1
+                try:
+                    yield
+                finally:
+                    self._lock_depth -= 1
+                return
+            lock_path = os.path.join(self._real_root_path(), _LOCK_NAME)
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                self._flock(fd, timeout)
+                self._lock_depth = 1
+                try:
+                    yield
+                finally:
+                    self._lock_depth = 0
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
+    @staticmethod
+    def _flock(fd: int, timeout: float) -> None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        deadline = time.monotonic() + timeout
+        delay = 0.0005
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LockTimeoutError(f"could not lock the root within {timeout}s") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.02)
+
+    def rewritten(self, old: FileInfo, new: FileInfo) -> bool:
+        """A whole-file write replaces the inode; an append keeps it."""
+        return old.token.split("-", 1)[0] != new.token.split("-", 1)[0]
+
+    # -- reads -------------------------------------------------------------------------
+    def _open_read(self, path: str) -> int:
+        full = self._confined(path)
+        try:
+            fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            raise KeyNotFoundError(path) from None
+        except NotADirectoryError:
+            raise KeyNotFoundError(path) from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise InvalidPathError(f"{path!r} is a symlink") from exc
+            raise
+        if not stat_mod.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise KeyNotFoundError(path)
+        return fd
+
+    def read_bytes(self, path: str) -> bytes:
+        """Read a whole file. Raises :class:`KeyNotFoundError` when missing."""
+        fd = self._open_read(path)
+        try:
+            return _read_all(fd)
+        finally:
+            os.close(fd)
+
+    def read(self, path: str) -> Versioned:
+        """Read a whole file; its version is a digest of the content."""
+        data = self.read_bytes(path)
+        return Versioned(data, content_version(data))
+
+    def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
+        """Read bytes ``[start, end)`` with one ``pread``."""
+        if start < 0 or (end is not None and end < 0):
+            raise ValueError("offsets must be >= 0")
+        fd = self._open_read(path)
+        try:
+            size = os.fstat(fd).st_size
+            stop = size if end is None else min(end, size)
+            if stop <= start:
+                return b""
+            chunks = []
+            pos = start
+            while pos < stop:
+                chunk = os.pread(fd, stop - pos, pos)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                pos += len(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    def stat(self, path: str) -> FileInfo | None:
+        """Size, mtime and an inode/size/mtime change token; None when missing."""
+        full = self._confined(path)
+        try:
+            st = os.stat(full, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if not stat_mod.S_ISREG(st.st_mode):
+            return None
+        return FileInfo(path, st.st_size, st.st_mtime, _token(st))
+
+    def list(self, prefix: str = "", *, recursive: bool = False) -> list[FileInfo]:
+        """Regular files under ``prefix``; symlinks and internal files are skipped."""
+        validate_path(prefix, allow_empty=True)
+        out: list[FileInfo] = []
+        self._scan(prefix, recursive, out, None)
+        return out
+
+    def list_dirs(self, prefix: str = "") -> list[str]:
+        """Immediate subdirectory names of ``prefix`` (symlinked ones are skipped)."""
+        validate_path(prefix, allow_empty=True)
+        dirs: list[str] = []
+        self._scan(prefix, False, None, dirs)
+        return dirs
+
+    def _scan(
+        self, prefix: str, recursive: bool, files: list[FileInfo] | None, dirs: list[str] | None
+    ) -> None:
+        base = self.full_path(prefix) if prefix else self.root
+        try:
+            it = os.scandir(base)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        with it:
+            for entry in it:
+                name = entry.name
+                if is_reserved_name(name):
+                    continue
+                rel = f"{prefix}/{name}" if prefix else name
+                if entry.is_dir(follow_symlinks=False):
+                    if dirs is not None:
+                        dirs.append(name)
+                    if recursive and files is not None:
+                        self._scan(rel, True, files, None)
+                elif files is not None and entry.is_file(follow_symlinks=False):
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue
+                    files.append(FileInfo(rel, st.st_size, st.st_mtime, _token(st)))
+
+    # -- writes ------------------------------------------------------------------------
+    def _write_temp(self, full: str, data: bytes) -> str:
+        parent = os.path.dirname(full)
+        tmp = os.path.join(parent, f"{_TMP_PREFIX}{uuid.uuid4().hex}")
+        for _ in range(5):
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+                break
+            except FileNotFoundError:
+                os.makedirs(parent, exist_ok=True)
+        else:  # pragma: no cover - parent keeps vanishing
+            raise KeyNotFoundError(parent)
+        try:
+            _write_all(fd, data)
+            if self.durable:
+                os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            _unlink_quiet(tmp)
+            raise
+        os.close(fd)
+        return tmp
+
+    def write(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        if_version: str | None = None,
+        create_only: bool = False,
+    ) -> str:
+        """Atomic write through a temp file + rename (see :meth:`StorageRoot.write`)."""
+        full = self._confined(path)
+        tmp = self._write_temp(full, data)
+        try:
+            if create_only:
+                try:
+                    os.link(tmp, full)
+                except FileExistsError:
+                    raise ConflictError(f"{path!r} already exists") from None
+            elif if_version is not None:
+                with self.lock():
+                    try:
+                        current = self.read(path).version
+                    except KeyNotFoundError:
+                        current = None
+                    if current != if_version:
+                        raise ConflictError(f"{path!r} changed since version {if_version}")
+                    os.replace(tmp, full)
+                    tmp = ""
+            else:
+                os.replace(tmp, full)
+                tmp = ""
+        finally:
+            if tmp:
+                _unlink_quiet(tmp)
+        if self.durable:
+            _fsync_dir(os.path.dirname(full))
+        return content_version(data)
+
+    def append(self, path: str, data: bytes, *, line_safe: bool = False) -> int:
+        """``O_APPEND`` write under the root lock; returns the start offset of ``data``."""
+        full = self._confined(path)
+        with self.lock():
+            flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+            try:
+                fd = os.open(full, flags, 0o644)
+            except FileNotFoundError:
+                os.makedirs(os.path.dirname(full), exist_ok=True)
+                fd = os.open(full, flags, 0o644)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise InvalidPathError(f"{path!r} is a symlink") from exc
+                raise
+            try:
+                size = os.fstat(fd).st_size
+                payload = data
+                if line_safe and size and os.pread(fd, 1, size - 1) != b"\n":
+                    payload = b"\n" + data
+                    size += 1
+                _write_all(fd, payload)
+                if self.durable:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            return size
+
+    def delete(self, path: str) -> bool:
+        """Unlink a file (under the root lock) and prune emptied parent directories."""
+        full = self._confined(path)
+        with self.lock():
+            try:
+                os.unlink(full)
+            except (FileNotFoundError, NotADirectoryError):
+                return False
+            except IsADirectoryError:
+                return False
+            self._prune_empty_dirs(os.path.dirname(full))
+        return True
+
+    def delete_tree(self, prefix: str) -> int:
+        """Delete every file under ``prefix`` and the emptied directories."""
+        count = super().delete_tree(prefix)
+        base = self.full_path(prefix)
+        with self.lock():
+            for dirpath, _dirnames, _files in sorted(os.walk(base), reverse=True):
+                try:
+                    os.rmdir(dirpath)
+                except OSError:
+                    pass
+            self._prune_empty_dirs(os.path.dirname(base))
+        return count
+
+    def _prune_empty_dirs(self, directory: str) -> None:
+        while directory != self.root and directory.startswith(self.root + os.sep):
+            try:
+                os.rmdir(directory)
+            except OSError:
+                return
+            directory = os.path.dirname(directory)
+
+
+def _read_all(fd: int) -> bytes:
+    size = os.fstat(fd).st_size
+    chunks = []
+    while True:
+        chunk = os.read(fd, max(size, 65536))
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _unlink_quiet(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _fsync_dir(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

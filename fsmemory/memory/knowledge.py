@@ -1,0 +1,557 @@
+"""KnowledgeMemory: long-term memory for an agent, as plain files on any fsspec URL.
+
+Layout (the seed's)::
+
+    <root>/MEMORY.md               persistent facts, by category (hand-editable)
+    <root>/logs/YYYY-MM-DD.jsonl   one JSON record per line (UTC dates)
+
+``remember()`` appends one line to today's log (and, for persistent entries, one bullet
+to MEMORY.md): it never re-reads or rewrites the memory. Reads are served from an
+in-process index that is refreshed from one listing of the root when files changed, so
+other processes' writes become visible to a long-lived instance.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import os
+import threading
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from fsmemory import _jsonutil
+from fsmemory.errors import InvalidInputError
+from fsmemory.fs import StorageRoot, open_root
+from fsmemory.fs.base import FileInfo
+from fsmemory.memory.entry import KnowledgeEntry, format_timestamp, new_entry_id
+from fsmemory.memory.index import (
+    LOG_DIR,
+    MEMORY_FILE,
+    MemoryIndex,
+    log_date,
+    log_name_for,
+)
+from fsmemory.memory.markdown import (
+    TITLE,
+    escape_line,
+    fact_line,
+    insert_fact,
+    remove_fact,
+    rewrite_memory_md,
+)
+from fsmemory.memory.validation import (
+    DEFAULT_MAX_CONTENT_BYTES,
+    check_category,
+    check_content,
+    check_importance,
+    check_metadata,
+    check_ttl_days,
+)
+
+__all__ = ["KnowledgeMemory"]
+
+logger = logging.getLogger(__name__)
+
+Clock = Callable[[], datetime]
+
+# MEMORY.md is tidied (repeated headers merged) once appends have produced this many
+# more section headers than there are categories.
+_EXTRA_HEADERS_BEFORE_TIDY = 32
+
+
+def _utcnow() -> datetime:
+    return datetime.now(tz=UTC)
+
+
+class KnowledgeMemory:
+    """Cross-session knowledge: persistent facts in MEMORY.md plus daily JSONL logs.
+
+    Args:
+        storage_dir: a local path or any fsspec URL (``memory://u1``, ``s3://b/users/1``,
+            ``gs://...``, ``redis://host:6379/0/users/1``). Default ``./agent_memory``.
+        max_log_days: daily logs older than this many days are pruned.
+        max_context_entries: recent entries shown by :meth:`build_context`.
+        directory: alias of ``storage_dir`` (selectools compatibility).
+        storage_options: passed to the fsspec filesystem (credentials, endpoint, ...).
+        max_entries: when set, the lowest-importance non-persistent entries are evicted
+            (chosen among all live entries) to keep at most this many.
+        max_context_chars: when set, :meth:`build_context` output is bounded by it.
+        max_content_bytes: the largest ``content`` accepted (UTF-8 bytes).
+        clock: a function returning the current aware UTC datetime (for tests).
+
+    Raises:
+        InvalidInputError: an option is out of range.
+    """
+
+    def __init__(
+        self,
+        storage_dir: str | os.PathLike[str] | StorageRoot | None = None,
+        max_log_days: int = 30,
+        max_context_entries: int = 50,
+        *,
+        directory: str | os.PathLike[str] | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        max_entries: int | None = None,
+        max_context_chars: int | None = None,
+        max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
+        clock: Clock | None = None,
+    ) -> None:
+        if storage_dir is not None and directory is not None:
+            raise InvalidInputError("pass storage_dir or directory, not both")
+        location = storage_dir if storage_dir is not None else directory
+        if location is None:
+            location = "./agent_memory"
+        _check_non_negative_int("max_log_days", max_log_days)
+        _check_non_negative_int("max_context_entries", max_context_entries)
+        if max_entries is not None:
+            _check_non_negative_int("max_entries", max_entries)
+        if max_context_chars is not None:
+            _check_non_negative_int("max_context_chars", max_context_chars)
+        self.root: StorageRoot = open_root(location, storage_options)
+        self.max_log_days = max_log_days
+        self.max_context_entries = max_context_entries
+        self.max_entries = max_entries
+        self.max_context_chars = max_context_chars
+        self.max_content_bytes = max_content_bytes
+        self._clock: Clock = clock or _utcnow
+        self._index = MemoryIndex()
+        self._lock = threading.RLock()
+        self._listing: list[FileInfo] = []
+        self._context_cache: tuple[int, str, datetime | None, str] | None = None
+
+    # -- properties ----------------------------------------------------------------------
+    @property
+    def storage_dir(self) -> str:
+        """The URL (or path) of the memory root."""
+        return self.root.url
+
+    @property
+    def directory(self) -> str:
+        """Alias of :attr:`storage_dir`."""
+        return self.root.url
+
+    def __repr__(self) -> str:
+        return f"KnowledgeMemory({self.root.url!r})"
+
+    # -- writes --------------------------------------------------------------------------
+    def remember(
+        self,
+        content: str,
+        category: str = "general",
+        persistent: bool = False,
+        importance: float = 0.5,
+        ttl_days: float | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> str:
+        """Store a fact and return its id.
+
+        Args:
+            content: the text to remember (any Unicode; newlines and markdown are kept
+                exactly and can never forge structure in MEMORY.md or the logs).
+            category: a short label (letters, digits, `` _-./:@+&',``).
+            persistent: also keep it in MEMORY.md, which is never pruned.
+            importance: 0.0 - 1.0; ranks recall and decides eviction.
+            ttl_days: expire after this many days (None: never).
+            metadata: JSON-compatible extra data stored with the record.
+
+        Returns:
+            The new entry's id.
+
+        Raises:
+            InvalidInputError (a ValueError): bad content, category, importance, ttl or
+                metadata; nothing is written.
+            ContentTooLargeError: content larger than ``max_content_bytes``.
+        """
+        text = check_content(content, self.max_content_bytes)
+        cat = check_category(category)
+        weight = check_importance(importance)
+        ttl = check_ttl_days(ttl_days)
+        meta = check_metadata(metadata)
+        if not isinstance(persistent, bool):
+            raise InvalidInputError("persistent must be a bool")
+        with self._lock:
+            now = self._clock()
+            entry = KnowledgeEntry(
+                id=new_entry_id(),
+                content=text,
+                category=cat,
+                persistent=persistent,
+                importance=weight,
+                ttl_days=ttl,
+                created_at=now,
+                metadata=meta,
+                expires_at=None if ttl is None else now + timedelta(days=ttl),
+            )
+            self._write_entry(entry)
+            if self.max_entries is not None:
+                self._evict(now)
+            return entry.id
+
+    def _write_entry(self, entry: KnowledgeEntry) -> None:
+        line = _jsonutil.dumps_line(entry.to_dict())
+        log_path = log_name_for(entry.created_at)
+        if entry.persistent:
+            self._add_fact(entry)
+        offset = self.root.append(log_path, line, line_safe=True)
+        if not self._index.note_append(log_path, offset, line, None):
+            self._refresh()
+
+    def _add_fact(self, entry: KnowledgeEntry) -> None:
+        bullet = fact_line(entry.content, entry.expires_at)
+        root = self.root
+        caps = root.capabilities
+        if not caps.native_append:
+            root.update(MEMORY_FILE, lambda old: _insert(old, entry.category, bullet))
+            return
+        if not caps.cheap_lock:
+            # No cheap lock: append a self-contained chunk so concurrent appends always
+            # leave a well-formed file; repeated headers are merged by a later tidy-up.
+            prefix = "" if root.exists(MEMORY_FILE) else f"{TITLE}\n"
+            chunk = f"{prefix}\n## {entry.category}\n{bullet}\n".encode()
+            offset = root.append(MEMORY_FILE, chunk, line_safe=True)
+            self._index.note_append(MEMORY_FILE, offset, chunk, None)
+            self._maybe_tidy()
+            return
+        with root.lock("memory-md"):
+            info = root.stat(MEMORY_FILE)
+            cur = self._index.md
+            if info is None:
+                chunk = f"{TITLE}\n\n## {entry.category}\n{bullet}\n"
+            else:
+                if cur is None or cur.info.token != info.token:
+                    self._index.refresh(root, [info, *self._log_infos()])
+                if self._index.doc.last_category == entry.category:
+                    chunk = f"{bullet}\n"
+                else:
+                    chunk = f"\n## {entry.category}\n{bullet}\n"
+            data = chunk.encode()
+            offset = root.append(MEMORY_FILE, data, line_safe=True)
+            self._index.note_append(MEMORY_FILE, offset, data, None)
+        self._maybe_tidy()
+
+    def _log_infos(self) -> list[FileInfo]:
+        return [c.info for c in self._index.logs.values()]
+
+    def _maybe_tidy(self) -> None:
+        doc = self._index.doc
+        if doc.header_count - len(doc.sections) < _EXTRA_HEADERS_BEFORE_TIDY:
+            return
+        self.root.update(MEMORY_FILE, _tidy)
+        self._refresh()
+
+    def forget(self, entry_id: str) -> bool:
+        """Forget an entry by id. Returns False when no such entry exists.
+
+        A persistent entry's bullet is removed from MEMORY.md; a forget record is
+        appended to today's log (the original line is never rewritten).
+        """
+        if not isinstance(entry_id, str) or not entry_id:
+            return False
+        with self._lock:
+            self._refresh()
+            entry = self._index.entries.get(entry_id)
+            if entry is None:
+                return False
+            if entry.persistent:
+                key_text = escape_line(entry.content.strip())
+                self.root.update(
+                    MEMORY_FILE,
+                    lambda old: _remove(old, entry.category, key_text),
+                )
+            if not entry_id.startswith("md-"):
+                self._append_forgets([entry_id], reason="forget")
+            self._refresh()
+            return True
+
+    def _append_forgets(self, ids: list[str], *, reason: str) -> None:
+        now = self._clock()
+        stamp = format_timestamp(now)
+        data = b"".join(
+            _jsonutil.dumps_line({"op": "forget", "id": i, "timestamp": stamp, "reason": reason})
+            for i in ids
+        )
+        path = log_name_for(now)
+        offset = self.root.append(path, data, line_safe=True)
+        if not self._index.note_append(path, offset, data, None):
+            self._refresh()
+
+    def _evict(self, now: datetime) -> None:
+        assert self.max_entries is not None
+        index = self._index
+        excess = index.live_count() - self.max_entries
+        victims: list[str] = []
+
+        while excess > 0 and index.evict_heap:
+            _importance, _stamp, entry_id = heapq.heappop(index.evict_heap)
+            entry = index.entries.get(entry_id)
+            if entry is None or entry_id in index.hidden or entry_id in victims:
+                continue
+            victims.append(entry_id)
+            excess -= 1
+        if victims:
+            self._append_forgets(victims, reason="evicted")
+
+    def prune_logs(self, max_days: int | None = None) -> int:
+        """Delete daily logs older than ``max_days`` (default ``max_log_days``) days.
+
+        MEMORY.md is never pruned, but bullets whose TTL has run out are removed from it.
+
+        Returns:
+            The number of log files deleted.
+        """
+        days = self.max_log_days if max_days is None else max_days
+        _check_non_negative_int("max_days", days)
+        with self._lock:
+            self._refresh()
+            now = self._clock()
+            cutoff = (now - timedelta(days=days)).strftime("%Y-%m-%d")
+            deleted = 0
+            for info in self.root.list(LOG_DIR):
+                date = log_date(info.path)
+                if date is not None and date < cutoff and self.root.delete(info.path):
+                    deleted += 1
+            if any(
+                f.expires_at is not None and f.expires_at <= now
+                for facts in self._index.doc.sections.values()
+                for f in facts
+            ):
+                self.root.update(
+                    MEMORY_FILE,
+                    lambda old: rewrite_memory_md(old.decode(), now).encode() if old else None,
+                )
+            self._refresh()
+            return deleted
+
+    def clear(self) -> None:
+        """Remove all knowledge: MEMORY.md and every daily log."""
+        with self._lock:
+            self.root.delete(MEMORY_FILE)
+            self.root.delete_tree(LOG_DIR)
+            self._index.reset()
+            self._refresh()
+
+    def clear_logs(self) -> None:
+        """Remove the daily logs only; MEMORY.md is kept."""
+        with self._lock:
+            self.root.delete_tree(LOG_DIR)
+            self._refresh()
+
+    # -- reads ---------------------------------------------------------------------------
+    def _refresh(self) -> None:
+        listing = self.root.list("", recursive=True)
+        self._listing = listing
+        self._index.refresh(self.root, listing)
+
+    def refresh(self) -> None:
+        """Re-read whatever changed on storage (reads call this themselves)."""
+        with self._lock:
+            self._refresh()
+
+    def get(self, entry_id: str) -> KnowledgeEntry | None:
+        """The live entry with this id, or None (missing, forgotten or expired)."""
+        with self._lock:
+            self._refresh()
+            if self._index.is_live(entry_id, self._clock()):
+                return self._index.entries[entry_id]
+            return None
+
+    def recall(
+        self, query: str, limit: int = 5, category: str | None = None
+    ) -> list[KnowledgeEntry]:
+        """Keyword search over all live entries (case-insensitive, content and category).
+
+        Ranked by relevance (matched query words; exact words beat prefixes; the whole
+        phrase adds a bonus), then importance, then recency. An empty query returns the
+        most important entries. Expired and forgotten entries never appear.
+
+        Raises:
+            InvalidInputError: ``query`` is not a str or ``limit`` is not a positive int.
+        """
+        if not isinstance(query, str):
+            raise InvalidInputError("query must be a str")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise InvalidInputError("limit must be a positive int")
+        with self._lock:
+            self._refresh()
+            return self._index.search(query, limit, category, self._clock())
+
+    def get_persistent_facts(self) -> dict[str, list[str]]:
+        """All live facts of MEMORY.md by category (expired ones left out)."""
+        with self._lock:
+            self._refresh()
+            return self._facts(self._clock())
+
+    def _facts(self, now: datetime) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for cat, facts in self._index.doc.sections.items():
+            live = [
+                f.content for f in facts if f.expires_at is None or f.expires_at > now
+            ]
+            if live:
+                out[cat] = live
+        return out
+
+    def get_recent_entries(self, days: int = 7, limit: int = 50) -> list[dict[str, Any]]:
+        """Live log entries of the last ``days`` days, newest first, as dicts with
+        ``id``, ``timestamp``, ``category``, ``content``, ``persistent``, ``importance``,
+        ``ttl_days``, ``expires_at`` and ``metadata``."""
+        with self._lock:
+            self._refresh()
+            now = self._clock()
+            since = now - timedelta(days=days)
+            out = []
+            for entry in self._index.newest(now):
+                if entry.created_at < since or len(out) >= limit:
+                    break
+                record = entry.to_dict()
+                record.setdefault("metadata", {})
+                out.append(record)
+            return out
+
+    def entries(self) -> list[KnowledgeEntry]:
+        """Every live entry (log entries oldest first, then MEMORY.md-only facts)."""
+        with self._lock:
+            self._refresh()
+            now = self._clock()
+            logged = list(reversed(list(self._index.newest(now))))
+            seen = {e.id for e in logged}
+            extra = [
+                e
+                for e in self._index.entries.values()
+                if e.id not in seen and self._index.is_live(e.id, now)
+            ]
+            return logged + extra
+
+    def build_context(self) -> str:
+        """The prompt block: ``[Long-term Memory]`` (MEMORY.md facts by category) and
+        ``[Recent Memory]`` (the last ``max_context_entries`` entries, oldest first,
+        ``- [YYYY-MM-DD HH:MM] (<category>) <content>`` in UTC).
+
+        Stale logs are pruned first. Empty sections are omitted; an empty memory gives
+        ``""``. Content is rendered on one line (newlines escaped), so remembered text
+        cannot open a section or forge a bullet. With ``max_context_chars`` the oldest
+        recent entries, then the last facts, are dropped to fit.
+        """
+        with self._lock:
+            self._refresh()
+            now = self._clock()
+            if self._has_stale_logs(now):
+                self.prune_logs()
+            index = self._index
+            cache = self._context_cache
+            minute = now.strftime("%Y-%m-%d %H:%M")
+            if (
+                cache is not None
+                and cache[0] == index.generation
+                and cache[1] == minute
+                and (cache[2] is None or now < cache[2])
+            ):
+                return cache[3]
+            text, valid_until = self._render_context(now)
+            self._context_cache = (index.generation, minute, valid_until, text)
+            return text
+
+    def _has_stale_logs(self, now: datetime) -> bool:
+        cutoff = (now - timedelta(days=self.max_log_days)).strftime("%Y-%m-%d")
+        return any(
+            (d := log_date(i.path)) is not None and d < cutoff for i in self._listing
+        )
+
+    def _render_context(self, now: datetime) -> tuple[str, datetime | None]:
+        valid_until: datetime | None = None
+        long_term: list[str] = []
+        for cat, facts in self._index.doc.sections.items():
+            lines = []
+            for fact in facts:
+                if fact.expires_at is not None:
+                    if fact.expires_at <= now:
+                        continue
+                    valid_until = _earliest(valid_until, fact.expires_at)
+                lines.append(f"- {fact.text}")
+            if lines:
+                long_term.append(f"## {cat}")
+                long_term.extend(lines)
+                long_term.append("")
+        recent: list[str] = []
+        if self.max_context_entries:
+            for entry in self._index.newest(now):
+                if entry.expires_at is not None:
+                    valid_until = _earliest(valid_until, entry.expires_at)
+                stamp = entry.created_at.strftime("%Y-%m-%d %H:%M")
+                recent.append(f"- [{stamp}] ({entry.category}) {escape_line(entry.content)}")
+                if len(recent) >= self.max_context_entries:
+                    break
+            recent.reverse()
+        while long_term and not long_term[-1]:
+            long_term.pop()
+        text = _assemble(long_term, recent)
+        limit = self.max_context_chars
+        if limit is not None and len(text) > limit:
+            while recent and len(text) > limit:
+                recent.pop(0)
+                text = _assemble(long_term, recent)
+            while long_term and len(text) > limit:
+                long_term.pop()
+                while long_term and (not long_term[-1] or long_term[-1].startswith("## ")):
+                    long_term.pop()
+                text = _assemble(long_term, recent)
+        return text, valid_until
+
+    def stats(self) -> dict[str, Any]:
+        """Counts for monitoring: live entries, persistent facts, categories, log files
+        and bytes, corrupt lines skipped, and the storage URL."""
+        with self._lock:
+            self._refresh()
+            now = self._clock()
+            facts = self._facts(now)
+            logs = [i for i in self._listing if log_date(i.path) is not None]
+            live = [e for e in self._index.entries.values() if self._index.is_live(e.id, now)]
+            md = next((i for i in self._listing if i.path == MEMORY_FILE), None)
+            return {
+                "storage": self.root.url,
+                "entries": len(live),
+                "persistent_facts": sum(len(v) for v in facts.values()),
+                "categories": sorted({e.category for e in live}),
+                "log_files": len(logs),
+                "log_bytes": sum(i.size for i in logs),
+                "memory_md_bytes": md.size if md else 0,
+                "corrupt_lines": self._index.corrupt_lines,
+            }
+
+
+def _tidy(old: bytes | None) -> bytes | None:
+    if not old:
+        return None
+    return rewrite_memory_md(old.decode("utf-8", errors="replace")).encode()
+
+
+def _assemble(long_term: list[str], recent: list[str]) -> str:
+    parts = []
+    if long_term:
+        parts.append("[Long-term Memory]\n" + "\n".join(long_term))
+    if recent:
+        parts.append("[Recent Memory]\n" + "\n".join(recent))
+    return "\n\n".join(parts)
+
+
+def _earliest(current: datetime | None, candidate: datetime) -> datetime:
+    return candidate if current is None or candidate < current else current
+
+
+def _insert(old: bytes | None, category: str, bullet: str) -> bytes:
+    text = old.decode("utf-8", errors="replace") if old else None
+    return insert_fact(text, category, bullet).encode()
+
+
+def _remove(old: bytes | None, category: str, key_text: str) -> bytes | None:
+    if not old:
+        return None
+    new = remove_fact(old.decode("utf-8", errors="replace"), category, key_text)
+    return None if new is None else new.encode()
+
+
+def _check_non_negative_int(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInputError(f"{name} must be a non-negative int, got {value!r}")

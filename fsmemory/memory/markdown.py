@@ -1,0 +1,277 @@
+"""MEMORY.md: the human-readable, hand-editable file of persistent facts.
+
+Layout (the seed's)::
+
+    # Agent Memory
+
+    ## preferences
+    - Preferred language: Python
+    - Dark mode: enabled <!-- expires: 2027-01-01T00:00:00.000000Z -->
+
+A fact is always ONE line. Content is escaped so that it can never start a new line,
+header or bullet: ``\\`` -> ``\\\\``, newline -> ``\\n``, CR -> ``\\r``, other control and
+line-breaking characters -> ``\\xHH``/``\\uHHHH``, and ``<!--`` -> ``\\<!--`` (so content
+cannot forge the expiry comment). A person can add, edit or delete bullets; the parser
+accepts ``-``/``*``/``+`` bullets, ignores other prose, and merges repeated headers of the
+same category.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from fsmemory.memory.entry import format_timestamp, parse_timestamp
+
+__all__ = [
+    "TITLE",
+    "Fact",
+    "MemoryDocument",
+    "escape_line",
+    "fact_line",
+    "insert_fact",
+    "parse_memory_md",
+    "remove_fact",
+    "rewrite_memory_md",
+    "unescape_line",
+]
+
+TITLE = "# Agent Memory"
+DEFAULT_CATEGORY = "general"
+
+_NEEDS_ESCAPE = re.compile("[\\\\\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]|<!--")
+_ESCAPE_SEQ = re.compile(r"\\(\\|n|r|<|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})")
+_EXPIRY = re.compile(r"\s*<!--\s*expires:\s*(\S+)\s*-->\s*$")
+_HEADER = re.compile(r"^ {0,3}##\s+(.+?)\s*#*\s*$")
+_BULLET = re.compile(r"^ {0,3}[-*+]\s+(.*)$")
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    text = match.group(0)
+    if text == "\\":
+        return "\\\\"
+    if text == "\n":
+        return "\\n"
+    if text == "\r":
+        return "\\r"
+    if text == "<!--":
+        return "\\<!--"
+    code = ord(text)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_line(text: str) -> str:
+    """Render ``text`` as one safe line (reversible with :func:`unescape_line`)."""
+    if not _NEEDS_ESCAPE.search(text):
+        return text
+    return _NEEDS_ESCAPE.sub(_escape_char, text)
+
+
+def _unescape_seq(match: re.Match[str]) -> str:
+    seq = match.group(1)
+    if seq == "\\":
+        return "\\"
+    if seq == "n":
+        return "\n"
+    if seq == "r":
+        return "\r"
+    if seq == "<":
+        return "<"
+    return chr(int(seq[1:], 16))
+
+
+def unescape_line(text: str) -> str:
+    """Invert :func:`escape_line`; unknown backslash sequences are kept as typed."""
+    if "\\" not in text:
+        return text
+    return _ESCAPE_SEQ.sub(_unescape_seq, text)
+
+
+def fact_line(content: str, expires_at: datetime | None = None) -> str:
+    """The bullet line (without newline) that stores ``content`` in MEMORY.md."""
+    line = f"- {escape_line(content.strip())}"
+    if expires_at is not None:
+        line += f" <!-- expires: {format_timestamp(expires_at)} -->"
+    return line
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One bullet of MEMORY.md.
+
+    Attributes:
+        text: the bullet text as written (escaped form, expiry comment removed).
+        expires_at: expiry from the trailing comment, if any.
+    """
+
+    text: str
+    expires_at: datetime | None = None
+
+    @property
+    def content(self) -> str:
+        """The fact's content (unescaped)."""
+        return unescape_line(self.text)
+
+
+@dataclass(slots=True)
+class MemoryDocument:
+    """Parsed MEMORY.md: facts per category in first-appearance order.
+
+    ``last_category`` is the section the file currently ends in (where an appended
+    bullet would land).
+    """
+
+    sections: dict[str, list[Fact]] = field(default_factory=dict)
+    last_category: str | None = None
+    header_count: int = 0
+
+    def add(self, category: str, fact: Fact) -> None:
+        """Record a bullet under ``category``."""
+        self.sections.setdefault(category, []).append(fact)
+
+    def feed(self, lines: Iterable[str]) -> None:
+        """Parse more lines (continuing the current section)."""
+        for raw in lines:
+            line = raw.rstrip("\r\n")
+            header = _HEADER.match(line)
+            if header:
+                self.last_category = header.group(1).strip()
+                self.header_count += 1
+                self.sections.setdefault(self.last_category, [])
+                continue
+            bullet = _BULLET.match(line)
+            if bullet is None:
+                continue
+            text = bullet.group(1)
+            expires: datetime | None = None
+            comment = _EXPIRY.search(text)
+            if comment:
+                try:
+                    expires = parse_timestamp(comment.group(1))
+                except ValueError:
+                    expires = None
+                text = text[: comment.start()]
+            text = text.strip()
+            if not text:
+                continue
+            self.add(self.last_category or DEFAULT_CATEGORY, Fact(text, expires))
+
+    def fact_count(self) -> int:
+        """Number of bullets."""
+        return sum(len(v) for v in self.sections.values())
+
+
+def parse_memory_md(text: str) -> MemoryDocument:
+    """Parse the whole of MEMORY.md."""
+    doc = MemoryDocument()
+    doc.feed(text.splitlines())
+    return doc
+
+
+def _split_lines(text: str) -> list[str]:
+    return text.split("\n") if text else []
+
+
+def _section_spans(lines: list[str]) -> list[tuple[str | None, int, int]]:
+    """(category, start, end) per section; the preamble has category None."""
+    spans: list[tuple[str | None, int, int]] = []
+    current: str | None = None
+    start = 0
+    for i, line in enumerate(lines):
+        header = _HEADER.match(line)
+        if header:
+            spans.append((current, start, i))
+            current = header.group(1).strip()
+            start = i
+    spans.append((current, start, len(lines)))
+    return spans
+
+
+def insert_fact(text: str | None, category: str, line: str) -> str:
+    """Return MEMORY.md with ``line`` added at the end of ``category``'s section
+    (created at the end of the file when missing)."""
+    if not text or not text.strip():
+        return f"{TITLE}\n\n## {category}\n{line}\n"
+    lines = _split_lines(text.rstrip("\n"))
+    target = None
+    for cat, start, end in _section_spans(lines):
+        if cat == category:
+            target = (start, end)
+    if target is None:
+        return "\n".join([*lines, "", f"## {category}", line]) + "\n"
+    start, end = target
+    insert_at = end
+    while insert_at > start + 1 and not lines[insert_at - 1].strip():
+        insert_at -= 1
+    lines.insert(insert_at, line)
+    return "\n".join(lines) + "\n"
+
+
+def remove_fact(text: str, category: str, fact_text: str) -> str | None:
+    """Return MEMORY.md without the last bullet ``fact_text`` in ``category``
+    (None when no such bullet exists). A section left without bullets is removed."""
+    lines = _split_lines(text)
+    spans = _section_spans(lines)
+    for cat, start, end in reversed(spans):
+        if cat != category and not (cat is None and category == DEFAULT_CATEGORY):
+            continue
+        for i in range(end - 1, start - 1, -1):
+            bullet = _BULLET.match(lines[i])
+            if bullet is None:
+                continue
+            candidate = _EXPIRY.sub("", bullet.group(1)).strip()
+            if candidate == fact_text:
+                del lines[i]
+                section = lines[start + 1 : end - 1] if cat is not None else []
+                if cat is not None and not any(_BULLET.match(x) for x in section):
+                    if all(not x.strip() for x in section):
+                        del lines[start : end - 1]
+                return "\n".join(lines).rstrip("\n") + "\n"
+    return None
+
+
+def rewrite_memory_md(text: str, now: datetime | None = None) -> str:
+    """Tidy MEMORY.md: merge repeated headers of a category into one section (first
+    appearance order) and, when ``now`` is given, drop bullets expired at ``now``.
+    Prose lines are kept in their section."""
+    lines = _split_lines(text.rstrip("\n"))
+    preamble: list[str] = []
+    order: list[str] = []
+    bodies: dict[str, list[str]] = {}
+    for cat, start, end in _section_spans(lines):
+        body = lines[start:end] if cat is None else lines[start + 1 : end]
+        kept = []
+        for line in body:
+            bullet = _BULLET.match(line)
+            if bullet and now is not None:
+                comment = _EXPIRY.search(bullet.group(1))
+                if comment:
+                    try:
+                        if parse_timestamp(comment.group(1)) <= now:
+                            continue
+                    except ValueError:
+                        pass
+            kept.append(line)
+        while kept and not kept[-1].strip():
+            kept.pop()
+        while cat is not None and kept and not kept[0].strip():
+            kept.pop(0)
+        if cat is None:
+            preamble = kept
+            continue
+        if cat not in bodies:
+            order.append(cat)
+            bodies[cat] = []
+        bodies[cat].extend(kept)
+    if not preamble:
+        preamble = [TITLE]
+    out = list(preamble)
+    for cat in order:
+        if not any(_BULLET.match(x) for x in bodies[cat]) and not any(
+            x.strip() for x in bodies[cat]
+        ):
+            continue
+        out.extend(["", f"## {cat}", *bodies[cat]])
+    return "\n".join(out) + "\n"

@@ -136,7 +136,9 @@ _WRITE = r"""
 return put(ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]) or 0)
 """
 
-# ARGV: B, path, data  -> OK, offset, version
+# ARGV: B, path, data, line_safe ('1' or '')  -> OK, offset, version
+# With line_safe, a file not ending in a newline (a torn last line) gets one first, so
+# the appended data starts a fresh line; the returned offset is that of the data.
 _APPEND = r"""
 local p = ARGV[2]
 local k = kind(p)
@@ -150,6 +152,10 @@ if not k then
   return {'OK', 0, v}
 end
 local off = redis.call('STRLEN', dkey(p))
+if ARGV[4] == '1' and off > 0 and redis.call('GETRANGE', dkey(p), off - 1, off - 1) ~= '\n' then
+  redis.call('APPEND', dkey(p), '\n')
+  off = off + 1
+end
 redis.call('APPEND', dkey(p), ARGV[3])
 return {'OK', off, stamp(p, false, false)}
 """

@@ -522,17 +522,25 @@ class RedisFileSystem(AbstractFileSystem):  # type: ignore[misc]
             raise ValueError("version must be >= 0")
         return self._write(self._path(path), data, "c", version)
 
-    def append_bytes(self, path: str, data: BytesLike) -> tuple[int, int]:
+    def append_bytes(
+        self, path: str, data: BytesLike, *, line_safe: bool = False
+    ) -> tuple[int, int]:
         """Append atomically on the server (APPEND), creating the file if missing.
 
         Concurrent appenders never interleave or lose bytes; the cost does not depend on
         the file's size.
 
+        Args:
+            path: the file.
+            data: bytes to append.
+            line_safe: when the file does not end with a newline, add one first (in the
+                same atomic script) so ``data`` starts a fresh line.
+
         Returns:
             ``(offset, version)``: where ``data`` starts in the file, and the new version.
         """
         p = self._path(path)
-        reply = self._ok("append", p, _to_bytes(data))
+        reply = self._ok("append", p, _to_bytes(data), "1" if line_safe else "")
         return int(reply[1]), int(reply[2])
 
     def touch(self, path: str, truncate: bool = True, **kwargs: Any) -> None:

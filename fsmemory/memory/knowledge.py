@@ -59,6 +59,9 @@ Clock = Callable[[], datetime]
 # MEMORY.md is tidied (repeated headers merged) once appends have produced this many
 # more section headers than there are categories.
 _EXTRA_HEADERS_BEFORE_TIDY = 32
+# Up to this size MEMORY.md is rewritten to insert a fact into its section; beyond it a
+# fact whose section is not last is appended under a repeated header (O(1)).
+_REWRITE_LIMIT = 64 * 1024
 
 
 def _utcnow() -> datetime:
@@ -192,54 +195,56 @@ class KnowledgeMemory:
     def _write_entry(self, entry: KnowledgeEntry) -> None:
         line = _jsonutil.dumps_line(entry.to_dict())
         log_path = log_name_for(entry.created_at)
-        if entry.persistent:
-            self._add_fact(entry)
+        synced = self._add_fact(entry) if entry.persistent else True
         offset = self.root.append(log_path, line, line_safe=True)
-        if not self._index.note_append(log_path, offset, line, None):
+        if not self._index.note_append(log_path, offset, line, None) or not synced:
             self._refresh()
 
-    def _add_fact(self, entry: KnowledgeEntry) -> None:
+    def _add_fact(self, entry: KnowledgeEntry) -> bool:
+        """Add the entry's bullet to MEMORY.md; True when the index saw it too.
+
+        Under a cheap lock (local folders, memory) the bullet is appended when its
+        category is the file's last section; otherwise a small file is rewritten with the
+        bullet inserted in its section, and a large one gets an appended ``## category``
+        chunk (repeated headers are merged by the parser and tidied once they pile up),
+        which keeps ``remember()`` O(1). Other roots insert with compare-and-swap.
+        """
         bullet = fact_line(entry.content, entry.expires_at)
         root = self.root
-        caps = root.capabilities
-        if not caps.native_append:
+        if not (root.capabilities.native_append and root.capabilities.cheap_lock):
             root.update(MEMORY_FILE, lambda old: _insert(old, entry.category, bullet))
-            return
-        if not caps.cheap_lock:
-            # No cheap lock: append a self-contained chunk so concurrent appends always
-            # leave a well-formed file; repeated headers are merged by a later tidy-up.
-            prefix = "" if root.exists(MEMORY_FILE) else f"{TITLE}\n"
-            chunk = f"{prefix}\n## {entry.category}\n{bullet}\n".encode()
-            offset = root.append(MEMORY_FILE, chunk, line_safe=True)
-            self._index.note_append(MEMORY_FILE, offset, chunk, None)
-            self._maybe_tidy()
-            return
+            return False
         with root.lock("memory-md"):
             info = root.stat(MEMORY_FILE)
-            cur = self._index.md
             if info is None:
                 chunk = f"{TITLE}\n\n## {entry.category}\n{bullet}\n"
             else:
+                cur = self._index.md
                 if cur is None or cur.info.token != info.token:
                     self._index.refresh(root, [info, *self._log_infos()])
-                if self._index.doc.last_category == entry.category:
+                doc = self._index.doc
+                if doc.last_category == entry.category:
                     chunk = f"{bullet}\n"
+                elif info.size <= _REWRITE_LIMIT:
+                    root.update(MEMORY_FILE, lambda old: _insert(old, entry.category, bullet))
+                    return False
                 else:
                     chunk = f"\n## {entry.category}\n{bullet}\n"
             data = chunk.encode()
             offset = root.append(MEMORY_FILE, data, line_safe=True)
-            self._index.note_append(MEMORY_FILE, offset, data, None)
-        self._maybe_tidy()
+            synced = self._index.note_append(MEMORY_FILE, offset, data, None)
+        return self._maybe_tidy() and synced
 
     def _log_infos(self) -> list[FileInfo]:
         return [c.info for c in self._index.logs.values()]
 
-    def _maybe_tidy(self) -> None:
+    def _maybe_tidy(self) -> bool:
+        """Merge repeated headers when appends produced many; False if it rewrote."""
         doc = self._index.doc
         if doc.header_count - len(doc.sections) < _EXTRA_HEADERS_BEFORE_TIDY:
-            return
+            return True
         self.root.update(MEMORY_FILE, _tidy)
-        self._refresh()
+        return False
 
     def forget(self, entry_id: str) -> bool:
         """Forget an entry by id. Returns False when no such entry exists.

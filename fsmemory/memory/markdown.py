@@ -43,7 +43,7 @@ DEFAULT_CATEGORY = "general"
 
 _NEEDS_ESCAPE = re.compile("[\\\\\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]|<!--")
 _ESCAPE_SEQ = re.compile(r"\\(\\|n|r|<|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})")
-_EXPIRY = re.compile(r"\s*<!--\s*expires:\s*(\S+)\s*-->\s*$")
+_EXPIRY = re.compile(r"\s*(?<!\\)<!--\s*expires:\s*(\S+)\s*-->\s*$")
 _HEADER = re.compile(r"^ {0,3}##\s+(.+?)\s*#*\s*$")
 _BULLET = re.compile(r"^ {0,3}[-*+]\s+(.*)$")
 

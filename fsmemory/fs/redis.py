@@ -1,0 +1,79 @@
+"""``redis://`` storage root over :class:`fsmemory.implementations.redis.RedisFileSystem`.
+
+Every primitive is one atomic server-side script: reads return content and version
+together, compare-and-swap compares the file's monotonically increasing version, and
+append is a native ``APPEND`` returning its offset (with the torn-line guard of
+``line_safe`` evaluated inside the same script).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from fsmemory.errors import ConflictError, KeyNotFoundError
+from fsmemory.fs.base import Capabilities, Versioned
+from fsmemory.fs.errors import translated
+from fsmemory.fs.generic import FsspecRoot
+
+__all__ = ["RedisRoot"]
+
+
+class RedisRoot(FsspecRoot):
+    """A directory in Redis (``redis://host:port/DB/path``)."""
+
+    capabilities = Capabilities(
+        conditional_write=True, native_append=True, atomic_write=True, watch=False
+    )
+
+    @classmethod
+    def from_url(cls, url: str, options: Mapping[str, Any]) -> RedisRoot:
+        """Open ``url`` with fsspec storage options (``prefix``, ``password``, ``client``, ...)."""
+        import fsspec
+
+        from fsmemory.implementations import register
+
+        try:
+            register(clobber=False)
+        except ValueError:  # another implementation was registered deliberately
+            pass
+        fs, path = fsspec.url_to_fs(url, **dict(options))
+        return cls(fs, path, url=url)
+
+    def _read_versioned(self, full: str, path: str) -> Versioned:
+        with translated(path):
+            data, version = self.fs.cat_file_with_version(full)
+        return Versioned(data, str(version))
+
+    def _token(self, info: dict[str, Any]) -> str:
+        return str(info.get("version"))
+
+    def _put(self, full: str, path: str, data: bytes, if_version: str | None, create: bool) -> str:
+        if if_version is None and not create:
+            with translated(path):
+                return str(self.fs.pipe_file(full, data))
+        expected = 0 if create else int(if_version or 0)
+        if create and if_version is not None and int(if_version) != 0:
+            raise ConflictError(f"{path!r}: create_only with a version makes no sense")
+        with translated(path):
+            return str(self.fs.pipe_if_version(full, data, expected))
+
+    def append(self, path: str, data: bytes, *, line_safe: bool = False) -> int:
+        """Native, atomic ``APPEND``; returns the offset where ``data`` starts."""
+        full = self.full_path(path)
+        with translated(path):
+            offset, _version = self.fs.append_bytes(full, bytes(data), line_safe=line_safe)
+        return int(offset)
+
+    def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
+        """``GETRANGE`` on the server."""
+        if start < 0 or (end is not None and end < 0):
+            raise ValueError("offsets must be >= 0")
+        full = self.full_path(path)
+        if end is not None and end <= start:
+            if not self.exists(path):
+                raise KeyNotFoundError(path)
+            return b""
+        with translated(path):
+            data: bytes = self.fs.cat_file(full, start=start, end=end)
+        return data

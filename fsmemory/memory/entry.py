@@ -48,9 +48,11 @@ def parse_timestamp(text: str) -> datetime:
     Raises:
         ValueError: not a timestamp.
     """
-    value = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+    value = datetime.fromisoformat(text)
     if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
+        return value.replace(tzinfo=UTC)
+    if value.tzinfo is UTC:
+        return value
     return value.astimezone(UTC)
 
 

@@ -115,13 +115,19 @@ class MemoryIndex:
                 md_info = info
             elif log_date(info.path) is not None:
                 logs[info.path] = info
-        changed = self._refresh_md(root, md_info)
+        # On a cold start read the logs first: their persistent records then wait for
+        # MEMORY.md, which claims them directly instead of first creating md- entries.
+        # Later, MEMORY.md goes first, because writers add a bullet before its record.
+        cold = self.md is None
+        changed = False if cold else self._refresh_md(root, md_info)
         for name in [n for n in self.logs if n not in logs]:
             self._drop_file(name)
             changed = True
         for name in sorted(logs):
             if self._refresh_log(root, logs[name]):
                 changed = True
+        if cold and self._refresh_md(root, md_info):
+            changed = True
         if changed:
             self.generation += 1
         return changed
@@ -462,15 +468,24 @@ class MemoryIndex:
                         seen.add(entry_id)
                         scores[entry_id] = scores.get(entry_id, 0.0) + 0.6
         phrase = " ".join(tokenize(query))
-        results: list[tuple[float, float, float, str]] = []
+        # Visit candidates best score first, so a common word does not make us rank
+        # every entry that contains it: stop once enough live ones are collected.
+        buckets: dict[float, list[str]] = {}
         for entry_id, score in scores.items():
-            if not self.is_live(entry_id, now):
-                continue
-            entry = self.entries[entry_id]
-            if category is not None and entry.category != category:
-                continue
-            results.append((score, entry.importance, entry.created_at.timestamp(), entry_id))
-        top = heapq.nlargest(max(limit * 4, limit), results)
+            buckets.setdefault(score, []).append(entry_id)
+        wanted = max(limit * 4, limit)
+        results: list[tuple[float, float, float, str]] = []
+        for score in sorted(buckets, reverse=True):
+            for entry_id in buckets[score]:
+                if not self.is_live(entry_id, now):
+                    continue
+                entry = self.entries[entry_id]
+                if category is not None and entry.category != category:
+                    continue
+                results.append((score, entry.importance, entry.created_at.timestamp(), entry_id))
+            if len(results) >= wanted:
+                break
+        top = heapq.nlargest(wanted, results)
         if len(terms) > 1:
             boosted = []
             for score, importance, stamp, entry_id in top:

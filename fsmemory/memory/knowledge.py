@@ -241,7 +241,9 @@ class KnowledgeMemory:
     def _maybe_tidy(self) -> bool:
         """Merge repeated headers when appends produced many; False if it rewrote."""
         doc = self._index.doc
-        if doc.header_count - len(doc.sections) < _EXTRA_HEADERS_BEFORE_TIDY:
+        extra = doc.header_count - len(doc.sections)
+        # Proportional threshold: the O(n) tidy runs every ~n/8 appends, O(1) amortized.
+        if extra < max(_EXTRA_HEADERS_BEFORE_TIDY, doc.fact_count() // 8):
             return True
         self.root.update(MEMORY_FILE, _tidy)
         return False

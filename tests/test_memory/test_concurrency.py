@@ -93,7 +93,7 @@ def test_large_memory_md_appends_and_tidies(tmp_path: Any) -> None:
         km.remember(f"{filler} {i}", category=f"c{i % 4}", persistent=True)
     md = km.root.read_bytes("MEMORY.md").decode()
     headers = [ln for ln in md.splitlines() if ln.startswith("## ")]
-    assert len(headers) < 4 + 40  # tidied at least once, never unbounded
+    assert len(headers) <= 4 + max(32, 400 // 8)  # tidied, never unbounded
     facts = km.get_persistent_facts()
     assert sorted(facts) == ["c0", "c1", "c2", "c3"]
     assert facts["c1"] == [f"{filler} {i}" for i in range(400) if i % 4 == 1]

@@ -19,12 +19,13 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from fsmemory import _jsonutil
 from fsmemory.errors import InvalidInputError
 from fsmemory.fs import StorageRoot, open_root
 from fsmemory.fs.base import FileInfo
+from fsmemory.snapshot import IncrementalBackend, KnowledgeBackend
 from fsmemory.memory.entry import KnowledgeEntry, format_timestamp, new_entry_id
 from fsmemory.memory.index import (
     LOG_DIR,
@@ -41,6 +42,7 @@ from fsmemory.memory.markdown import (
     remove_fact,
     rewrite_memory_md,
 )
+from fsmemory.memory.sync import SnapshotSync
 from fsmemory.memory.validation import (
     DEFAULT_MAX_CONTENT_BYTES,
     check_category,
@@ -82,10 +84,19 @@ class KnowledgeMemory:
             (chosen among all live entries) to keep at most this many.
         max_context_chars: when set, :meth:`build_context` output is bounded by it.
         max_content_bytes: the largest ``content`` accepted (UTF-8 bytes).
+        backend: a snapshot backend (:class:`~fsmemory.snapshot.FsspecBackend`,
+            :class:`~fsmemory.snapshot.RedisKnowledgeBackend`, or any object with
+            ``load_bytes``/``save_bytes``). The folder is restored from it on
+            construction and every mutation is saved back (incrementally, merging
+            concurrent writers, for incremental backends). None: files only.
+        on_corrupt_snapshot: ``"raise"`` (default) or ``"reset"`` (move the corrupt
+            snapshot aside and start empty).
         clock: a function returning the current aware UTC datetime (for tests).
 
     Raises:
         InvalidInputError: an option is out of range.
+        SnapshotError: the backend's snapshot is corrupt (with ``"raise"``).
+        BackendError: the backend could not be read (never silently starts empty).
     """
 
     def __init__(
@@ -99,6 +110,8 @@ class KnowledgeMemory:
         max_entries: int | None = None,
         max_context_chars: int | None = None,
         max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
+        backend: KnowledgeBackend | IncrementalBackend | None = None,
+        on_corrupt_snapshot: Literal["raise", "reset"] = "raise",
         clock: Clock | None = None,
     ) -> None:
         if storage_dir is not None and directory is not None:
@@ -123,6 +136,11 @@ class KnowledgeMemory:
         self._lock = threading.RLock()
         self._listing: list[FileInfo] = []
         self._context_cache: tuple[int, str, datetime | None, str] | None = None
+        self.backend = backend
+        self._sync: SnapshotSync | None = None
+        if backend is not None:
+            self._sync = SnapshotSync(self.root, backend, on_corrupt=on_corrupt_snapshot)
+            self._sync.restore()
 
     # -- properties ----------------------------------------------------------------------
     @property
@@ -190,6 +208,7 @@ class KnowledgeMemory:
             self._write_entry(entry)
             if self.max_entries is not None:
                 self._evict(now)
+            self._saved()
             return entry.id
 
     def _write_entry(self, entry: KnowledgeEntry) -> None:
@@ -270,6 +289,7 @@ class KnowledgeMemory:
             if not entry_id.startswith("md-"):
                 self._append_forgets([entry_id], reason="forget")
             self._refresh()
+            self._saved()
             return True
 
     def _append_forgets(self, ids: list[str], *, reason: str) -> None:
@@ -329,6 +349,8 @@ class KnowledgeMemory:
                     lambda old: rewrite_memory_md(old.decode(), now).encode() if old else None,
                 )
             self._refresh()
+            if deleted:
+                self._saved()
             return deleted
 
     def clear(self) -> None:
@@ -338,12 +360,27 @@ class KnowledgeMemory:
             self.root.delete_tree(LOG_DIR)
             self._index.reset()
             self._refresh()
+            self._saved()
 
     def clear_logs(self) -> None:
         """Remove the daily logs only; MEMORY.md is kept."""
         with self._lock:
             self.root.delete_tree(LOG_DIR)
             self._refresh()
+            self._saved()
+
+    def _saved(self) -> None:
+        if self._sync is not None:
+            self._sync.save()
+
+    def flush(self) -> int:
+        """Save the folder to the backend now (e.g. after editing files by hand).
+
+        Returns:
+            Bytes uploaded (0 without a backend or when nothing changed).
+        """
+        with self._lock:
+            return 0 if self._sync is None else self._sync.save()
 
     # -- reads ---------------------------------------------------------------------------
     def _refresh(self) -> None:

@@ -275,3 +275,47 @@ def rewrite_memory_md(text: str, now: datetime | None = None) -> str:
             continue
         out.extend(["", f"## {cat}", *bodies[cat]])
     return "\n".join(out) + "\n"
+
+
+def bullet_line(fact: Fact) -> str:
+    """The canonical bullet line of a parsed fact (``- text`` plus its expiry comment)."""
+    line = f"- {fact.text}"
+    if fact.expires_at is not None:
+        line += f" <!-- expires: {format_timestamp(fact.expires_at)} -->"
+    return line
+
+
+def outline(text: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """Split MEMORY.md into its bullets as ``(category, canonical line)`` pairs and the
+    other non-blank lines (title, prose), both in file order. Repeated headers of one
+    category count as one section."""
+    bullets: list[tuple[str, str]] = []
+    prose: list[str] = []
+    doc = MemoryDocument()
+    for raw in text.split("\n"):
+        line = raw.rstrip("\r")
+        if _HEADER.match(line):
+            doc.feed([line])
+            continue
+        if _BULLET.match(line):
+            before = doc.fact_count()
+            doc.feed([line])
+            if doc.fact_count() > before:
+                cat = doc.last_category or DEFAULT_CATEGORY
+                bullets.append((cat, bullet_line(doc.sections[cat][-1])))
+            continue
+        if line.strip():
+            prose.append(line)
+    return bullets, prose
+
+
+def has_bullet(text: str, category: str, line: str) -> bool:
+    """True when MEMORY.md ``text`` has the canonical bullet ``line`` under ``category``."""
+    return (category, line) in set(outline(text)[0])
+
+
+def fact_text_of(line: str) -> str:
+    """The escaped fact text of a bullet line (bullet marker and expiry comment removed)."""
+    match = _BULLET.match(line)
+    body = match.group(1) if match else line
+    return _EXPIRY.sub("", body).strip()

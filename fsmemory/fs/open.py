@@ -21,6 +21,7 @@ ROOT_CLASSES: dict[str, tuple[str, str]] = {
     "gcs": ("fsmemory.fs.gcs:GCSRoot", "gcs"),
     "redis": ("fsmemory.fs.redis:RedisRoot", "redis"),
     "rediss": ("fsmemory.fs.redis:RedisRoot", "redis"),
+    "sqlite": ("fsmemory.fs.sqlite:SqliteRoot", "sqlite"),
 }
 
 _BACKEND_MODULES = {"s3": "s3fs", "gcs": "gcsfs", "redis": "redis"}

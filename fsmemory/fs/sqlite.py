@@ -1,0 +1,466 @@
+"""``sqlite://`` storage root: a whole store in one durable local file.
+
+URL form: ``sqlite:///absolute/path/store.db`` or ``sqlite://relative/store.db``.
+Storage options: ``durable`` (``synchronous=FULL`` instead of ``NORMAL``) and ``timeout``
+(seconds to wait for another writer, default 30).
+
+Design:
+
+* One table ``files(path, data, base, size, nchunks, version, mtime)`` holds each file.
+  Appends do **not** rewrite the blob (``data || ?`` would copy the whole file on every
+  call): each appended piece becomes a row of ``chunks(path, start, data)`` keyed by its
+  byte offset, so an append is O(1) in the file size and a ranged read seeks straight to
+  the chunk holding its first byte. Reads concatenate ``data`` and the chunks. When the
+  chunks outgrow the base blob they are folded back into it (amortized O(1) per byte).
+* Every mutation is one ``BEGIN IMMEDIATE`` transaction, so compare-and-swap, create-only
+  writes and appends are atomic across threads *and* processes. The database runs in WAL
+  mode with a busy timeout: readers never block writers, writers queue instead of
+  failing.
+* Versions are random 63-bit integers drawn per write, so a compare-and-swap cannot be
+  fooled by a delete and re-create (no ABA).
+* Each thread (and each process after a ``fork``) gets its own connection.
+
+There is no fsspec filesystem behind this root: :attr:`SqliteRoot.fs` is ``None``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import secrets
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from typing import Any
+
+from fsmemory.errors import ConflictError, InvalidPathError, KeyNotFoundError, LockTimeoutError
+from fsmemory.fs.base import Capabilities, FileInfo, StorageRoot, Versioned
+from fsmemory.fs.paths import RESERVED_PREFIX, is_reserved_name, validate_path
+
+__all__ = ["SqliteRoot"]
+
+#: fold chunks back into the base blob once there are at least this many of them and
+#: they hold at least as many bytes as the base (so each byte is copied O(1) times)
+COMPACT_MIN_CHUNKS = 256
+LEASE_SECONDS = 30.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS files (
+    path    TEXT PRIMARY KEY,
+    data    BLOB NOT NULL,
+    base    INTEGER NOT NULL,
+    size    INTEGER NOT NULL,
+    nchunks INTEGER NOT NULL,
+    version INTEGER NOT NULL,
+    mtime   REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    path  TEXT NOT NULL,
+    start INTEGER NOT NULL,
+    data  BLOB NOT NULL,
+    PRIMARY KEY (path, start)
+);
+CREATE TABLE IF NOT EXISTS locks (
+    name    TEXT PRIMARY KEY,
+    owner   TEXT NOT NULL,
+    expires REAL NOT NULL
+);
+"""
+
+
+def _new_version() -> int:
+    return secrets.randbits(63)
+
+
+def _has_reserved(rel: str) -> bool:
+    return any(is_reserved_name(segment) for segment in rel.split("/"))
+
+
+def _upper(prefix: str) -> str:
+    """Exclusive upper bound of the paths under ``prefix/`` ('/' + 1 == '0')."""
+    return prefix + "0"
+
+
+class SqliteRoot(StorageRoot):
+    """A store kept in one SQLite database file.
+
+    Args:
+        database: path of the database file (created with its parent folder).
+        url: the URL it was opened from, for messages.
+        durable: ``synchronous=FULL`` (survives power loss) instead of ``NORMAL``
+            (survives process crashes).
+        timeout: seconds to wait for a concurrent writer before failing.
+    """
+
+    capabilities = Capabilities(
+        conditional_write=True, native_append=True, atomic_write=True, watch=False
+    )
+
+    def __init__(
+        self,
+        database: str | os.PathLike[str],
+        *,
+        url: str | None = None,
+        durable: bool = False,
+        timeout: float = 30.0,
+    ) -> None:
+        text = os.fspath(database)
+        if not text or text == ":memory:" or "\x00" in text:
+            raise InvalidPathError(f"not a usable SQLite database path: {text!r}")
+        self.database = os.path.abspath(os.path.expanduser(text))
+        self.root = self.database
+        self.url = url if url is not None else f"sqlite://{self.database}"
+        self.fs: Any = None
+        self.durable = durable
+        self.timeout = timeout
+        self._local = threading.local()
+        self._guard = threading.Lock()
+        self._connections: list[sqlite3.Connection] = []
+        self._orphans: list[sqlite3.Connection] = []
+        self._pid = os.getpid()
+
+    @classmethod
+    def from_url(cls, url: str, options: Mapping[str, Any]) -> SqliteRoot:
+        """Open ``sqlite:///path/to/file.db`` (options: ``durable``, ``timeout``)."""
+        _, _, rest = url.partition("://")
+        rest = rest.split("?", 1)[0]
+        opts = dict(options)
+        unknown = set(opts) - {"durable", "timeout"}
+        if unknown:
+            raise TypeError(f"unknown sqlite storage options: {sorted(unknown)}")
+        return cls(
+            rest,
+            url=url,
+            durable=bool(opts.get("durable", False)),
+            timeout=float(opts.get("timeout", 30.0)),
+        )
+
+    # -- connections -------------------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        if os.getpid() != self._pid:
+            # Inherited across fork: never touch (or close) the parent's connections.
+            with self._guard:
+                self._orphans.extend(self._connections)
+                self._connections = []
+                self._local = threading.local()
+                self._pid = os.getpid()
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+            with self._guard:
+                self._connections.append(conn)
+        return conn
+
+    def _connect(self) -> sqlite3.Connection:
+        os.makedirs(os.path.dirname(self.database), exist_ok=True)
+        conn = sqlite3.connect(
+            self.database, timeout=self.timeout, isolation_level=None, check_same_thread=False
+        )
+        conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if str(mode).lower() != "wal":  # pragma: no cover - exotic filesystems
+                    raise sqlite3.OperationalError(f"WAL mode unavailable ({mode})")
+                conn.execute("PRAGMA synchronous = " + ("FULL" if self.durable else "NORMAL"))
+                conn.executescript(_SCHEMA)
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    conn.close()
+                    raise
+                time.sleep(0.01)
+        return conn
+
+    @contextmanager
+    def _write_tx(self) -> Iterator[sqlite3.Connection]:
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    @contextmanager
+    def _read_tx(self) -> Iterator[sqlite3.Connection]:
+        conn = self._conn()
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
+    # -- reads -------------------------------------------------------------------------
+    def read(self, path: str) -> Versioned:
+        """Read a whole file with its version. Raises :class:`KeyNotFoundError`."""
+        validate_path(path)
+        with self._read_tx() as conn:
+            row = conn.execute(
+                "SELECT data, nchunks, version FROM files WHERE path = ?", (path,)
+            ).fetchone()
+            if row is None:
+                raise KeyNotFoundError(path)
+            data, nchunks, version = row
+            if nchunks:
+                parts = [bytes(data)]
+                parts.extend(
+                    bytes(r[0])
+                    for r in conn.execute(
+                        "SELECT data FROM chunks WHERE path = ? ORDER BY start", (path,)
+                    )
+                )
+                data = b"".join(parts)
+        return Versioned(bytes(data), str(version))
+
+    def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
+        """Read bytes ``[start, end)``, touching only the chunks that overlap it."""
+        if start < 0 or (end is not None and end < 0):
+            raise ValueError("offsets must be >= 0")
+        validate_path(path)
+        with self._read_tx() as conn:
+            row = conn.execute(
+                "SELECT base, size, nchunks FROM files WHERE path = ?", (path,)
+            ).fetchone()
+            if row is None:
+                raise KeyNotFoundError(path)
+            base, size, nchunks = row
+            stop = size if end is None else min(end, size)
+            if stop <= start:
+                return b""
+            parts: list[bytes] = []
+            if start < base:
+                (piece,) = conn.execute(
+                    "SELECT substr(data, ?, ?) FROM files WHERE path = ?",
+                    (start + 1, min(stop, base) - start, path),
+                ).fetchone()
+                parts.append(bytes(piece))
+            if stop > base and nchunks:
+                lo = max(start, base)
+                (first,) = conn.execute(
+                    "SELECT max(start) FROM chunks WHERE path = ? AND start <= ?", (path, lo)
+                ).fetchone()
+                rows = conn.execute(
+                    "SELECT start, data FROM chunks WHERE path = ? AND start >= ? AND start < ?"
+                    " ORDER BY start",
+                    (path, first if first is not None else lo, stop),
+                )
+                for chunk_start, chunk in rows:
+                    a = max(lo - chunk_start, 0)
+                    b = min(stop - chunk_start, len(chunk))
+                    if b > a:
+                        parts.append(bytes(chunk[a:b]))
+        return b"".join(parts)
+
+    def stat(self, path: str) -> FileInfo | None:
+        """Size, mtime and version (the token is the compare-and-swap version)."""
+        validate_path(path)
+        row = (
+            self._conn()
+            .execute("SELECT size, mtime, version FROM files WHERE path = ?", (path,))
+            .fetchone()
+        )
+        if row is None:
+            return None
+        return FileInfo(path, int(row[0]), float(row[1]), str(row[2]))
+
+    def list(self, prefix: str = "", *, recursive: bool = False) -> list[FileInfo]:
+        """Files under ``prefix`` in path order (one index range scan)."""
+        validate_path(prefix, allow_empty=True)
+        lo = f"{prefix}/" if prefix else ""
+        sql = "SELECT path, size, mtime, version FROM files"
+        args: list[Any] = []
+        if prefix:
+            sql += " WHERE path >= ? AND path < ?"
+            args += [lo, _upper(prefix)]
+        if not recursive:
+            sql += (" AND" if prefix else " WHERE") + " instr(substr(path, ?), '/') = 0"
+            args.append(len(lo) + 1)
+        sql += " ORDER BY path"
+        cut = len(lo)
+        return [
+            FileInfo(p, int(size), float(mtime), str(version))
+            for p, size, mtime, version in self._conn().execute(sql, args)
+            if RESERVED_PREFIX not in p or not _has_reserved(p[cut:])
+        ]
+
+    def list_dirs(self, prefix: str = "") -> builtins.list[str]:
+        """Immediate subdirectory names implied by the files under ``prefix``."""
+        validate_path(prefix, allow_empty=True)
+        lo = f"{prefix}/" if prefix else ""
+        cut = len(lo) + 1
+        sql = (
+            "SELECT DISTINCT substr(path, ?, instr(substr(path, ?), '/') - 1) FROM files"
+            " WHERE instr(substr(path, ?), '/') > 0"
+        )
+        args: tuple[Any, ...] = (cut, cut, cut)
+        if prefix:
+            sql += " AND path >= ? AND path < ?"
+            args += (lo, _upper(prefix))
+        return sorted(
+            str(r[0]) for r in self._conn().execute(sql, args) if not is_reserved_name(str(r[0]))
+        )
+
+    # -- writes ------------------------------------------------------------------------
+    def write(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        if_version: str | None = None,
+        create_only: bool = False,
+    ) -> str:
+        """Replace a file in one transaction (see :meth:`StorageRoot.write`)."""
+        validate_path(path)
+        payload = bytes(data)
+        version = _new_version()
+        with self._write_tx() as conn:
+            row = conn.execute(
+                "SELECT version, nchunks FROM files WHERE path = ?", (path,)
+            ).fetchone()
+            if create_only and row is not None:
+                raise ConflictError(f"{path!r} already exists")
+            if if_version is not None and (row is None or str(row[0]) != if_version):
+                raise ConflictError(f"{path!r} changed since version {if_version}")
+            if row is not None and row[1]:
+                conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
+            conn.execute(
+                "INSERT INTO files (path, data, base, size, nchunks, version, mtime)"
+                " VALUES (?, ?, ?, ?, 0, ?, ?)"
+                " ON CONFLICT(path) DO UPDATE SET data = excluded.data, base = excluded.base,"
+                " size = excluded.size, nchunks = 0, version = excluded.version,"
+                " mtime = excluded.mtime",
+                (path, payload, len(payload), len(payload), version, time.time()),
+            )
+        return str(version)
+
+    def append(self, path: str, data: bytes, *, line_safe: bool = False) -> int:
+        """Append as one chunk row (O(1) in the file size); returns the start offset."""
+        validate_path(path)
+        payload = bytes(data)
+        now = time.time()
+        with self._write_tx() as conn:
+            row = conn.execute(
+                "SELECT base, size, nchunks FROM files WHERE path = ?", (path,)
+            ).fetchone()
+            if row is None:
+                conn.execute(
+                    "INSERT INTO files (path, data, base, size, nchunks, version, mtime)"
+                    " VALUES (?, ?, ?, ?, 0, ?, ?)",
+                    (path, payload, len(payload), len(payload), _new_version(), now),
+                )
+                return 0
+            base, size, nchunks = row
+            if line_safe and size and self._last_byte(conn, path, nchunks) != b"\n":
+                payload = b"\n" + payload
+            if not payload:
+                return int(size)
+            conn.execute(
+                "INSERT INTO chunks (path, start, data) VALUES (?, ?, ?)", (path, size, payload)
+            )
+            new_size = size + len(payload)
+            nchunks += 1
+            if nchunks >= COMPACT_MIN_CHUNKS and new_size - base >= base:
+                self._compact(conn, path, new_size, now)
+            else:
+                conn.execute(
+                    "UPDATE files SET size = ?, nchunks = ?, version = ?, mtime = ? WHERE path = ?",
+                    (new_size, nchunks, _new_version(), now, path),
+                )
+            return int(size) + len(payload) - len(data)
+
+    @staticmethod
+    def _last_byte(conn: sqlite3.Connection, path: str, nchunks: int) -> bytes:
+        if nchunks:
+            row = conn.execute(
+                "SELECT substr(data, -1) FROM chunks WHERE path = ? ORDER BY start DESC LIMIT 1",
+                (path,),
+            ).fetchone()
+        else:
+            row = conn.execute(
+                "SELECT substr(data, -1) FROM files WHERE path = ?", (path,)
+            ).fetchone()
+        return bytes(row[0]) if row is not None else b""
+
+    @staticmethod
+    def _compact(conn: sqlite3.Connection, path: str, size: int, now: float) -> None:
+        (base_data,) = conn.execute("SELECT data FROM files WHERE path = ?", (path,)).fetchone()
+        parts = [bytes(base_data)]
+        parts.extend(
+            bytes(r[0])
+            for r in conn.execute("SELECT data FROM chunks WHERE path = ? ORDER BY start", (path,))
+        )
+        data = b"".join(parts)
+        conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
+        conn.execute(
+            "UPDATE files SET data = ?, base = ?, size = ?, nchunks = 0, version = ?, mtime = ?"
+            " WHERE path = ?",
+            (data, len(data), size, _new_version(), now, path),
+        )
+
+    def delete(self, path: str) -> bool:
+        """Delete one file; False when it did not exist."""
+        validate_path(path)
+        with self._write_tx() as conn:
+            gone = conn.execute("DELETE FROM files WHERE path = ?", (path,)).rowcount
+            if gone:
+                conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
+        return bool(gone)
+
+    def delete_tree(self, prefix: str) -> int:
+        """Delete every file under ``prefix`` (the whole store for ``""``) in one transaction."""
+        validate_path(prefix, allow_empty=True)
+        with self._write_tx() as conn:
+            if not prefix:
+                count = conn.execute("DELETE FROM files").rowcount
+                conn.execute("DELETE FROM chunks")
+                return int(count)
+            bounds = (f"{prefix}/", _upper(prefix))
+            count = conn.execute("DELETE FROM files WHERE path >= ? AND path < ?", bounds).rowcount
+            conn.execute("DELETE FROM chunks WHERE path >= ? AND path < ?", bounds)
+        return int(count)
+
+    # -- locking -----------------------------------------------------------------------
+    @contextmanager
+    def lock(self, name: str = "root", *, timeout: float = 30.0) -> Iterator[None]:
+        """A cross-process lease named ``name`` (a row of the ``locks`` table).
+
+        A lease older than 30 s is taken over, so a crashed holder cannot block for ever.
+        """
+        owner = uuid.uuid4().hex
+        deadline = time.monotonic() + timeout
+        delay = 0.001
+        while True:
+            now = time.time()
+            with self._write_tx() as conn:
+                row = conn.execute("SELECT expires FROM locks WHERE name = ?", (name,)).fetchone()
+                if row is None or float(row[0]) < now:
+                    conn.execute(
+                        "INSERT OR REPLACE INTO locks (name, owner, expires) VALUES (?, ?, ?)",
+                        (name, owner, now + LEASE_SECONDS),
+                    )
+                    break
+            if time.monotonic() >= deadline:
+                raise LockTimeoutError(f"lock {name!r} on {self.url} is held by another writer")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        try:
+            yield
+        finally:
+            with self._write_tx() as conn:
+                conn.execute("DELETE FROM locks WHERE name = ? AND owner = ?", (name, owner))
+
+    def close(self) -> None:
+        """Close every connection this root opened in this process."""
+        with self._guard:
+            conns, self._connections = self._connections, []
+            self._local = threading.local()
+        for conn in conns:
+            with suppress(sqlite3.Error):
+                conn.close()

@@ -287,7 +287,8 @@ def bullet_line(fact: Fact) -> str:
 
 def outline(text: str) -> tuple[list[tuple[str, str]], list[str]]:
     """Split MEMORY.md into its bullets as ``(category, canonical line)`` pairs and the
-    other non-blank lines (title, prose), both in file order. Repeated headers of one
+    other non-blank lines (prose; the ``# Agent Memory`` title is not prose), both in
+    file order. Repeated headers of one
     category count as one section."""
     bullets: list[tuple[str, str]] = []
     prose: list[str] = []
@@ -304,7 +305,7 @@ def outline(text: str) -> tuple[list[tuple[str, str]], list[str]]:
                 cat = doc.last_category or DEFAULT_CATEGORY
                 bullets.append((cat, bullet_line(doc.sections[cat][-1])))
             continue
-        if line.strip():
+        if line.strip() and line.strip() != TITLE:
             prose.append(line)
     return bullets, prose
 

@@ -1,0 +1,58 @@
+"""Snapshot backends on every storage service, as factories (one snapshot per test)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from fsmemory.snapshot import FsspecBackend, RedisKnowledgeBackend
+
+BACKENDS = [
+    "local",
+    "memory",
+    pytest.param("s3", marks=pytest.mark.s3),
+    pytest.param("gcs", marks=pytest.mark.gcs),
+    pytest.param("redis-fs", marks=pytest.mark.redis),
+    pytest.param("redis-native", marks=pytest.mark.redis),
+]
+
+Spec = tuple[str, str, dict[str, Any]]  # (kind, url or key, options)
+
+
+def make_spec(request: pytest.FixtureRequest, kind: str, tmp_path: Any) -> Spec:
+    """A picklable description of a fresh snapshot location on ``kind``."""
+    name = f"u-{uuid.uuid4().hex[:10]}"
+    if kind == "local":
+        return kind, str(tmp_path / "snapshots" / f"{name}.snapshot"), {}
+    if kind == "memory":
+        return kind, f"memory://snapshots/{name}.snapshot", {}
+    if kind == "s3":
+        url = request.getfixturevalue("s3_root_url")
+        return kind, f"{url}/{name}.snapshot", request.getfixturevalue("s3_storage_options")
+    if kind == "gcs":
+        url = request.getfixturevalue("gcs_root_url")
+        return kind, f"{url}/{name}.snapshot", request.getfixturevalue("gcs_storage_options")
+    redis_url = request.getfixturevalue("redis_url")
+    if kind == "redis-fs":
+        return kind, f"{redis_url}/0/snapshots/{name}.snapshot", {}
+    return kind, name, {"url": f"{redis_url}/0"}
+
+
+def open_backend(spec: Spec) -> Any:
+    kind, location, options = spec
+    if kind == "redis-native":
+        return RedisKnowledgeBackend(location, url=options["url"], prefix="test:")
+    return FsspecBackend(location, **options)
+
+
+@pytest.fixture(params=BACKENDS)
+def spec(request: pytest.FixtureRequest, tmp_path: Any) -> Spec:
+    return make_spec(request, str(request.param), tmp_path)
+
+
+@pytest.fixture
+def new_backend(spec: Spec) -> Callable[[], Any]:
+    return lambda: open_backend(spec)

@@ -1,0 +1,289 @@
+"""Serverless snapshots: restore, incremental saves, merge, corruption, crashes."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fsmemory import BackendError, KnowledgeMemory, SnapshotError
+from fsmemory.snapshot import FsspecBackend, pack_archive, unpack_archive
+from fsmemory import _jsonutil
+
+from .conftest import Spec, make_spec, open_backend
+
+NewBackend = Callable[[], Any]
+
+
+def folder_files(path: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(path)): p.read_bytes()
+        for p in sorted(path.rglob("*"))
+        if p.is_file() and not p.name.startswith(".fsmemory")
+    }
+
+
+def test_round_trip_of_a_whole_folder(new_backend: NewBackend, tmp_path: Path) -> None:
+    a = tmp_path / "a"
+    km = KnowledgeMemory(a, backend=new_backend())
+    km.remember("Prefers Python", category="preferences", persistent=True)
+    km.remember("note with\nnewline")
+    (a / "notes").mkdir()
+    (a / "notes" / "hand.md").write_text("written by hand\n")
+    (a / "blob.bin").write_bytes(b"\x00\xff\xfe binary \x80")
+    assert km.flush() > 0
+    assert km.flush() == 0  # nothing changed since
+    b = tmp_path / "b"
+    KnowledgeMemory(b, backend=new_backend())
+    assert folder_files(b) == folder_files(a)
+    (a / "blob.bin").unlink()
+    (a / "notes" / "hand.md").write_text("edited\n")
+    km.flush()
+    c = tmp_path / "c"
+    restored = KnowledgeMemory(c, backend=new_backend())
+    assert folder_files(c) == folder_files(a)
+    assert restored.get_persistent_facts() == {"preferences": ["Prefers Python"]}
+
+
+def test_saves_are_incremental(new_backend: NewBackend, tmp_path: Path) -> None:
+    km = KnowledgeMemory(tmp_path / "w", backend=new_backend())
+    sizes = {}
+    for n in range(1, 301):
+        content = f"fact number {n} about the project and the user's preferences"
+        before = km._sync.bytes_uploaded  # type: ignore[union-attr]
+        km.remember(content, category=f"c{n % 5}", persistent=n % 2 == 0)
+        sizes[n] = km._sync.bytes_uploaded - before  # type: ignore[union-attr]
+        assert sizes[n] <= 2048 + len(content.encode())
+    # independent of memory size: the 300th save costs about what the 10th did
+    assert abs(sizes[300] - sizes[10]) < 200 and abs(sizes[299] - sizes[9]) < 200
+
+
+def test_restore_replaces_stale_scratch_content(new_backend: NewBackend, tmp_path: Path) -> None:
+    scratch = tmp_path / "scratch"
+    km = KnowledgeMemory(scratch, backend=new_backend())
+    km.remember("kept")
+    (scratch / "stray.txt").write_text("left by an earlier invocation, never saved")
+    again = KnowledgeMemory(scratch, backend=new_backend())
+    assert not (scratch / "stray.txt").exists()
+    assert [e.content for e in again.recall("")] == ["kept"]
+
+
+def test_concurrent_functions_merge(new_backend: NewBackend, tmp_path: Path) -> None:
+    seed = KnowledgeMemory(tmp_path / "seed", backend=new_backend())
+    old = seed.remember("old fact", category="a", persistent=True)
+    seed.remember("shared note")
+    # Two functions restore the same state, then diverge.
+    f1 = KnowledgeMemory(tmp_path / "f1", backend=new_backend())
+    f2 = KnowledgeMemory(tmp_path / "f2", backend=new_backend())
+    f1.remember("from f1", category="a", persistent=True)
+    f2.remember("from f2", category="b", persistent=True)
+    assert f2.forget(old)
+    f1.remember("f1 note")
+    final = KnowledgeMemory(tmp_path / "final", backend=new_backend())
+    assert final.get_persistent_facts() == {"a": ["from f1"], "b": ["from f2"]}
+    assert Counter(e.content for e in final.entries()) == Counter(
+        ["shared note", "from f1", "from f2", "f1 note"]
+    )
+
+
+def test_compaction_folds_deltas(spec: Spec, tmp_path: Path) -> None:
+    from fsmemory.memory.sync import SnapshotSync
+
+    km = KnowledgeMemory(tmp_path / "w", backend=open_backend(spec))
+    for i in range(40):
+        km.remember(f"fact {i}", persistent=i % 3 == 0)
+    backend = open_backend(spec)
+    assert len(backend.load_state().deltas) >= 40
+    sync = SnapshotSync(km.root.__class__(str(tmp_path / "r")), backend, compact_after=16)
+    sync.restore()
+    state = open_backend(spec).load_state()
+    assert state.deltas == [] and state.base is not None
+    restored = KnowledgeMemory(tmp_path / "r2", backend=open_backend(spec))
+    assert sorted(e.content for e in restored.entries()) == sorted(f"fact {i}" for i in range(40))
+
+
+def test_corrupt_snapshot_is_never_silently_replaced(spec: Spec, tmp_path: Path) -> None:
+    kind, location, options = spec
+    if kind == "redis-native":
+        backend = open_backend(spec)
+        backend.client.set(backend._base, b"\x00 not an archive")
+    else:
+        FsspecBackend(location, **options).root.write(location.rsplit("/", 1)[1], b"{garbage")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    (scratch / "keep.txt").write_text("untouched")
+    with pytest.raises(SnapshotError):
+        KnowledgeMemory(scratch, backend=open_backend(spec))
+    assert folder_files(scratch) == {"keep.txt": b"untouched"}
+    if kind == "redis-native":
+        return
+    fresh = KnowledgeMemory(scratch, backend=open_backend(spec), on_corrupt_snapshot="reset")
+    assert fresh.recall("") == []
+    fresh.remember("after reset")
+    names = [i.path for i in FsspecBackend(location, **options).root.list("", recursive=True)]
+    assert any(".corrupt-" in n for n in names), names
+
+
+@pytest.mark.parametrize(
+    "bad_path", ["../escape.txt", "/etc/passwd", "a/../../b", "a\x00b", "%2e%2e/x", ".fsmemory.lock", "a\\b"]
+)
+def test_unsafe_archive_is_rejected_before_writing(tmp_path: Path, bad_path: str) -> None:
+    archive = _jsonutil.dumps(
+        {"version": 1, "files": {"MEMORY.md": {"encoding": "utf-8", "content": "# x\n"},
+                                  bad_path: {"encoding": "utf-8", "content": "pwned"}}}
+    )
+    url = f"memory://unsafe/{abs(hash(bad_path))}.snapshot"
+    FsspecBackend(url).root.write(url.rsplit("/", 1)[1], archive)
+    scratch = tmp_path / "s"
+    with pytest.raises(SnapshotError):
+        KnowledgeMemory(scratch, backend=FsspecBackend(url))
+    assert folder_files(scratch) == {} if scratch.exists() else True
+    assert not (tmp_path / "escape.txt").exists()
+
+
+def test_unknown_encoding_and_bad_base64_rejected() -> None:
+    for spec in ({"encoding": "rot13", "content": "x"}, {"encoding": "base64", "content": "!!"},
+                 {"content": 5}, "not an object"):
+        with pytest.raises(SnapshotError):
+            unpack_archive(_jsonutil.dumps({"version": 1, "files": {"a.txt": spec}}))
+    with pytest.raises(SnapshotError):
+        unpack_archive(b'{"version": 99, "files": {}}')
+
+
+def test_seed_archive_migrates(tmp_path: Path) -> None:
+    seed_blob = _jsonutil.dumps({"version": 1, "files": {
+        "MEMORY.md": {"encoding": "utf-8", "content": "# Agent Memory\n\n## preferences\n- Python\n"},
+        "logs/2026-03-13.jsonl": {"encoding": "utf-8", "content":
+            '{"timestamp": "2026-03-13T10:15:00Z", "category": "context", "content": "seed note", "persistent": false}\n'},
+    }})
+    url = "memory://migrate/u1.snapshot"
+    FsspecBackend(url).root.write("u1.snapshot", seed_blob)
+    km = KnowledgeMemory(tmp_path / "w", backend=FsspecBackend(url), max_log_days=100000)
+    assert km.get_persistent_facts() == {"preferences": ["Python"]}
+    assert [e.content for e in km.recall("seed")] == ["seed note"]
+    km.remember("new")
+    again = KnowledgeMemory(tmp_path / "w2", backend=FsspecBackend(url), max_log_days=100000)
+    assert {e.content for e in again.entries()} == {"Python", "seed note", "new"}
+
+
+class DictBackend:
+    """The seed's two-method protocol, as a user would write it."""
+
+    def __init__(self, store: dict[str, bytes]) -> None:
+        self.store = store
+
+    def load_bytes(self) -> bytes | None:
+        return self.store.get("blob")
+
+    def save_bytes(self, data: bytes) -> None:
+        self.store["blob"] = data
+
+
+def test_plain_two_method_backend(tmp_path: Path) -> None:
+    store: dict[str, bytes] = {}
+    km = KnowledgeMemory(tmp_path / "a", backend=DictBackend(store))
+    km.remember("fact", persistent=True)
+    assert set(unpack_archive(store["blob"])) == {"MEMORY.md", f"logs/{time.strftime('%Y-%m-%d', time.gmtime())}.jsonl"}
+    b = KnowledgeMemory(tmp_path / "b", backend=DictBackend(store))
+    assert b.get_persistent_facts() == {"general": ["fact"]}
+    assert pack_archive(unpack_archive(store["blob"]))  # re-packable
+
+
+def test_backend_none_changes_nothing(tmp_path: Path) -> None:
+    km = KnowledgeMemory(tmp_path / "a")
+    km.remember("x")
+    assert km.flush() == 0
+    assert sorted(folder_files(tmp_path / "a")) == [f"logs/{time.strftime('%Y-%m-%d', time.gmtime())}.jsonl"]
+
+
+@pytest.mark.s3
+def test_network_error_on_load_raises(tmp_path: Path) -> None:
+    dead = {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": "http://127.0.0.1:9"},
+            "config_kwargs": {"retries": {"max_attempts": 1}, "connect_timeout": 1}}
+    scratch = tmp_path / "s"
+    scratch.mkdir()
+    (scratch / "keep.txt").write_text("x")
+    with pytest.raises((BackendError, OSError)):
+        KnowledgeMemory(scratch, backend=FsspecBackend("s3://nobucket/u.snapshot", **dead))
+    assert folder_files(scratch) == {"keep.txt": b"x"}
+
+
+# -- many functions at once, and crashes ---------------------------------------------------
+
+
+def _invocations(spec: Spec, scratch: str, worker: int, count: int) -> list[str]:
+    contents = []
+    for i in range(count):
+        km = KnowledgeMemory(f"{scratch}/{worker}-{i}", backend=open_backend(spec))
+        for j in range(2):
+            text = f"w{worker} call{i} fact{j}"
+            km.remember(text, category="c", persistent=j == 0)
+            contents.append(text)
+    return contents
+
+
+@pytest.mark.parametrize("kind", ["local", pytest.param("redis-fs", marks=pytest.mark.redis),
+                                  pytest.param("redis-native", marks=pytest.mark.redis),
+                                  pytest.param("s3", marks=pytest.mark.s3),
+                                  pytest.param("gcs", marks=pytest.mark.gcs)])
+def test_four_processes_of_invocations_lose_nothing(
+    request: pytest.FixtureRequest, kind: str, tmp_path: Path
+) -> None:
+    spec = make_spec(request, kind, tmp_path)
+    count = 50 if kind in ("local", "redis-fs", "redis-native") else 12
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        results = pool.starmap(_invocations, [(spec, str(tmp_path / "scratch"), w, count) for w in range(4)])
+    expected = Counter(c for r in results for c in r)
+    final = KnowledgeMemory(tmp_path / "final", backend=open_backend(spec))
+    got = Counter(e.content for e in final.entries() if not e.id.startswith("md-"))
+    assert got == expected and len(got) == 4 * count * 2
+    facts = final.get_persistent_facts()["c"]
+    assert sorted(facts) == sorted(c for c in expected if c.endswith("fact0"))
+
+
+SAVER = """
+import sys
+from fsmemory import KnowledgeMemory
+from fsmemory.snapshot import FsspecBackend
+url, scratch = sys.argv[1], sys.argv[2]
+km = KnowledgeMemory(scratch, backend=FsspecBackend(url))
+i = 0
+while True:
+    km.remember(f"fact {i}", persistent=i % 2 == 0)
+    print(i, flush=True)
+    i += 1
+"""
+
+
+@pytest.mark.parametrize("kills", [15])
+def test_killed_saver_leaves_a_restorable_snapshot(tmp_path: Path, kills: int) -> None:
+    url = str(tmp_path / "snap" / "u.snapshot")
+    acknowledged: set[int] = set()
+    for k in range(kills):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", SAVER, url, str(tmp_path / f"scratch{k}")],
+            stdout=subprocess.PIPE, text=True,
+        )
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 5 + (k % 4) * 0.05
+        seen = 0
+        for line in proc.stdout:
+            acknowledged.add(int(line))
+            seen += 1
+            if seen > 3 + k % 5 or time.monotonic() > deadline:
+                break
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        restored = KnowledgeMemory(tmp_path / f"check{k}", backend=FsspecBackend(url))
+        present = {int(e.content.split()[1]) for e in restored.entries()}
+        assert {f"fact {i}" for i in acknowledged} <= {e.content for e in restored.entries()}
+        assert acknowledged <= present

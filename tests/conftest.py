@@ -6,6 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
+pytest_plugins = ["tests.conftest_cloud"]
+
 
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:

@@ -8,6 +8,7 @@ quirks live in the subclasses; callers never see them.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import random
 import time
@@ -153,7 +154,7 @@ class StorageRoot(ABC):
         """
 
     @abstractmethod
-    def list_dirs(self, prefix: str = "") -> list[str]:
+    def list_dirs(self, prefix: str = "") -> builtins.list[str]:
         """Names of the immediate subdirectories of ``prefix`` (implied or real)."""
 
     # -- writes ------------------------------------------------------------------------

@@ -12,6 +12,7 @@ say so.
 
 from __future__ import annotations
 
+import builtins
 import logging
 import time
 import uuid
@@ -151,7 +152,7 @@ class FsspecRoot(StorageRoot):
         out.sort(key=lambda i: i.path)
         return out
 
-    def list_dirs(self, prefix: str = "") -> list[str]:
+    def list_dirs(self, prefix: str = "") -> builtins.list[str]:
         """Immediate subdirectory names (real or implied by deeper files)."""
         validate_path(prefix, allow_empty=True)
         base = f"{self.root}/{prefix}" if prefix else self.root

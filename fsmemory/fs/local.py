@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import builtins
 import errno
 import fcntl
 import os
@@ -209,17 +210,22 @@ class LocalRoot(StorageRoot):
         validate_path(prefix, allow_empty=True)
         out: list[FileInfo] = []
         self._scan(prefix, recursive, out, None)
+        out.sort(key=lambda i: i.path)
         return out
 
-    def list_dirs(self, prefix: str = "") -> list[str]:
+    def list_dirs(self, prefix: str = "") -> builtins.list[str]:
         """Immediate subdirectory names of ``prefix`` (symlinked ones are skipped)."""
         validate_path(prefix, allow_empty=True)
         dirs: list[str] = []
         self._scan(prefix, False, None, dirs)
-        return dirs
+        return sorted(dirs)
 
     def _scan(
-        self, prefix: str, recursive: bool, files: list[FileInfo] | None, dirs: list[str] | None
+        self,
+        prefix: str,
+        recursive: bool,
+        files: builtins.list[FileInfo] | None,
+        dirs: builtins.list[str] | None,
     ) -> None:
         base = self.full_path(prefix) if prefix else self.root
         try:

@@ -8,6 +8,7 @@ counters, so compare-and-swap is exact.
 
 from __future__ import annotations
 
+import builtins
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -133,7 +134,7 @@ class MemoryRoot(StorageRoot):
         out.sort(key=lambda i: i.path)
         return out
 
-    def list_dirs(self, prefix: str = "") -> list[str]:
+    def list_dirs(self, prefix: str = "") -> builtins.list[str]:
         """Immediate subdirectories implied by the files under ``prefix``."""
         validate_path(prefix, allow_empty=True)
         base = f"{self.root}/{prefix}/" if prefix else f"{self.root}/"

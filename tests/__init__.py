@@ -1,0 +1,1 @@
+"""fsmemory's test suite (a package so shared fixture modules import as ``tests.*``)."""

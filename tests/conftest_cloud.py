@@ -1,0 +1,84 @@
+"""Fixtures for the cloud backends: moto (S3) and fake-gcs-server (GCS) on loopback.
+
+Each emulator starts once per session, on first use; every test gets a fresh bucket.
+A service that cannot start skips the tests needing it, unless
+``FSMEMORY_REQUIRE_SERVICES=1``.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from fsmemory.fs.gcs import GCSRoot
+from fsmemory.fs.s3 import S3Root
+from fsmemory.testing.cloud_services import (
+    FakeGCSService,
+    MotoService,
+    start_fake_gcs,
+    start_moto,
+)
+from fsmemory.testing.services import start_or_skip
+
+# The conformance suite lives in the package; let pytest explain its failed asserts.
+# (This module never imports it, so registering here is early enough.)
+pytest.register_assert_rewrite("fsmemory.testing.conformance")
+
+# Must be set before gcsfs is imported anywhere (see fsmemory.fs.gcs).
+os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
+
+
+def _bucket_name() -> str:
+    return f"fsm-{uuid.uuid4().hex[:16]}"
+
+
+@pytest.fixture(scope="session")
+def moto_service() -> Iterator[MotoService]:
+    """moto's S3 server, one per session."""
+    service = start_or_skip(start_moto)
+    try:
+        yield service
+    finally:
+        service.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_storage_options(moto_service: MotoService) -> dict[str, Any]:
+    """s3fs ``storage_options`` pointing at the session's moto server."""
+    return moto_service.s3_storage_options()
+
+
+@pytest.fixture
+def s3_root_url(s3_storage_options: dict[str, Any]) -> str:
+    """``s3://<fresh bucket>/root`` (the bucket is created, the prefix is empty)."""
+    bucket = _bucket_name()
+    S3Root.from_url(f"s3://{bucket}", s3_storage_options).fs.mkdir(bucket)
+    return f"s3://{bucket}/root"
+
+
+@pytest.fixture(scope="session")
+def fake_gcs_service() -> Iterator[FakeGCSService]:
+    """fake-gcs-server, one per session."""
+    service = start_or_skip(start_fake_gcs)
+    try:
+        yield service
+    finally:
+        service.stop()
+
+
+@pytest.fixture(scope="session")
+def gcs_storage_options(fake_gcs_service: FakeGCSService) -> dict[str, Any]:
+    """gcsfs ``storage_options`` pointing at the session's fake-gcs-server."""
+    return fake_gcs_service.gcs_storage_options()
+
+
+@pytest.fixture
+def gcs_root_url(gcs_storage_options: dict[str, Any]) -> str:
+    """``gs://<fresh bucket>/root`` (the bucket is created, the prefix is empty)."""
+    bucket = _bucket_name()
+    GCSRoot.from_url(f"gs://{bucket}", gcs_storage_options).fs.mkdir(bucket)
+    return f"gs://{bucket}/root"

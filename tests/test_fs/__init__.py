@@ -1,0 +1,1 @@
+"""Tests of the storage layer (fsmemory.fs)."""

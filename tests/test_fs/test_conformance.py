@@ -1,0 +1,57 @@
+"""The storage-layer conformance suite against every backend.
+
+memory:// and local folders always run; S3 runs against moto and GCS against
+fake-gcs-server (both started by the test session, see ``tests/conftest_cloud.py``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fsmemory.fs import StorageRoot, open_root
+from fsmemory.testing.conformance import StorageRootTests
+
+
+class TestMemoryRoot(StorageRootTests):
+    """``memory://`` (fsspec's process-global memory store, unique root per test)."""
+
+    @pytest.fixture
+    def root(self) -> Iterator[StorageRoot]:
+        root = open_root(f"memory://fsm-{uuid.uuid4().hex}")
+        yield root
+        root.delete_tree("")
+
+
+class TestLocalRoot(StorageRootTests):
+    """A local folder."""
+
+    @pytest.fixture
+    def root(self, tmp_path: Path) -> StorageRoot:
+        return open_root(str(tmp_path / "root"))
+
+
+@pytest.mark.s3
+class TestS3Root(StorageRootTests):
+    """S3 through s3fs against moto's server."""
+
+    concurrency_ops = 10
+
+    @pytest.fixture
+    def root(self, s3_root_url: str, s3_storage_options: dict[str, Any]) -> StorageRoot:
+        return open_root(s3_root_url, s3_storage_options)
+
+
+@pytest.mark.gcs
+class TestGCSRoot(StorageRootTests):
+    """GCS through gcsfs against fake-gcs-server."""
+
+    concurrency_ops = 10
+
+    @pytest.fixture
+    def root(self, gcs_root_url: str, gcs_storage_options: dict[str, Any]) -> StorageRoot:
+        return open_root(gcs_root_url, gcs_storage_options)

@@ -1,0 +1,126 @@
+"""Each storage primitive costs the number of requests the docs promise.
+
+S3: requests are counted with a botocore ``before-send`` hook, i.e. every HTTP request
+the client really sends (retries included). GCS: every request gcsfs issues through its
+``_request`` method is counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from fsmemory.fs import StorageRoot, open_root
+
+
+@contextmanager
+def _count_s3(root: StorageRoot) -> Iterator[list[str]]:
+    calls: list[str] = []
+
+    def hook(request: Any, **kwargs: Any) -> None:
+        calls.append(f"{request.method} {request.url}")
+
+    events = root.fs.s3.meta.events
+    events.register("before-send.s3", hook)
+    try:
+        yield calls
+    finally:
+        events.unregister("before-send.s3", hook)
+
+
+@contextmanager
+def _count_gcs(root: StorageRoot) -> Iterator[list[str]]:
+    calls: list[str] = []
+    fs = root.fs
+    original = fs._request
+
+    async def counting(method: str, path: str, *args: Any, **kwargs: Any) -> Any:
+        calls.append(f"{method} {path}")
+        return await original(method, path, *args, **kwargs)
+
+    fs._request = counting
+    try:
+        yield calls
+    finally:
+        del fs._request
+
+
+def _check_counts(
+    root: StorageRoot, count: Callable[[StorageRoot], Any], expected: dict[str, int]
+) -> None:
+    root.write("warm-up", b"x")  # open connections / sessions outside the counts
+    root.write("f.txt", b"hello\n")
+    for i in range(5):
+        root.write(f"dir/{i}.txt", b"x")
+    version = root.read("f.txt").version
+    ops: dict[str, Callable[[], object]] = {
+        "read": lambda: root.read("f.txt"),
+        "stat": lambda: root.stat("f.txt"),
+        "stat_missing": lambda: root.stat("nope.txt"),
+        "read_range": lambda: root.read_range("f.txt", 2, 4),
+        "write": lambda: root.write("g.txt", b"x"),
+        "cas_write": lambda: root.write("f.txt", b"v2\n", if_version=version),
+        "create_only": lambda: root.write("h.txt", b"x", create_only=True),
+        "append": lambda: root.append("f.txt", b"more\n"),
+        "list_recursive": lambda: root.list(recursive=True),
+        "list": lambda: root.list("dir"),
+        "list_dirs": lambda: root.list_dirs(),
+        "delete": lambda: root.delete("g.txt"),
+    }
+    measured: dict[str, int] = {}
+    for name, op in ops.items():
+        with count(root) as calls:
+            op()
+        measured[name] = len(calls)
+    assert measured == expected
+
+
+@pytest.mark.s3
+def test_s3_request_counts(s3_root_url: str, s3_storage_options: dict[str, Any]) -> None:
+    """read = 1 GET, stat = 1 HEAD, CAS write = 1 PUT, append = GET + PUT, list = 1."""
+    root = open_root(s3_root_url, s3_storage_options)
+    _check_counts(
+        root,
+        _count_s3,
+        {
+            "read": 1,
+            "stat": 1,
+            "stat_missing": 1,
+            "read_range": 1,
+            "write": 1,
+            "cas_write": 1,
+            "create_only": 1,
+            "append": 2,
+            "list_recursive": 1,
+            "list": 1,
+            "list_dirs": 1,
+            "delete": 2,  # HEAD + DELETE: S3 deletes missing keys silently
+        },
+    )
+
+
+@pytest.mark.gcs
+def test_gcs_request_counts(gcs_root_url: str, gcs_storage_options: dict[str, Any]) -> None:
+    """read = 1 GET, stat = 1 GET, CAS write = 1 upload, append = GET + upload."""
+    root = open_root(gcs_root_url, gcs_storage_options)
+    _check_counts(
+        root,
+        _count_gcs,
+        {
+            "read": 1,
+            "stat": 1,
+            "stat_missing": 1,
+            "read_range": 1,
+            "write": 1,
+            "cas_write": 1,
+            "create_only": 1,
+            "append": 2,
+            "list_recursive": 1,
+            "list": 1,
+            "list_dirs": 1,
+            "delete": 1,
+        },
+    )

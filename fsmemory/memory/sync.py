@@ -179,8 +179,8 @@ class SnapshotSync:
         self.incremental = isinstance(backend, IncrementalBackend)
         self._synced: dict[str, FileInfo] = {}
         self._tails: dict[str, bytes] = {}
-        self._md_bullets: Counter[tuple[str, str]] = Counter()
-        self._md_prose: list[str] = []
+        # MEMORY.md as last synced (raw bytes; parsed only when it was rewritten)
+        self._md: bytes = b""
         self.bytes_uploaded = 0
         self.saves = 0
 
@@ -204,7 +204,7 @@ class SnapshotSync:
             quarantine()
             state, files = SnapshotState(None), {}
         self._write_folder(files)
-        self._mark_all_synced()
+        self._mark_synced(files)
         if state is not None and self._should_compact(state):
             self._compact(files, state)
 
@@ -241,24 +241,13 @@ class SnapshotSync:
             if path not in files:
                 self.root.delete(path)
 
-    def _mark_all_synced(self) -> None:
+    def _mark_synced(self, files: dict[str, bytes]) -> None:
+        """Record ``files`` (now on disk) as the synced state."""
         self._synced = {i.path: i for i in self.root.list("", recursive=True)}
-        self._tails = {}
-        for path, info in self._synced.items():
-            if log_date(path) is not None and info.size:
-                self._tails[path] = self.root.read_range(path, max(0, info.size - _TAIL))
-        self._set_md(self._read_text(MEMORY_FILE) if MEMORY_FILE in self._synced else "")
-
-    def _set_md(self, text: str) -> None:
-        bullets, prose = outline(text)
-        self._md_bullets = Counter(bullets)
-        self._md_prose = prose
-
-    def _read_text(self, path: str) -> str:
-        try:
-            return self.root.read_bytes(path).decode("utf-8", errors="replace")
-        except KeyNotFoundError:
-            return ""
+        self._tails = {
+            path: data[-_TAIL:] for path, data in files.items() if log_date(path) is not None
+        }
+        self._md = files.get(MEMORY_FILE, b"")
 
     # -- save ----------------------------------------------------------------------------
     def save(self) -> int:
@@ -267,7 +256,7 @@ class SnapshotSync:
             files = {i.path: self.root.read_bytes(i.path) for i in self.root.list("", recursive=True)}
             data = pack_archive(files)
             self.backend.save_bytes(data)  # type: ignore[union-attr]
-            self._mark_all_synced()
+            self._mark_synced(files)
             return self._count(len(data))
         listing = {i.path: i for i in self.root.list("", recursive=True)}
         delta, synced_md = self._diff(listing)
@@ -284,7 +273,7 @@ class SnapshotSync:
         for path in delta.get("delete", []):
             self._tails.pop(path, None)
         if synced_md is not None:
-            self._set_md(synced_md)
+            self._md = synced_md
         return self._count(len(data))
 
     def _count(self, size: int) -> int:
@@ -292,25 +281,54 @@ class SnapshotSync:
         self.bytes_uploaded += size
         return size
 
-    def _diff(self, listing: dict[str, FileInfo]) -> tuple[dict[str, Any] | None, str | None]:
+    def _md_changes(
+        self, old: FileInfo | None, info: FileInfo
+    ) -> tuple[list[list[str]], list[list[str]], bytes, bool]:
+        """(bullets added, bullets removed, new content, needs a whole-file put)."""
+        synced = self._md
+        appended = None
+        if old is not None and info.size > old.size and not self.root.rewritten(old, info):
+            tail = synced[-_TAIL:]
+            data = self.root.read_range(MEMORY_FILE, len(synced) - len(tail))
+            if data[: len(tail)] == tail:
+                appended = data[len(tail) :]
+        if appended is not None:
+            # Appended bullets: parse them in the section the synced file ends in.
+            cut = synced.rfind(b"\n## ")
+            if cut < 0 and synced.startswith(b"## "):
+                cut = -1
+            elif cut < 0:
+                cut = len(synced)
+            context = synced[cut + 1 :].split(b"\n", 1)[0]
+            added, prose = outline((context + b"\n" + appended).decode("utf-8", "replace"))
+            if not prose:
+                return [[c, ln] for c, ln in added], [], synced + appended, False
+        new = self.root.read_bytes(MEMORY_FILE)
+        before_bullets, before_prose = outline(synced.decode("utf-8", "replace"))
+        after_bullets, after_prose = outline(new.decode("utf-8", "replace"))
+        if before_prose != after_prose:
+            return [], [], new, True
+        now, then = Counter(after_bullets), Counter(before_bullets)
+        adds = [[c, ln] for (c, ln), n in (now - then).items() for _ in range(n)]
+        removes = [[c, ln] for (c, ln), n in (then - now).items() for _ in range(n)]
+        return adds, removes, new, False
+
+    def _diff(self, listing: dict[str, FileInfo]) -> tuple[dict[str, Any] | None, bytes | None]:
         append: dict[str, str] = {}
         put: dict[str, dict[str, str]] = {}
         md_add: list[list[str]] = []
         md_remove: list[list[str]] = []
-        md_text: str | None = None
+        md_text: bytes | None = None
         for path, info in listing.items():
             old = self._synced.get(path)
             if old is not None and old.token == info.token and old.size == info.size:
                 continue
             if path == MEMORY_FILE:
-                md_text = self._read_text(path)
-                bullets, prose = outline(md_text)
-                if prose != self._md_prose and (prose or self._md_prose):
-                    put[path] = encode_file(md_text.encode())
-                    continue
-                now = Counter(bullets)
-                md_add += [[c, ln] for (c, ln), n in (now - self._md_bullets).items() for _ in range(n)]
-                md_remove += [[c, ln] for (c, ln), n in (self._md_bullets - now).items() for _ in range(n)]
+                adds, removes, md_text, whole = self._md_changes(old, info)
+                if whole:
+                    put[path] = encode_file(md_text)
+                md_add += adds
+                md_remove += removes
                 continue
             tail_bytes = self._appended(path, old, info)
             if tail_bytes is not None:
@@ -322,7 +340,7 @@ class SnapshotSync:
             put[path] = encode_file(self.root.read_bytes(path))
         delete = sorted(p for p in self._synced if p not in listing)
         if MEMORY_FILE in delete:
-            md_text = ""
+            md_text = b""
         if not (append or put or md_add or md_remove or delete):
             return None, md_text
         delta: dict[str, Any] = {"format": DELTA_FORMAT, "version": 1}

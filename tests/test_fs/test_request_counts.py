@@ -7,45 +7,21 @@ the client really sends (retries included). GCS: every request gcsfs issues thro
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from fsmemory.fs import StorageRoot, open_root
+from fsmemory.testing.requests import count_requests
 
 
-@contextmanager
-def _count_s3(root: StorageRoot) -> Iterator[list[str]]:
-    calls: list[str] = []
-
-    def hook(request: Any, **kwargs: Any) -> None:
-        calls.append(f"{request.method} {request.url}")
-
-    events = root.fs.s3.meta.events
-    events.register("before-send.s3", hook)
-    try:
-        yield calls
-    finally:
-        events.unregister("before-send.s3", hook)
+def _count_s3(root: StorageRoot) -> Any:
+    return count_requests(root)
 
 
-@contextmanager
-def _count_gcs(root: StorageRoot) -> Iterator[list[str]]:
-    calls: list[str] = []
-    fs = root.fs
-    original = fs._request
-
-    async def counting(method: str, path: str, *args: Any, **kwargs: Any) -> Any:
-        calls.append(f"{method} {path}")
-        return await original(method, path, *args, **kwargs)
-
-    fs._request = counting
-    try:
-        yield calls
-    finally:
-        del fs._request
+def _count_gcs(root: StorageRoot) -> Any:
+    return count_requests(root)
 
 
 def _check_counts(

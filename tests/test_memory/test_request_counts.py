@@ -1,0 +1,53 @@
+"""What a KnowledgeMemory operation costs in requests on remote backends."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from fsmemory import KnowledgeMemory
+from fsmemory.testing.requests import count_requests
+
+from .conftest import backend_location
+
+REMOTE = [
+    pytest.param("s3", marks=pytest.mark.s3),
+    pytest.param("gcs", marks=pytest.mark.gcs),
+    pytest.param("redis", marks=pytest.mark.redis),
+]
+
+
+@pytest.mark.parametrize("backend", REMOTE)
+def test_request_budget(request: pytest.FixtureRequest, backend: str, tmp_path: Any) -> None:
+    url, options = backend_location(request, backend, tmp_path)
+    km = KnowledgeMemory(url, storage_options=options)
+    for i in range(20):
+        km.remember(f"warm-up fact {i}", persistent=i % 2 == 0)
+    km.recall("warm")
+    counts = {}
+    with count_requests(km.root) as c:
+        km.remember("a plain note")
+    counts["remember"] = len(c)
+    with count_requests(km.root) as c:
+        km.remember("a persistent fact", persistent=True)
+    counts["remember_persistent"] = len(c)
+    km.recall("x")
+    with count_requests(km.root) as c:
+        km.recall("note")
+    counts["warm_recall"] = len(c)
+    with count_requests(km.root) as c:
+        km.build_context()
+    counts["warm_build_context"] = len(c)
+    other = KnowledgeMemory(url, storage_options=options)
+    other.remember("written by another process")
+    with count_requests(km.root) as c:
+        assert [e.content for e in km.recall("another")] == ["written by another process"]
+    counts["recall_after_remote_append"] = len(c)
+    # Redis lists one directory level per round trip (root, logs/): 2 round trips.
+    listing = 2 if backend == "redis" else 1
+    assert counts["remember"] <= (1 if backend == "redis" else 4), counts
+    assert counts["warm_recall"] <= listing, counts
+    assert counts["warm_build_context"] <= listing, counts
+    assert counts["recall_after_remote_append"] <= listing + 1, counts
+    assert counts["remember_persistent"] <= 6, counts

@@ -26,6 +26,7 @@ __all__ = [
     "FileInfo",
     "StorageRoot",
     "Versioned",
+    "check_condition",
     "content_version",
 ]
 
@@ -78,6 +79,12 @@ class Capabilities:
     ranged_read: bool = True
     watch: bool = False
     cheap_lock: bool = False
+
+
+def check_condition(if_version: str | None, create_only: bool) -> None:
+    """The one rule for write conditions: at most one of them."""
+    if create_only and if_version is not None:
+        raise ValueError("pass if_version or create_only, not both")
 
 
 def content_version(data: bytes) -> str:
@@ -178,6 +185,7 @@ class StorageRoot(ABC):
 
         Raises:
             ConflictError: the condition did not hold (someone else won the race).
+            ValueError: both ``if_version`` and ``create_only`` were given.
         """
 
     @abstractmethod

@@ -23,7 +23,14 @@ from typing import Any
 import orjson
 
 from fsmemory.errors import ConflictError, KeyNotFoundError, LockTimeoutError
-from fsmemory.fs.base import Capabilities, FileInfo, StorageRoot, Versioned, content_version
+from fsmemory.fs.base import (
+    Capabilities,
+    FileInfo,
+    StorageRoot,
+    Versioned,
+    check_condition,
+    content_version,
+)
 from fsmemory.fs.errors import translated
 from fsmemory.fs.paths import RESERVED_PREFIX, is_reserved_name, validate_path
 
@@ -187,6 +194,7 @@ class FsspecRoot(StorageRoot):
         create_only: bool = False,
     ) -> str:
         """Whole-object write, conditional when asked (see :meth:`StorageRoot.write`)."""
+        check_condition(if_version, create_only)
         return self._put(self.full_path(path), path, bytes(data), if_version, create_only)
 
     def append(self, path: str, data: bytes, *, line_safe: bool = False) -> int:

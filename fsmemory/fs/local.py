@@ -28,7 +28,14 @@ from contextlib import contextmanager
 from typing import Any
 
 from fsmemory.errors import ConflictError, InvalidPathError, KeyNotFoundError, LockTimeoutError
-from fsmemory.fs.base import Capabilities, FileInfo, StorageRoot, Versioned, content_version
+from fsmemory.fs.base import (
+    Capabilities,
+    FileInfo,
+    StorageRoot,
+    Versioned,
+    check_condition,
+    content_version,
+)
 from fsmemory.fs.paths import RESERVED_PREFIX, is_reserved_name, validate_path
 
 __all__ = ["LocalRoot"]
@@ -282,6 +289,7 @@ class LocalRoot(StorageRoot):
         create_only: bool = False,
     ) -> str:
         """Atomic write through a temp file + rename (see :meth:`StorageRoot.write`)."""
+        check_condition(if_version, create_only)
         full = self._confined(path)
         tmp = self._write_temp(full, data)
         try:

@@ -16,7 +16,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fsmemory.errors import ConflictError, KeyNotFoundError
-from fsmemory.fs.base import Capabilities, FileInfo, StorageRoot, Versioned
+from fsmemory.fs.base import (
+    Capabilities,
+    FileInfo,
+    StorageRoot,
+    Versioned,
+    check_condition,
+)
 from fsmemory.fs.paths import is_reserved_name, validate_path
 
 __all__ = ["MemoryRoot"]
@@ -156,6 +162,7 @@ class MemoryRoot(StorageRoot):
         create_only: bool = False,
     ) -> str:
         """Replace a file atomically (see :meth:`StorageRoot.write`)."""
+        check_condition(if_version, create_only)
         full = self.full_path(path)
         with _LOCK:
             f = self._file(full)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from fsmemory.errors import ConflictError, KeyNotFoundError
+from fsmemory.errors import KeyNotFoundError
 from fsmemory.fs.base import Capabilities, Versioned
 from fsmemory.fs.errors import translated
 from fsmemory.fs.generic import FsspecRoot
@@ -53,8 +53,6 @@ class RedisRoot(FsspecRoot):
             with translated(path):
                 return str(self.fs.pipe_file(full, data))
         expected = 0 if create else int(if_version or 0)
-        if create and if_version is not None and int(if_version) != 0:
-            raise ConflictError(f"{path!r}: create_only with a version makes no sense")
         with translated(path):
             return str(self.fs.pipe_if_version(full, data, expected))
 

@@ -25,8 +25,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
 
-from fsmemory import KnowledgeMemory  # noqa: E402
-from fsmemory.testing.requests import count_requests  # noqa: E402
+from fsmemory import KnowledgeMemory
+from fsmemory.testing.requests import count_requests
 
 
 def median_ms(fn: Callable[[], object], repeat: int) -> float:
@@ -88,8 +88,9 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             rows += measure("local", f"{tmp}/mem", {}, entries, repeat)
-            rows += measure("memory://", f"memory://bench-{uuid.uuid4().hex[:8]}", {},
-                            entries, repeat)
+            rows += measure(
+                "memory://", f"memory://bench-{uuid.uuid4().hex[:8]}", {}, entries, repeat
+            )
             from fsmemory.fs.s3 import S3Root
             from fsmemory.testing.cloud_services import start_fake_gcs, start_moto
             from fsmemory.testing.services import start_redis

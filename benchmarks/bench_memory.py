@@ -18,17 +18,59 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fsmemory import KnowledgeMemory  # noqa: E402
+from fsmemory import KnowledgeMemory
 
-WORDS = (
-    "python rust editor dark mode meeting project atlas deploy server database postgres "
-    "timeout payment service invoice customer alice bob lisbon coffee tea keyboard "
-    "review release branch feature flag metrics latency cache redis bucket lambda "
-    "schedule vacation budget travel flight hotel dinner birthday gift music guitar"
-).split()
+WORDS = [
+    "python",
+    "rust",
+    "editor",
+    "dark",
+    "mode",
+    "meeting",
+    "project",
+    "atlas",
+    "deploy",
+    "server",
+    "database",
+    "postgres",
+    "timeout",
+    "payment",
+    "service",
+    "invoice",
+    "customer",
+    "alice",
+    "bob",
+    "lisbon",
+    "coffee",
+    "tea",
+    "keyboard",
+    "review",
+    "release",
+    "branch",
+    "feature",
+    "flag",
+    "metrics",
+    "latency",
+    "cache",
+    "redis",
+    "bucket",
+    "lambda",
+    "schedule",
+    "vacation",
+    "budget",
+    "travel",
+    "flight",
+    "hotel",
+    "dinner",
+    "birthday",
+    "gift",
+    "music",
+    "guitar",
+]
 CATEGORIES = ["preferences", "personal", "technical", "context", "work", "travel", "food", "misc"]
 
 
@@ -70,11 +112,18 @@ def run(sizes: list[int], repeat: int) -> list[tuple[str, int, list[float], str]
                 count += 1
 
             rows.append(("remember()", size, timed(remember_one, repeat), "<= 0.3 ms at 10k"))
-            queries = [" ".join(rng.sample(WORDS, 2)) for _ in range(repeat)]
-            it = iter(queries)
+            queries = iter([" ".join(rng.sample(WORDS, 2)) for _ in range(repeat)])
+
+            def recall_one(q: Any = queries) -> None:
+                km.recall(next(q), limit=5)
+
             rows.append(
-                ("recall(limit=5)", size, timed(lambda: km.recall(next(it), limit=5), repeat),
-                 "<= 2 ms at 10k, <= 20 ms at 100k")
+                (
+                    "recall(limit=5)",
+                    size,
+                    timed(recall_one, repeat),
+                    "<= 2 ms at 10k, <= 20 ms at 100k",
+                )
             )
             rows.append(
                 ("build_context() warm", size, timed(km.build_context, repeat), "<= 2 ms at 10k")
@@ -85,15 +134,22 @@ def run(sizes: list[int], repeat: int) -> list[tuple[str, int, list[float], str]
                 km.build_context()
 
             rows.append(
-                ("remember()+build_context()", size, timed(context_after_write, max(20, repeat // 5)),
-                 "(index update + render)")
+                (
+                    "remember()+build_context()",
+                    size,
+                    timed(context_after_write, max(20, repeat // 5)),
+                    "(index update + render)",
+                )
             )
             km.recall("x")
             # A second process's view: a fresh instance building its index from the files.
             rows.append(
-                ("cold start + recall", size,
-                 timed(lambda: KnowledgeMemory(km.root.url).recall("python"), 3),
-                 "(reads all logs once)")
+                (
+                    "cold start + recall",
+                    size,
+                    timed(lambda: KnowledgeMemory(km.root.url).recall("python"), 3),
+                    "(reads all logs once)",
+                )
             )
     return rows
 
@@ -119,8 +175,10 @@ def main() -> None:
         ratio = by[("remember()", sizes[-1])] / by[("remember()", sizes[0])]
         print(f"\nremember() median at {sizes[-1]:,} / at {sizes[0]:,}: {ratio:.2f}x (flat = 1.0)")
     if ("remember()", 10000) in by:
-        print(f"selectools 1.3.0 remember() at 10k (ANCHORS.md): 137 ms -> "
-              f"{137 / by[('remember()', 10000)]:.0f}x slower than this run's median")
+        print(
+            f"selectools 1.3.0 remember() at 10k (ANCHORS.md): 137 ms -> "
+            f"{137 / by[('remember()', 10000)]:.0f}x slower than this run's median"
+        )
 
 
 if __name__ == "__main__":

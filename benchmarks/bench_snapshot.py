@@ -28,10 +28,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
 
-import orjson  # noqa: E402
+import orjson
 
-from fsmemory import KnowledgeMemory  # noqa: E402
-from fsmemory.snapshot import FsspecBackend, SnapshotState, pack_archive  # noqa: E402
+from fsmemory import KnowledgeMemory
+from fsmemory.snapshot import FsspecBackend, SnapshotState, pack_archive
 
 
 def build_memory(folder: Path, n: int) -> dict[str, bytes]:
@@ -50,8 +50,9 @@ def median_ms(samples: list[float]) -> str:
     return f"{statistics.median(samples) * 1000:.2f}"
 
 
-def run_backend(name: str, url_for: Any, options: dict[str, Any], sizes: list[int],
-                saves: int) -> list[list[str]]:
+def run_backend(
+    name: str, url_for: Any, options: dict[str, Any], sizes: list[int], saves: int
+) -> list[list[str]]:
     rows = []
     for n in sizes:
         with tempfile.TemporaryDirectory() as tmp:
@@ -79,16 +80,24 @@ def run_backend(name: str, url_for: Any, options: dict[str, Any], sizes: list[in
             for i in range(saves):
                 before = sync.bytes_uploaded
                 t0 = time.perf_counter()
-                km.remember(f"new fact {i} from this invocation", category="context",
-                            persistent=i % 2 == 0)
+                km.remember(
+                    f"new fact {i} from this invocation", category="context", persistent=i % 2 == 0
+                )
                 latency.append(time.perf_counter() - t0)
                 per_save.append(sync.bytes_uploaded - before)
-            rows.append([
-                name, f"{n:,}", f"{len(archive):,}", f"{statistics.median(per_save):,.0f}",
-                f"{len(archive) / statistics.median(per_save):,.0f}x",
-                median_ms(latency), median_ms(restore), median_ms(floor),
-                f"{statistics.median(restore) / statistics.median(floor):.2f}x",
-            ])
+            rows.append(
+                [
+                    name,
+                    f"{n:,}",
+                    f"{len(archive):,}",
+                    f"{statistics.median(per_save):,.0f}",
+                    f"{len(archive) / statistics.median(per_save):,.0f}x",
+                    median_ms(latency),
+                    median_ms(restore),
+                    median_ms(floor),
+                    f"{statistics.median(restore) / statistics.median(floor):.2f}x",
+                ]
+            )
     return rows
 
 
@@ -110,12 +119,22 @@ def main() -> None:
         try:
             options = service.s3_storage_options()
             S3Root.from_url("s3://bench", options).fs.mkdir("bench")
-            rows += run_backend("moto S3", lambda n: f"s3://bench/users/u{n}.snapshot",
-                                options, sizes, saves)
+            rows += run_backend(
+                "moto S3", lambda n: f"s3://bench/users/u{n}.snapshot", options, sizes, saves
+            )
         finally:
             service.stop()
-    header = ["backend", "entries", "seed: bytes/save (whole folder)", "fsmemory bytes/save",
-              "ratio", "remember+save ms", "restore ms", "floor GET+decode ms", "restore/floor"]
+    header = [
+        "backend",
+        "entries",
+        "seed: bytes/save (whole folder)",
+        "fsmemory bytes/save",
+        "ratio",
+        "remember+save ms",
+        "restore ms",
+        "floor GET+decode ms",
+        "restore/floor",
+    ]
     print("\n| " + " | ".join(header) + " |")
     print("|" + "|".join("---" for _ in header) + "|")
     for row in rows:

@@ -44,14 +44,24 @@ def handler(event: dict[str, Any], context: object = None) -> dict[str, Any]:
 
 
 def main() -> None:
-    handler({"user_id": "42", "remember": [
-        {"content": "Prefers dark mode", "category": "preferences", "persistent": True},
-        {"content": "Asked about invoice #881", "category": "context"},
-    ]})
+    handler(
+        {
+            "user_id": "42",
+            "remember": [
+                {"content": "Prefers dark mode", "category": "preferences", "persistent": True},
+                {"content": "Asked about invoice #881", "category": "context"},
+            ],
+        }
+    )
     # A later (cold) invocation, possibly on another machine, sees everything.
-    result = handler({"user_id": "42", "remember": [
-        {"content": "Timezone is PST", "category": "preferences", "persistent": True},
-    ]})
+    result = handler(
+        {
+            "user_id": "42",
+            "remember": [
+                {"content": "Timezone is PST", "category": "preferences", "persistent": True},
+            ],
+        }
+    )
     print(result["context"])
     assert "Prefers dark mode" in result["context"] and "Timezone is PST" in result["context"]
 

@@ -20,7 +20,11 @@ def dumps(value: Any, *, indent: bool = False) -> bytes:
 # Characters JSON allows raw inside strings but that line splitters such as Python's
 # str.splitlines() treat as line breaks: escape them so one record is one line for every
 # reader. Their UTF-8 lead bytes never occur inside other characters' encodings.
-_LINE_BREAKERS = ((b"\xc2\x85", b"\\u0085"), (b"\xe2\x80\xa8", b"\\u2028"), (b"\xe2\x80\xa9", b"\\u2029"))
+_LINE_BREAKERS = (
+    (b"\xc2\x85", b"\\u0085"),
+    (b"\xe2\x80\xa8", b"\\u2028"),
+    (b"\xe2\x80\xa9", b"\\u2029"),
+)
 
 
 def dumps_line(value: Any) -> bytes:

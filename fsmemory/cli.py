@@ -190,8 +190,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"\n{stats['entries']} live entries, {stats['persistent_facts']} persistent facts, "
         f"{stats['log_files']} log file(s) in {km.storage_dir}"
     )
-    print(f"(files: {km.storage_dir}/MEMORY.md and {km.storage_dir}/logs/"
-          f"{datetime.now(tz=UTC):%Y-%m-%d}.jsonl)")
+    print(
+        f"(files: {km.storage_dir}/MEMORY.md and {km.storage_dir}/logs/"
+        f"{datetime.now(tz=UTC):%Y-%m-%d}.jsonl)"
+    )
     return 0
 
 
@@ -217,8 +219,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def add(name: str, func: Callable[[argparse.Namespace], int], help_: str,
-            json_flag: bool = True) -> argparse.ArgumentParser:
+    def add(
+        name: str, func: Callable[[argparse.Namespace], int], help_: str, json_flag: bool = True
+    ) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_, description=help_)
         p.set_defaults(func=func)
         if json_flag:

@@ -261,7 +261,7 @@ class StorageRoot(ABC):
         """
         yield
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release resources held by this root (connections, file descriptors)."""
 
     def __repr__(self) -> str:

@@ -284,4 +284,3 @@ def _mtime(info: dict[str, Any]) -> float | None:
             with suppress(ValueError):
                 return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
     return None
-

@@ -24,7 +24,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from fsmemory.errors import ConflictError, InvalidPathError, KeyNotFoundError, LockTimeoutError
@@ -364,10 +364,8 @@ class LocalRoot(StorageRoot):
         base = self.full_path(prefix)
         with self.lock():
             for dirpath, _dirnames, _files in sorted(os.walk(base), reverse=True):
-                try:
+                with suppress(OSError):
                     os.rmdir(dirpath)
-                except OSError:
-                    pass
             self._prune_empty_dirs(os.path.dirname(base))
         return count
 
@@ -399,10 +397,8 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _unlink_quiet(path: str) -> None:
-    try:
+    with suppress(FileNotFoundError):
         os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 def _fsync_dir(directory: str) -> None:

@@ -9,6 +9,7 @@ append is a native ``APPEND`` returning its offset (with the torn-line guard of
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import suppress
 from typing import Any
 
 from fsmemory.errors import KeyNotFoundError
@@ -33,10 +34,8 @@ class RedisRoot(FsspecRoot):
 
         from fsmemory.implementations import register
 
-        try:
+        with suppress(ValueError):  # another implementation was registered deliberately
             register(clobber=False)
-        except ValueError:  # another implementation was registered deliberately
-            pass
         fs, path = fsspec.url_to_fs(url, **dict(options))
         return cls(fs, path, url=url)
 

@@ -133,7 +133,9 @@ class KnowledgeEntry:
         if math.isnan(importance):
             importance = 0.5
         ttl = record.get("ttl_days")
-        ttl_days = float(ttl) if isinstance(ttl, int | float) and not isinstance(ttl, bool) else None
+        ttl_days = (
+            float(ttl) if isinstance(ttl, int | float) and not isinstance(ttl, bool) else None
+        )
         expires_raw = record.get("expires_at")
         expires: datetime | None = None
         if isinstance(expires_raw, str):

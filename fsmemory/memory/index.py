@@ -37,8 +37,50 @@ _LOG_NAME = re.compile(r"^logs/(\d{4}-\d{2}-\d{2})\.jsonl$")
 _TOKEN = re.compile(r"\w+")
 _TAIL = 64
 _STOPWORDS = frozenset(
-    "a an and are as at be but by do does for from has have i in is it its me my of on or "
-    "our so that the their this to was what when where which who why with you your".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "so",
+        "that",
+        "the",
+        "their",
+        "this",
+        "to",
+        "was",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "with",
+        "you",
+        "your",
+    ]
 )
 
 Key = tuple[str, str]

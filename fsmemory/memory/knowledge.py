@@ -25,7 +25,6 @@ from fsmemory import _jsonutil
 from fsmemory.errors import InvalidInputError
 from fsmemory.fs import StorageRoot, open_root
 from fsmemory.fs.base import FileInfo
-from fsmemory.snapshot import IncrementalBackend, KnowledgeBackend
 from fsmemory.memory.entry import KnowledgeEntry, format_timestamp, new_entry_id
 from fsmemory.memory.index import (
     LOG_DIR,
@@ -51,6 +50,7 @@ from fsmemory.memory.validation import (
     check_metadata,
     check_ttl_days,
 )
+from fsmemory.snapshot import IncrementalBackend, KnowledgeBackend
 
 __all__ = ["KnowledgeMemory"]
 
@@ -430,9 +430,7 @@ class KnowledgeMemory:
     def _facts(self, now: datetime) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
         for cat, facts in self._index.doc.sections.items():
-            live = [
-                f.content for f in facts if f.expires_at is None or f.expires_at > now
-            ]
+            live = [f.content for f in facts if f.expires_at is None or f.expires_at > now]
             if live:
                 out[cat] = live
         return out
@@ -445,7 +443,7 @@ class KnowledgeMemory:
             self._refresh()
             now = self._clock()
             since = now - timedelta(days=days)
-            out = []
+            out: list[dict[str, Any]] = []
             for entry in self._index.newest(now):
                 if entry.created_at < since or len(out) >= limit:
                     break
@@ -499,9 +497,7 @@ class KnowledgeMemory:
 
     def _has_stale_logs(self, now: datetime) -> bool:
         cutoff = (now - timedelta(days=self.max_log_days)).strftime("%Y-%m-%d")
-        return any(
-            (d := log_date(i.path)) is not None and d < cutoff for i in self._listing
-        )
+        return any((d := log_date(i.path)) is not None and d < cutoff for i in self._listing)
 
     def _render_context(self, now: datetime) -> tuple[str, datetime | None]:
         valid_until: datetime | None = None

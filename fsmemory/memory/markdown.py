@@ -225,9 +225,8 @@ def remove_fact(text: str, category: str, fact_text: str) -> str | None:
             if candidate == fact_text:
                 del lines[i]
                 section = lines[start + 1 : end - 1] if cat is not None else []
-                if cat is not None and not any(_BULLET.match(x) for x in section):
-                    if all(not x.strip() for x in section):
-                        del lines[start : end - 1]
+                if cat is not None and all(not x.strip() for x in section):
+                    del lines[start : end - 1]
                 return "\n".join(lines).rstrip("\n") + "\n"
     return None
 

@@ -73,7 +73,9 @@ def _parse_delta(name: str, data: bytes) -> dict[str, Any]:
         check_archive_path(path)
     for key in ("md_add", "md_remove"):
         for item in delta.get(key, []):
-            if not (isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item)):
+            if not (
+                isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item)
+            ):
                 raise SnapshotError(f"snapshot delta {name}: malformed {key} item")
             if "\n" in item[0] or "\n" in item[1]:
                 raise SnapshotError(f"snapshot delta {name}: multi-line {key} item")
@@ -253,7 +255,9 @@ class SnapshotSync:
     def save(self) -> int:
         """Upload what changed since the last save; returns the bytes uploaded."""
         if not self.incremental:
-            files = {i.path: self.root.read_bytes(i.path) for i in self.root.list("", recursive=True)}
+            files = {
+                i.path: self.root.read_bytes(i.path) for i in self.root.list("", recursive=True)
+            }
             data = pack_archive(files)
             self.backend.save_bytes(data)  # type: ignore[union-attr]
             self._mark_synced(files)
@@ -344,8 +348,13 @@ class SnapshotSync:
         if not (append or put or md_add or md_remove or delete):
             return None, md_text
         delta: dict[str, Any] = {"format": DELTA_FORMAT, "version": 1}
-        for key, value in (("append", append), ("put", put), ("md_add", md_add),
-                           ("md_remove", md_remove), ("delete", delete)):
+        for key, value in (
+            ("append", append),
+            ("put", put),
+            ("md_add", md_add),
+            ("md_remove", md_remove),
+            ("delete", delete),
+        ):
             if value:
                 delta[key] = value
         return delta, md_text
@@ -363,4 +372,3 @@ class SnapshotSync:
         if data[: len(tail)] != tail:
             return None
         return data[len(tail) :]
-

@@ -33,7 +33,9 @@ class FakeClock:
         self.now += timedelta(**kwargs)
 
 
-def backend_location(request: pytest.FixtureRequest, backend: str, tmp_path: Any) -> tuple[str, dict[str, Any]]:
+def backend_location(
+    request: pytest.FixtureRequest, backend: str, tmp_path: Any
+) -> tuple[str, dict[str, Any]]:
     """(url, storage_options) of a fresh, empty memory root on ``backend``."""
     name = f"t-{uuid.uuid4().hex[:12]}"
     if backend == "local":
@@ -43,7 +45,9 @@ def backend_location(request: pytest.FixtureRequest, backend: str, tmp_path: Any
     if backend == "s3":
         return request.getfixturevalue("s3_root_url"), request.getfixturevalue("s3_storage_options")
     if backend == "gcs":
-        return request.getfixturevalue("gcs_root_url"), request.getfixturevalue("gcs_storage_options")
+        return request.getfixturevalue("gcs_root_url"), request.getfixturevalue(
+            "gcs_storage_options"
+        )
     if backend == "redis":
         return f"{request.getfixturevalue('redis_url')}/0/{name}", {}
     raise AssertionError(backend)
@@ -55,7 +59,9 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def location(request: pytest.FixtureRequest, backend: str, tmp_path: Any) -> tuple[str, dict[str, Any]]:
+def location(
+    request: pytest.FixtureRequest, backend: str, tmp_path: Any
+) -> tuple[str, dict[str, Any]]:
     return backend_location(request, backend, tmp_path)
 
 
@@ -65,7 +71,9 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def make_km(location: tuple[str, dict[str, Any]], clock: FakeClock) -> Callable[..., KnowledgeMemory]:
+def make_km(
+    location: tuple[str, dict[str, Any]], clock: FakeClock
+) -> Callable[..., KnowledgeMemory]:
     """Build KnowledgeMemory instances on the same fresh root (sharing the fake clock)."""
     url, options = location
 

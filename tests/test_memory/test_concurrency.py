@@ -50,19 +50,23 @@ def _check(url: str, options: dict[str, Any], expected_ids: list[str], per_worke
 
 @pytest.mark.parametrize(
     "backend",
-    ["local", pytest.param("redis", marks=pytest.mark.redis),
-     pytest.param("s3", marks=pytest.mark.s3), pytest.param("gcs", marks=pytest.mark.gcs)],
+    [
+        "local",
+        pytest.param("redis", marks=pytest.mark.redis),
+        pytest.param("s3", marks=pytest.mark.s3),
+        pytest.param("gcs", marks=pytest.mark.gcs),
+    ],
 )
-def test_processes_lose_nothing(request: pytest.FixtureRequest, backend: str, tmp_path: Any) -> None:
+def test_processes_lose_nothing(
+    request: pytest.FixtureRequest, backend: str, tmp_path: Any
+) -> None:
     from .conftest import backend_location
 
     url, options = backend_location(request, backend, tmp_path)
     per_worker = PER_WORKER if backend in ("local", "redis") else 25
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(WORKERS) as pool:
-        results = pool.starmap(
-            _worker, [(url, options, w, per_worker) for w in range(WORKERS)]
-        )
+        results = pool.starmap(_worker, [(url, options, w, per_worker) for w in range(WORKERS)])
     ids = [i for r in results for i in r]
     assert len(set(ids)) == WORKERS * per_worker
     _check(url, options, ids, per_worker)

@@ -25,13 +25,21 @@ def files(km: KnowledgeMemory) -> dict[str, bytes]:
 
 def test_remember_returns_id_and_get_round_trips(km: KnowledgeMemory, clock: FakeClock) -> None:
     entry_id = km.remember(
-        "Prefers Python", category="preferences", persistent=True, importance=0.8,
-        ttl_days=10, metadata={"source": "chat", "n": [1, 2]},
+        "Prefers Python",
+        category="preferences",
+        persistent=True,
+        importance=0.8,
+        ttl_days=10,
+        metadata={"source": "chat", "n": [1, 2]},
     )
     assert isinstance(entry_id, str) and entry_id
     entry = km.get(entry_id)
     assert isinstance(entry, KnowledgeEntry)
-    assert (entry.content, entry.category, entry.persistent) == ("Prefers Python", "preferences", True)
+    assert (entry.content, entry.category, entry.persistent) == (
+        "Prefers Python",
+        "preferences",
+        True,
+    )
     assert entry.importance == 0.8 and entry.ttl_days == 10
     assert entry.created_at == clock.now and entry.created_at.tzinfo is not None
     assert entry.metadata == {"source": "chat", "n": [1, 2]}
@@ -118,7 +126,9 @@ def test_hostile_content_round_trips_and_cannot_forge(km: KnowledgeMemory) -> No
             assert len(lines) == len(hostile)
             assert [json.loads(ln)["content"] for ln in lines] == hostile
     # A fresh instance parses the same facts back from the files.
-    assert KnowledgeMemory(km.root).get_persistent_facts() == {"hostile": [t.strip() for t in hostile]}
+    assert KnowledgeMemory(km.root).get_persistent_facts() == {
+        "hostile": [t.strip() for t in hostile]
+    }
 
 
 # -- layout ------------------------------------------------------------------------------
@@ -218,7 +228,9 @@ def test_recall_ranks_by_relevance_then_importance(km: KnowledgeMemory) -> None:
         "User prefers dark mode in the editor",
     ]
     assert [e.category for e in km.recall("travel")] == ["travel"]
-    assert [e.content for e in km.recall("dark", category="food")] == ["Dark chocolate is a favourite"]
+    assert [e.content for e in km.recall("dark", category="food")] == [
+        "Dark chocolate is a favourite"
+    ]
     assert km.recall("nothing-matches-this") == []
     assert len(km.recall("prefer")) == 2  # prefix of "prefers" / "preferences"
 
@@ -321,7 +333,9 @@ def test_hand_edits_to_memory_md_are_honoured(km: KnowledgeMemory) -> None:
         "personal": ["Name: Alice", "Lives in Lisbon"],
     }
     context = km.build_context()
-    assert "- Name: Alice" in context and "- Lives in Lisbon" in context and "Uses Vim" not in context
+    assert (
+        "- Name: Alice" in context and "- Lives in Lisbon" in context and "Uses Vim" not in context
+    )
     assert km.get(gone) is None and km.get(keep) is not None
     alice = km.recall("alice")
     assert len(alice) == 1 and alice[0].id.startswith("md-") and alice[0].persistent
@@ -343,17 +357,22 @@ def test_other_instances_writes_become_visible(make_km: Make) -> None:
     assert reader.get_persistent_facts() == {"x": ["written elsewhere"]}
     reader.remember("reader's own", category="x", persistent=True)
     writer.remember("writer again", category="x", persistent=True)
-    assert reader.get_persistent_facts() == writer.get_persistent_facts() == {
-        "x": ["written elsewhere", "reader's own", "writer again"]
-    }
+    assert (
+        reader.get_persistent_facts()
+        == writer.get_persistent_facts()
+        == {"x": ["written elsewhere", "reader's own", "writer again"]}
+    )
 
 
 def test_corrupt_lines_are_skipped_counted_and_kept(km: KnowledgeMemory) -> None:
     km.remember("before")
     path = "logs/2026-03-13.jsonl"
     km.root.append(path, b'{"not json\n\xff\xfe invalid utf8\n[1, 2]\n{"content": 5}\n')
-    km.root.append(path, b'{"timestamp": "2026-03-13T09:00:00Z", "category": "seed", '
-                         b'"content": "seed style line", "persistent": false}\n')
+    km.root.append(
+        path,
+        b'{"timestamp": "2026-03-13T09:00:00Z", "category": "seed", '
+        b'"content": "seed style line", "persistent": false}\n',
+    )
     km.root.append(path, b'{"torn": "line without newline')
     km.remember("after")
     fresh = KnowledgeMemory(km.root, clock=km._clock)

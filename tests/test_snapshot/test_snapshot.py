@@ -15,9 +15,8 @@ from typing import Any
 
 import pytest
 
-from fsmemory import BackendError, KnowledgeMemory, SnapshotError
+from fsmemory import BackendError, KnowledgeMemory, SnapshotError, _jsonutil
 from fsmemory.snapshot import FsspecBackend, pack_archive, unpack_archive
-from fsmemory import _jsonutil
 
 from .conftest import Spec, make_spec, open_backend
 
@@ -134,12 +133,18 @@ def test_corrupt_snapshot_is_never_silently_replaced(spec: Spec, tmp_path: Path)
 
 
 @pytest.mark.parametrize(
-    "bad_path", ["../escape.txt", "/etc/passwd", "a/../../b", "a\x00b", "%2e%2e/x", ".fsmemory.lock", "a\\b"]
+    "bad_path",
+    ["../escape.txt", "/etc/passwd", "a/../../b", "a\x00b", "%2e%2e/x", ".fsmemory.lock", "a\\b"],
 )
 def test_unsafe_archive_is_rejected_before_writing(tmp_path: Path, bad_path: str) -> None:
     archive = _jsonutil.dumps(
-        {"version": 1, "files": {"MEMORY.md": {"encoding": "utf-8", "content": "# x\n"},
-                                  bad_path: {"encoding": "utf-8", "content": "pwned"}}}
+        {
+            "version": 1,
+            "files": {
+                "MEMORY.md": {"encoding": "utf-8", "content": "# x\n"},
+                bad_path: {"encoding": "utf-8", "content": "pwned"},
+            },
+        }
     )
     url = f"memory://unsafe/{abs(hash(bad_path))}.snapshot"
     FsspecBackend(url).root.write(url.rsplit("/", 1)[1], archive)
@@ -151,8 +156,12 @@ def test_unsafe_archive_is_rejected_before_writing(tmp_path: Path, bad_path: str
 
 
 def test_unknown_encoding_and_bad_base64_rejected() -> None:
-    for spec in ({"encoding": "rot13", "content": "x"}, {"encoding": "base64", "content": "!!"},
-                 {"content": 5}, "not an object"):
+    for spec in (
+        {"encoding": "rot13", "content": "x"},
+        {"encoding": "base64", "content": "!!"},
+        {"content": 5},
+        "not an object",
+    ):
         with pytest.raises(SnapshotError):
             unpack_archive(_jsonutil.dumps({"version": 1, "files": {"a.txt": spec}}))
     with pytest.raises(SnapshotError):
@@ -160,11 +169,22 @@ def test_unknown_encoding_and_bad_base64_rejected() -> None:
 
 
 def test_seed_archive_migrates(tmp_path: Path) -> None:
-    seed_blob = _jsonutil.dumps({"version": 1, "files": {
-        "MEMORY.md": {"encoding": "utf-8", "content": "# Agent Memory\n\n## preferences\n- Python\n"},
-        "logs/2026-03-13.jsonl": {"encoding": "utf-8", "content":
-            '{"timestamp": "2026-03-13T10:15:00Z", "category": "context", "content": "seed note", "persistent": false}\n'},
-    }})
+    seed_blob = _jsonutil.dumps(
+        {
+            "version": 1,
+            "files": {
+                "MEMORY.md": {
+                    "encoding": "utf-8",
+                    "content": "# Agent Memory\n\n## preferences\n- Python\n",
+                },
+                "logs/2026-03-13.jsonl": {
+                    "encoding": "utf-8",
+                    "content": '{"timestamp": "2026-03-13T10:15:00Z", "category": "context", '
+                    '"content": "seed note", "persistent": false}\n',
+                },
+            },
+        }
+    )
     url = "memory://migrate/u1.snapshot"
     FsspecBackend(url).root.write("u1.snapshot", seed_blob)
     km = KnowledgeMemory(tmp_path / "w", backend=FsspecBackend(url), max_log_days=100000)
@@ -192,7 +212,10 @@ def test_plain_two_method_backend(tmp_path: Path) -> None:
     store: dict[str, bytes] = {}
     km = KnowledgeMemory(tmp_path / "a", backend=DictBackend(store))
     km.remember("fact", persistent=True)
-    assert set(unpack_archive(store["blob"])) == {"MEMORY.md", f"logs/{time.strftime('%Y-%m-%d', time.gmtime())}.jsonl"}
+    assert set(unpack_archive(store["blob"])) == {
+        "MEMORY.md",
+        f"logs/{time.strftime('%Y-%m-%d', time.gmtime())}.jsonl",
+    }
     b = KnowledgeMemory(tmp_path / "b", backend=DictBackend(store))
     assert b.get_persistent_facts() == {"general": ["fact"]}
     assert pack_archive(unpack_archive(store["blob"]))  # re-packable
@@ -202,13 +225,19 @@ def test_backend_none_changes_nothing(tmp_path: Path) -> None:
     km = KnowledgeMemory(tmp_path / "a")
     km.remember("x")
     assert km.flush() == 0
-    assert sorted(folder_files(tmp_path / "a")) == [f"logs/{time.strftime('%Y-%m-%d', time.gmtime())}.jsonl"]
+    assert sorted(folder_files(tmp_path / "a")) == [
+        f"logs/{time.strftime('%Y-%m-%d', time.gmtime())}.jsonl"
+    ]
 
 
 @pytest.mark.s3
 def test_network_error_on_load_raises(tmp_path: Path) -> None:
-    dead = {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": "http://127.0.0.1:9"},
-            "config_kwargs": {"retries": {"max_attempts": 1}, "connect_timeout": 1}}
+    dead = {
+        "key": "k",
+        "secret": "s",
+        "client_kwargs": {"endpoint_url": "http://127.0.0.1:9"},
+        "config_kwargs": {"retries": {"max_attempts": 1}, "connect_timeout": 1},
+    }
     scratch = tmp_path / "s"
     scratch.mkdir()
     (scratch / "keep.txt").write_text("x")
@@ -231,17 +260,25 @@ def _invocations(spec: Spec, scratch: str, worker: int, count: int) -> list[str]
     return contents
 
 
-@pytest.mark.parametrize("kind", ["local", pytest.param("redis-fs", marks=pytest.mark.redis),
-                                  pytest.param("redis-native", marks=pytest.mark.redis),
-                                  pytest.param("s3", marks=pytest.mark.s3),
-                                  pytest.param("gcs", marks=pytest.mark.gcs)])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "local",
+        pytest.param("redis-fs", marks=pytest.mark.redis),
+        pytest.param("redis-native", marks=pytest.mark.redis),
+        pytest.param("s3", marks=pytest.mark.s3),
+        pytest.param("gcs", marks=pytest.mark.gcs),
+    ],
+)
 def test_four_processes_of_invocations_lose_nothing(
     request: pytest.FixtureRequest, kind: str, tmp_path: Path
 ) -> None:
     spec = make_spec(request, kind, tmp_path)
     count = 50 if kind in ("local", "redis-fs", "redis-native") else 12
     with multiprocessing.get_context("spawn").Pool(4) as pool:
-        results = pool.starmap(_invocations, [(spec, str(tmp_path / "scratch"), w, count) for w in range(4)])
+        results = pool.starmap(
+            _invocations, [(spec, str(tmp_path / "scratch"), w, count) for w in range(4)]
+        )
     expected = Counter(c for r in results for c in r)
     final = KnowledgeMemory(tmp_path / "final", backend=open_backend(spec))
     got = Counter(e.content for e in final.entries() if not e.id.startswith("md-"))
@@ -271,14 +308,13 @@ def test_killed_saver_leaves_a_restorable_snapshot(tmp_path: Path, kills: int) -
     for k in range(kills):
         proc = subprocess.Popen(
             [sys.executable, "-c", SAVER, url, str(tmp_path / f"scratch{k}")],
-            stdout=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         assert proc.stdout is not None
         deadline = time.monotonic() + 5 + (k % 4) * 0.05
-        seen = 0
-        for line in proc.stdout:
+        for seen, line in enumerate(proc.stdout, 1):
             acknowledged.add(int(line))
-            seen += 1
             if seen > 3 + k % 5 or time.monotonic() > deadline:
                 break
         os.kill(proc.pid, signal.SIGKILL)

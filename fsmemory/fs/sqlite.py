@@ -6,12 +6,14 @@ Storage options: ``durable`` (``synchronous=FULL`` instead of ``NORMAL``) and ``
 
 Design:
 
-* One table ``files(path, data, base, size, nchunks, version, mtime)`` holds each file.
-  Appends do **not** rewrite the blob (``data || ?`` would copy the whole file on every
-  call): each appended piece becomes a row of ``chunks(path, start, data)`` keyed by its
-  byte offset, so an append is O(1) in the file size and a ranged read seeks straight to
-  the chunk holding its first byte. Reads concatenate ``data`` and the chunks. When the
-  chunks outgrow the base blob they are folded back into it (amortized O(1) per byte).
+* ``files(path, size, base, nchunks, version, mtime)`` holds each file's metadata and
+  ``chunks(path, start, data)`` its bytes, keyed by byte offset. A write stores one chunk
+  at offset 0. Appends do **not** rewrite anything (``data || ?`` -- or merely updating a
+  row that holds the blob -- copies the whole file on every call): each appended piece
+  is a new chunk row and the small metadata row is updated, so an append is O(1) in the
+  file size, and a ranged read seeks straight to the chunk holding its first byte.
+  Reads concatenate the chunks. When the appended chunks outgrow the first one they are
+  folded back into one chunk (each byte is copied O(1) times: amortized O(1)).
 * Every mutation is one ``BEGIN IMMEDIATE`` transaction, so compare-and-swap, create-only
   writes and appends are atomic across threads *and* processes. The database runs in WAL
   mode with a busy timeout: readers never block writers, writers queue instead of
@@ -42,17 +44,16 @@ from fsmemory.fs.paths import RESERVED_PREFIX, is_reserved_name, validate_path
 
 __all__ = ["SqliteRoot"]
 
-#: fold chunks back into the base blob once there are at least this many of them and
-#: they hold at least as many bytes as the base (so each byte is copied O(1) times)
+#: fold the chunks into one once there are at least this many of them and the appended
+#: ones hold at least as many bytes as the first (so each byte is copied O(1) times)
 COMPACT_MIN_CHUNKS = 256
 LEASE_SECONDS = 30.0
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (
     path    TEXT PRIMARY KEY,
-    data    BLOB NOT NULL,
-    base    INTEGER NOT NULL,
     size    INTEGER NOT NULL,
+    base    INTEGER NOT NULL,
     nchunks INTEGER NOT NULL,
     version INTEGER NOT NULL,
     mtime   REAL NOT NULL
@@ -77,6 +78,28 @@ def _new_version() -> int:
 
 def _has_reserved(rel: str) -> bool:
     return any(is_reserved_name(segment) for segment in rel.split("/"))
+
+
+def _join(conn: sqlite3.Connection, path: str) -> bytes:
+    """The content of ``path``: its chunks in offset order."""
+    return b"".join(
+        bytes(r[0])
+        for r in conn.execute("SELECT data FROM chunks WHERE path = ? ORDER BY start", (path,))
+    )
+
+
+def _last_byte(conn: sqlite3.Connection, path: str) -> bytes:
+    row = conn.execute(
+        "SELECT substr(data, -1) FROM chunks WHERE path = ? ORDER BY start DESC LIMIT 1", (path,)
+    ).fetchone()
+    return bytes(row[0]) if row is not None else b""
+
+
+def _compact(conn: sqlite3.Connection, path: str) -> None:
+    """Fold the chunks of ``path`` into one chunk at offset 0."""
+    data = _join(conn, path)
+    conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
+    conn.execute("INSERT INTO chunks (path, start, data) VALUES (?, 0, ?)", (path, data))
 
 
 def _upper(prefix: str) -> str:
@@ -202,22 +225,11 @@ class SqliteRoot(StorageRoot):
         """Read a whole file with its version. Raises :class:`KeyNotFoundError`."""
         validate_path(path)
         with self._read_tx() as conn:
-            row = conn.execute(
-                "SELECT data, nchunks, version FROM files WHERE path = ?", (path,)
-            ).fetchone()
+            row = conn.execute("SELECT version FROM files WHERE path = ?", (path,)).fetchone()
             if row is None:
                 raise KeyNotFoundError(path)
-            data, nchunks, version = row
-            if nchunks:
-                parts = [bytes(data)]
-                parts.extend(
-                    bytes(r[0])
-                    for r in conn.execute(
-                        "SELECT data FROM chunks WHERE path = ? ORDER BY start", (path,)
-                    )
-                )
-                data = b"".join(parts)
-        return Versioned(bytes(data), str(version))
+            data = _join(conn, path)
+        return Versioned(data, str(row[0]))
 
     def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
         """Read bytes ``[start, end)``, touching only the chunks that overlap it."""
@@ -225,37 +237,26 @@ class SqliteRoot(StorageRoot):
             raise ValueError("offsets must be >= 0")
         validate_path(path)
         with self._read_tx() as conn:
-            row = conn.execute(
-                "SELECT base, size, nchunks FROM files WHERE path = ?", (path,)
-            ).fetchone()
+            row = conn.execute("SELECT size FROM files WHERE path = ?", (path,)).fetchone()
             if row is None:
                 raise KeyNotFoundError(path)
-            base, size, nchunks = row
-            stop = size if end is None else min(end, size)
+            stop = row[0] if end is None else min(end, row[0])
             if stop <= start:
                 return b""
-            parts: list[bytes] = []
-            if start < base:
-                (piece,) = conn.execute(
-                    "SELECT substr(data, ?, ?) FROM files WHERE path = ?",
-                    (start + 1, min(stop, base) - start, path),
-                ).fetchone()
-                parts.append(bytes(piece))
-            if stop > base and nchunks:
-                lo = max(start, base)
-                (first,) = conn.execute(
-                    "SELECT max(start) FROM chunks WHERE path = ? AND start <= ?", (path, lo)
-                ).fetchone()
-                rows = conn.execute(
-                    "SELECT start, data FROM chunks WHERE path = ? AND start >= ? AND start < ?"
-                    " ORDER BY start",
-                    (path, first if first is not None else lo, stop),
-                )
-                for chunk_start, chunk in rows:
-                    a = max(lo - chunk_start, 0)
-                    b = min(stop - chunk_start, len(chunk))
-                    if b > a:
-                        parts.append(bytes(chunk[a:b]))
+            (first,) = conn.execute(
+                "SELECT max(start) FROM chunks WHERE path = ? AND start <= ?", (path, start)
+            ).fetchone()
+            rows = conn.execute(
+                "SELECT start, data FROM chunks WHERE path = ? AND start >= ? AND start < ?"
+                " ORDER BY start",
+                (path, first or 0, stop),
+            )
+            parts = []
+            for chunk_start, chunk in rows:
+                a = max(start - chunk_start, 0)
+                b = min(stop - chunk_start, len(chunk))
+                if b > a:
+                    parts.append(bytes(chunk[a:b]))
         return b"".join(parts)
 
     def stat(self, path: str) -> FileInfo | None:
@@ -307,6 +308,31 @@ class SqliteRoot(StorageRoot):
             str(r[0]) for r in self._conn().execute(sql, args) if not is_reserved_name(str(r[0]))
         )
 
+    def list_names(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:
+        """Names of the immediate files and subdirectories of ``prefix``, unsorted.
+
+        One index range scan and no per-file metadata: the fast path of a directory
+        listing (what :meth:`list` + :meth:`list_dirs` give, names only).
+        """
+        validate_path(prefix, allow_empty=True)
+        lo = f"{prefix}/" if prefix else ""
+        sql = "SELECT substr(path, ?) FROM files"
+        args: tuple[Any, ...] = (len(lo) + 1,)
+        if prefix:
+            sql += " WHERE path >= ? AND path < ?"
+            args += (lo, _upper(prefix))
+        files: builtins.list[str] = []
+        dirs: set[str] = set()
+        for (rest,) in self._conn().execute(sql, args):
+            head, sep, _ = rest.partition("/")
+            if is_reserved_name(head):
+                continue
+            if sep:
+                dirs.add(head)
+            else:
+                files.append(head)
+        return files, builtins.list(dirs)
+
     # -- writes ------------------------------------------------------------------------
     def write(
         self,
@@ -321,22 +347,24 @@ class SqliteRoot(StorageRoot):
         payload = bytes(data)
         version = _new_version()
         with self._write_tx() as conn:
-            row = conn.execute(
-                "SELECT version, nchunks FROM files WHERE path = ?", (path,)
-            ).fetchone()
+            row = conn.execute("SELECT version FROM files WHERE path = ?", (path,)).fetchone()
             if create_only and row is not None:
                 raise ConflictError(f"{path!r} already exists")
             if if_version is not None and (row is None or str(row[0]) != if_version):
                 raise ConflictError(f"{path!r} changed since version {if_version}")
-            if row is not None and row[1]:
+            if row is not None:
                 conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
+            if payload:
+                conn.execute(
+                    "INSERT INTO chunks (path, start, data) VALUES (?, 0, ?)", (path, payload)
+                )
             conn.execute(
-                "INSERT INTO files (path, data, base, size, nchunks, version, mtime)"
-                " VALUES (?, ?, ?, ?, 0, ?, ?)"
-                " ON CONFLICT(path) DO UPDATE SET data = excluded.data, base = excluded.base,"
-                " size = excluded.size, nchunks = 0, version = excluded.version,"
+                "INSERT INTO files (path, size, base, nchunks, version, mtime)"
+                " VALUES (?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT(path) DO UPDATE SET size = excluded.size, base = excluded.base,"
+                " nchunks = excluded.nchunks, version = excluded.version,"
                 " mtime = excluded.mtime",
-                (path, payload, len(payload), len(payload), version, time.time()),
+                (path, len(payload), len(payload), int(bool(payload)), version, time.time()),
             )
         return str(version)
 
@@ -347,62 +375,37 @@ class SqliteRoot(StorageRoot):
         now = time.time()
         with self._write_tx() as conn:
             row = conn.execute(
-                "SELECT base, size, nchunks FROM files WHERE path = ?", (path,)
+                "SELECT size, base, nchunks FROM files WHERE path = ?", (path,)
             ).fetchone()
             if row is None:
+                size, base, nchunks = 0, 0, 0
                 conn.execute(
-                    "INSERT INTO files (path, data, base, size, nchunks, version, mtime)"
-                    " VALUES (?, ?, ?, ?, 0, ?, ?)",
-                    (path, payload, len(payload), len(payload), _new_version(), now),
+                    "INSERT INTO files (path, size, base, nchunks, version, mtime)"
+                    " VALUES (?, 0, 0, 0, 0, ?)",
+                    (path, now),
                 )
-                return 0
-            base, size, nchunks = row
-            if line_safe and size and self._last_byte(conn, path, nchunks) != b"\n":
-                payload = b"\n" + payload
-            if not payload:
-                return int(size)
-            conn.execute(
-                "INSERT INTO chunks (path, start, data) VALUES (?, ?, ?)", (path, size, payload)
-            )
-            new_size = size + len(payload)
-            nchunks += 1
-            if nchunks >= COMPACT_MIN_CHUNKS and new_size - base >= base:
-                self._compact(conn, path, new_size, now)
             else:
+                size, base, nchunks = row
+            if line_safe and size and _last_byte(conn, path) != b"\n":
+                payload = b"\n" + payload
+            if payload:
                 conn.execute(
-                    "UPDATE files SET size = ?, nchunks = ?, version = ?, mtime = ? WHERE path = ?",
-                    (new_size, nchunks, _new_version(), now, path),
+                    "INSERT INTO chunks (path, start, data) VALUES (?, ?, ?)",
+                    (path, size, payload),
                 )
+                nchunks += 1
+                if size == 0:
+                    base = len(payload)
+            new_size = size + len(payload)
+            if nchunks >= COMPACT_MIN_CHUNKS and new_size - base >= base:
+                _compact(conn, path)
+                base, nchunks = new_size, 1
+            conn.execute(
+                "UPDATE files SET size = ?, base = ?, nchunks = ?, version = ?, mtime = ?"
+                " WHERE path = ?",
+                (new_size, base, nchunks, _new_version(), now, path),
+            )
             return int(size) + len(payload) - len(data)
-
-    @staticmethod
-    def _last_byte(conn: sqlite3.Connection, path: str, nchunks: int) -> bytes:
-        if nchunks:
-            row = conn.execute(
-                "SELECT substr(data, -1) FROM chunks WHERE path = ? ORDER BY start DESC LIMIT 1",
-                (path,),
-            ).fetchone()
-        else:
-            row = conn.execute(
-                "SELECT substr(data, -1) FROM files WHERE path = ?", (path,)
-            ).fetchone()
-        return bytes(row[0]) if row is not None else b""
-
-    @staticmethod
-    def _compact(conn: sqlite3.Connection, path: str, size: int, now: float) -> None:
-        (base_data,) = conn.execute("SELECT data FROM files WHERE path = ?", (path,)).fetchone()
-        parts = [bytes(base_data)]
-        parts.extend(
-            bytes(r[0])
-            for r in conn.execute("SELECT data FROM chunks WHERE path = ? ORDER BY start", (path,))
-        )
-        data = b"".join(parts)
-        conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
-        conn.execute(
-            "UPDATE files SET data = ?, base = ?, size = ?, nchunks = 0, version = ?, mtime = ?"
-            " WHERE path = ?",
-            (data, len(data), size, _new_version(), now, path),
-        )
 
     def delete(self, path: str) -> bool:
         """Delete one file; False when it did not exist."""

@@ -16,7 +16,9 @@ from fsmemory.errors import (
     require,
 )
 from fsmemory.fs.base import Capabilities, StorageRoot
+from fsmemory.fs.errors import translated
 from fsmemory.fs.open import open_root
+from fsmemory.fs.paths import is_reserved_name, validate_path
 from fsmemory.store._paths import split
 from fsmemory.store._protocol import ChangeCallback, StoreStat
 from fsmemory.store._redis import is_async_client, rebuild_client
@@ -62,6 +64,89 @@ def _is_dir_error(exc: BaseException) -> bool:
 
 def _kinds(root: StorageRoot) -> set[str]:
     return {f"{cls.__module__}.{cls.__qualname__}" for cls in type(root).__mro__}
+
+
+def _listing_kind(root: StorageRoot, kinds: set[str]) -> str:
+    """Which names-only listing shortcut fits ``root`` (see ``_names``)."""
+    name = f"{type(root).__module__}.{type(root).__qualname__}"
+    if name == "fsmemory.fs.local.LocalRoot":
+        return "local"
+    if name == "fsmemory.fs.memory.MemoryRoot":
+        return "memory"
+    if "fsmemory.fs.generic.FsspecRoot" in kinds:
+        from fsmemory.fs.generic import FsspecRoot
+
+        cls = type(root)
+        if cls.list is FsspecRoot.list and cls.list_dirs is FsspecRoot.list_dirs:
+            return "fsspec"
+    return "generic"
+
+
+def _local_names(root: Any, rel: str) -> tuple[list[str], list[str]]:
+    """One ``scandir`` using d_type only (no stat): same entries as LocalRoot.list."""
+    base = root.full_path(rel) if rel else root.root
+    files: list[str] = []
+    dirs: list[str] = []
+    try:
+        it = os.scandir(base)
+    except (FileNotFoundError, NotADirectoryError):
+        return files, dirs
+    with it:
+        for entry in it:
+            name = entry.name
+            if is_reserved_name(name):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                dirs.append(name)
+            elif entry.is_file(follow_symlinks=False):
+                files.append(name)
+    return files, dirs
+
+
+def _memory_names(root: Any, rel: str) -> tuple[list[str], list[str]]:
+    """One pass over the memory filesystem's keys: same entries as MemoryRoot.list."""
+    validate_path(rel, allow_empty=True)
+    base = f"{root.root}/{rel}/" if rel else f"{root.root}/"
+    cut = len(base)
+    files: list[str] = []
+    dirs: set[str] = set()
+    for key in list(root.fs.store):
+        if key.startswith(base):
+            head, sep, _ = key[cut:].partition("/")
+            if is_reserved_name(head):
+                continue
+            if sep:
+                dirs.add(head)
+            else:
+                files.append(head)
+    return files, list(dirs)
+
+
+def _fsspec_names(root: Any, rel: str) -> tuple[list[str], list[str]]:
+    """One ``ls(detail=True)`` instead of the two of ``list`` + ``list_dirs``."""
+    validate_path(rel, allow_empty=True)
+    base = f"{root.root}/{rel}" if rel and root.root else (rel or root.root)
+    try:
+        with translated(rel):
+            entries = root.fs.ls(base, detail=True)
+    except KeyNotFoundError:
+        return [], []
+    itself = root.fs._strip_protocol(base).rstrip("/")
+    files: list[str] = []
+    dirs: set[str] = set()
+    for info in entries:
+        full = root.fs._strip_protocol(str(info["name"])).rstrip("/")
+        if full == itself:
+            continue  # ls of a file lists the file itself: it has no children
+        name = full.rsplit("/", 1)[-1]
+        if not name or is_reserved_name(name):
+            continue
+        kind = info.get("type")
+        if kind == "file":
+            files.append(name)
+        elif kind == "directory":
+            dirs.add(name)
+    return files, list(dirs)
 
 
 def _snap_utf8(raw: bytes, start: int, want: int | None) -> bytes:
@@ -136,6 +221,7 @@ class FsspecKnowledgeStore:
         self._root: StorageRoot = open_root(url, storage_options)
         kinds = _kinds(self._root)
         self._local = bool(kinds & _LOCAL_ROOTS)
+        self._kind = _listing_kind(self._root, kinds)
         self._inline = bool(kinds & _INLINE_ROOTS) if inline is None else inline
         self._hub = hub_for(self._root)
         self._watch: WatchMode = watch
@@ -188,6 +274,10 @@ class FsspecKnowledgeStore:
         if not rel:
             raise InvalidPathError("cannot write to '/': it is the store's root directory")
         try:
+            if not self._hub.active:  # the hot path: nobody is watching
+                return self._root.write(
+                    rel, bytes(data), if_version=if_version, create_only=create_only
+                )
             with self._hub.changing(norm):
                 return self._root.write(
                     rel, bytes(data), if_version=if_version, create_only=create_only
@@ -210,6 +300,8 @@ class FsspecKnowledgeStore:
         if not rel:
             raise InvalidPathError("cannot append to '/': it is the store's root directory")
         try:
+            if not self._hub.active:
+                return self._root.append(rel, data)
             with self._hub.changing(norm):
                 return self._root.append(rel, data)
         except OSError as exc:
@@ -237,10 +329,30 @@ class FsspecKnowledgeStore:
 
     def _sync_list(self, path: str) -> list[str]:
         _, rel = split(path)
-        names = [info.path.rsplit("/", 1)[-1] for info in self._root.list(rel)]
-        names.extend(name + "/" for name in self._root.list_dirs(rel))
+        files, dirs = self._names(rel)
+        names = files + [name + "/" for name in dirs]
         names.sort()
         return names
+
+    def _names(self, rel: str) -> tuple[list[str], list[str]]:
+        """Immediate file and directory names under ``rel`` -- names only, no metadata.
+
+        A listing is the hot part of ``list``; roots answer it with per-file metadata
+        (a stat per file on local folders), so known roots take a names-only path.
+        """
+        root: Any = self._root
+        fast = getattr(root, "list_names", None)
+        if callable(fast):
+            files, dirs = fast(rel)
+            return list(files), list(dirs)
+        if self._kind == "local":
+            return _local_names(root, rel)
+        if self._kind == "memory":
+            return _memory_names(root, rel)
+        if self._kind == "fsspec":
+            return _fsspec_names(root, rel)
+        files = [info.path.rsplit("/", 1)[-1] for info in root.list(rel)]
+        return files, root.list_dirs(rel)
 
     def _sync_exists(self, path: str) -> bool:
         _, rel = split(path)

@@ -32,10 +32,12 @@ class TestSqliteRootConformance(StorageRootTests):
     def backdoor_write(self, root: StorageRoot, rel: str, data: bytes) -> None:
         assert isinstance(root, SqliteRoot)
         with root._write_tx() as conn:
+            conn.execute("DELETE FROM chunks WHERE path = ?", (rel,))
+            conn.execute("INSERT INTO chunks (path, start, data) VALUES (?, 0, ?)", (rel, data))
             conn.execute(
-                "INSERT OR REPLACE INTO files (path, data, base, size, nchunks, version, mtime)"
-                " VALUES (?, ?, ?, ?, 0, 1, 0)",
-                (rel, data, len(data), len(data)),
+                "INSERT OR REPLACE INTO files (path, size, base, nchunks, version, mtime)"
+                " VALUES (?, ?, ?, 1, 1, 0)",
+                (rel, len(data), len(data)),
             )
 
 
@@ -76,8 +78,10 @@ def test_appends_are_chunk_rows_not_rewrites(root: SqliteRoot) -> None:
     for i in range(10):
         root.append("log", f"{i}".encode())
     conn = root._conn()
-    base, nchunks = conn.execute("SELECT data, nchunks FROM files WHERE path='log'").fetchone()
-    assert bytes(base) == b"base|" and nchunks == 10
+    rows = conn.execute("SELECT start, data FROM chunks WHERE path='log' ORDER BY start").fetchall()
+    assert [(start, bytes(data)) for start, data in rows][:2] == [(0, b"base|"), (5, b"0")]
+    assert len(rows) == 11
+    assert conn.execute("SELECT nchunks, size FROM files WHERE path='log'").fetchone() == (11, 15)
     assert root.read_bytes("log") == b"base|0123456789"
 
 
@@ -108,6 +112,8 @@ def test_compaction_folds_chunks_into_the_base(
         root._conn().execute("SELECT base, nchunks FROM files WHERE path='wal'").fetchone()
     )
     assert base > 0 and nchunks < 40
+    rows = root._conn().execute("SELECT count(*) FROM chunks WHERE path='wal'").fetchone()
+    assert rows[0] == nchunks
     assert root.read_bytes("wal") == expected
     assert offsets == [expected.index(f"<{i}>".encode()) for i in range(40)]
     assert root.read_range("wal", 5, 30) == expected[5:30]

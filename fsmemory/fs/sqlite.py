@@ -368,8 +368,14 @@ class SqliteRoot(StorageRoot):
             )
         return str(version)
 
-    def append(self, path: str, data: bytes, *, line_safe: bool = False) -> int:
-        """Append as one chunk row (O(1) in the file size); returns the start offset."""
+    def append(
+        self, path: str, data: bytes, *, line_safe: bool = False, unique: bool = False
+    ) -> int:
+        """Append as one chunk row (O(1) in the file size); returns the start offset.
+
+        ``unique`` is accepted and ignored: an append is one transaction, never retried
+        after an ambiguous failure, so it cannot land twice.
+        """
         validate_path(path)
         payload = bytes(data)
         now = time.time()

@@ -57,14 +57,18 @@ Semantics (identical on every backend, checked by one conformance suite,
   through a store of this process are reported right after they commit; changes made
   elsewhere are found by watchdog on local folders (when installed) or by polling
   (``poll_interval``, default 1 s; ``watch="poll"`` forces it, ``watch="none"`` turns
-  outside changes off). Callbacks run in order in one task per subscription; a path
-  already waiting is not queued twice; a callback that raises is logged and never
+  outside changes off). Delivery is at least once: callbacks run in order in one task
+  per subscription, a path already waiting is not queued twice (bursts coalesce), a
+  change seen both through the store and by the watcher is reported once (a poll racing
+  with a write may rarely repeat it), and a callback that raises is logged and never
   reaches the writer.
 
 Event loop and threads: local folders, ``memory://`` and ``sqlite://`` run their short
 storage calls directly inside the coroutine -- a thread hop costs more than the call
 itself. Network backends (S3, GCS, Redis) run in ``asyncio.to_thread`` so the loop never
-waits on the network. Override with ``inline=``.
+waits on the network; the hop costs about as much as a loopback Redis round trip
+(measured: ~185 us per Redis op through a thread, ~95 us inline). Override with
+``inline=`` when a blocked loop for one round trip is acceptable.
 
 Where the seed (ag2 1.2.1's stores) falls short and this package does not: disk writes
 are atomic; no blocking network I/O on the event loop; ``..`` is rejected, not stored;

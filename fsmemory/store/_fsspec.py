@@ -82,11 +82,26 @@ def _listing_kind(root: StorageRoot, kinds: set[str]) -> str:
     return "generic"
 
 
+def _local_dir(root: Any, rel: str) -> str | None:
+    """The folder of ``rel``, or None when it resolves outside the root (a symlinked
+    directory must not list what lies outside)."""
+    if not rel:
+        return str(root.root)
+    base = str(root.full_path(rel))
+    real_root = os.path.realpath(root.root)
+    real = os.path.realpath(base)
+    if real != real_root and not real.startswith(real_root + os.sep):
+        return None
+    return base
+
+
 def _local_names(root: Any, rel: str) -> tuple[list[str], list[str]]:
     """One ``scandir`` using d_type only (no stat): same entries as LocalRoot.list."""
-    base = root.full_path(rel) if rel else root.root
+    base = _local_dir(root, rel)
     files: list[str] = []
     dirs: list[str] = []
+    if base is None:
+        return files, dirs
     try:
         it = os.scandir(base)
     except (FileNotFoundError, NotADirectoryError):
@@ -101,6 +116,24 @@ def _local_names(root: Any, rel: str) -> tuple[list[str], list[str]]:
             elif entry.is_file(follow_symlinks=False):
                 files.append(name)
     return files, dirs
+
+
+def _local_has_entries(root: Any, rel: str) -> bool:
+    """True when the folder ``rel`` holds anything ``list`` would show (stops early)."""
+    base = _local_dir(root, rel)
+    if base is None:
+        return False
+    try:
+        it = os.scandir(base)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    with it:
+        for entry in it:
+            if is_reserved_name(entry.name):
+                continue
+            if entry.is_dir(follow_symlinks=False) or entry.is_file(follow_symlinks=False):
+                return True
+    return False
 
 
 def _memory_names(root: Any, rel: str) -> tuple[list[str], list[str]]:
@@ -360,7 +393,10 @@ class FsspecKnowledgeStore:
             return True
         if self._root.stat(rel) is not None:
             return True
-        return bool(self._root.list_dirs(rel)) or bool(self._root.list(rel))
+        if self._kind == "local":
+            return _local_has_entries(self._root, rel)
+        files, dirs = self._names(rel)
+        return bool(files or dirs)
 
     def _sync_delete(self, path: str, allow_root: bool) -> None:
         norm, rel = split(path)
@@ -586,6 +622,8 @@ class MemoryKnowledgeStore(FsspecKnowledgeStore):
         self, name: str | None = None, *, watch: WatchMode = "auto", poll_interval: float = 0.5
     ) -> None:
         private = name is None
+        if name is not None and name.startswith("memory://"):
+            name = name[len("memory://") :]
         label = f"fsmemory-store/{uuid.uuid4().hex}" if name is None else name.strip("/")
         if not label:
             raise InvalidPathError("memory store name is empty")

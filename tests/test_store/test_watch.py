@@ -67,7 +67,10 @@ def test_store_writes_are_reported_once(tmp_path: Path, watch: str) -> None:
         await store.delete("/a")
 
     seen = asyncio.run(_collect(store, "/", action, 0.5))
-    assert seen.count("/a") == 2  # the write, then the delete
+    if watch == "auto":
+        assert seen.count("/a") == 2  # the write, then the delete
+    else:  # a poll racing with a write may report it once more (at least once)
+        assert 2 <= seen.count("/a") <= 3
     assert 1 <= seen.count("/b") <= 2  # write + append may coalesce while one is pending
     assert set(seen) == {"/a", "/b"}
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fsmemory.memory.entry import KnowledgeEntry
-from fsmemory.memory.knowledge import KnowledgeMemory
+from fsmemory.memory.knowledge import KnowledgeMemory, RememberResult
 from fsmemory.memory.markdown import escape_line, unescape_line
 
-__all__ = ["KnowledgeEntry", "KnowledgeMemory", "escape_line", "unescape_line"]
+__all__ = ["KnowledgeEntry", "KnowledgeMemory", "RememberResult", "escape_line", "unescape_line"]

@@ -140,6 +140,7 @@ class MemoryIndex:
         self.pending: dict[Key, list[str]] = {}
         self.hidden: set[str] = set()
         self.md_ids: dict[Key, list[str]] = {}
+        self.content_counts: Counter[str] = Counter()
         self.corrupt_lines = 0
         self.generation = 0
         self.md_mtime: datetime = datetime.now(tz=UTC)
@@ -361,6 +362,7 @@ class MemoryIndex:
         entry = self.entries.pop(entry_id, None)
         if entry is None:
             return
+        self._uncount(entry.content)
         for tok in self.tokens.pop(entry_id, ()):
             ids = self.postings.get(tok)
             if ids is not None:
@@ -383,7 +385,12 @@ class MemoryIndex:
         self.logs.pop(path, None)
         self.generation += 1
 
+    def has_content(self, text: str) -> bool:
+        """True when some indexed entry (live or hidden) has exactly this content."""
+        return self.content_counts[text] > 0
+
     def _index_tokens(self, entry: KnowledgeEntry) -> None:
+        self.content_counts[entry.content] += 1
         toks = tuple(set(tokenize(entry.content)) | set(tokenize(entry.category)))
         self.tokens[entry.id] = toks
         for tok in toks:
@@ -447,11 +454,18 @@ class MemoryIndex:
 
     def _remove_md_entry(self, key: Key) -> None:
         entry_id = self.md_ids[key].pop()
-        self.entries.pop(entry_id, None)
+        removed = self.entries.pop(entry_id, None)
+        if removed is not None:
+            self._uncount(removed.content)
         for tok in self.tokens.pop(entry_id, ()):
             ids = self.postings.get(tok)
             if ids is not None:
                 ids.discard(entry_id)
+
+    def _uncount(self, content: str) -> None:
+        self.content_counts[content] -= 1
+        if self.content_counts[content] <= 0:
+            del self.content_counts[content]
 
     def _find_fact(self, key: Key) -> Fact | None:
         for fact in self.doc.sections.get(key[0], ()):

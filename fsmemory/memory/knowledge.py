@@ -17,7 +17,8 @@ import heapq
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -50,9 +51,10 @@ from fsmemory.memory.validation import (
     check_metadata,
     check_ttl_days,
 )
+from fsmemory.sanitizers import PreSaveHook, run_pre_save
 from fsmemory.snapshot import IncrementalBackend, KnowledgeBackend
 
-__all__ = ["KnowledgeMemory"]
+__all__ = ["KnowledgeMemory", "RememberResult"]
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +72,21 @@ def _utcnow() -> datetime:
     return datetime.now(tz=UTC)
 
 
+@dataclass(frozen=True, slots=True)
+class RememberResult:
+    """The outcome of :meth:`KnowledgeMemory.try_remember`.
+
+    Attributes:
+        id: the new entry's id, or ``""`` when it was not stored.
+        stored: whether the entry was written.
+        rejected_by: why not: the rejecting pre-save hook's name, or ``"duplicate"``.
+    """
+
+    id: str
+    stored: bool
+    rejected_by: str | None = None
+
+
 class KnowledgeMemory:
     """Cross-session knowledge: persistent facts in MEMORY.md plus daily JSONL logs.
 
@@ -84,6 +101,17 @@ class KnowledgeMemory:
             (chosen among all live entries) to keep at most this many.
         max_context_chars: when set, :meth:`build_context` output is bounded by it.
         max_content_bytes: the largest ``content`` accepted (UTF-8 bytes).
+        pre_save: a hook ``(text) -> str | None`` or a sequence of them, run in order on
+            the content before anything is written: a returned string replaces the text
+            everywhere it is persisted; None rejects the entry (nothing is written and
+            ``remember()`` returns ``""``). See :mod:`fsmemory.sanitizers`.
+        dedupe: reject near-duplicates: exact duplicates of any live entry (a hash
+            lookup), and texts whose similarity to one of the ``dedupe_window`` most
+            recent live entries reaches ``dedupe_threshold``. The similarity is the LCS
+            (Indel) ratio, never below difflib's ``SequenceMatcher`` ratio, so it is at
+            least as strict as the seed's check. Runs after ``pre_save``.
+        dedupe_threshold: similarity in [0, 1] at which a text counts as a duplicate.
+        dedupe_window: how many recent entries the near-duplicate check compares with.
         backend: a snapshot backend (:class:`~fsmemory.snapshot.FsspecBackend`,
             :class:`~fsmemory.snapshot.RedisKnowledgeBackend`, or any object with
             ``load_bytes``/``save_bytes``). The folder is restored from it on
@@ -110,6 +138,10 @@ class KnowledgeMemory:
         max_entries: int | None = None,
         max_context_chars: int | None = None,
         max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
+        pre_save: PreSaveHook | Sequence[PreSaveHook] | None = None,
+        dedupe: bool = False,
+        dedupe_threshold: float = 0.9,
+        dedupe_window: int = 200,
         backend: KnowledgeBackend | IncrementalBackend | None = None,
         on_corrupt_snapshot: Literal["raise", "reset"] = "raise",
         clock: Clock | None = None,
@@ -136,6 +168,15 @@ class KnowledgeMemory:
         self._lock = threading.RLock()
         self._listing: list[FileInfo] = []
         self._context_cache: tuple[int, str, datetime | None, str] | None = None
+        self.pre_save = pre_save
+        self.dedupe = dedupe
+        self.dedupe_window = dedupe_window
+        self._dedupe_hook: PreSaveHook | None = None
+        if dedupe:
+            _check_non_negative_int("dedupe_window", dedupe_window)
+            from fsmemory.sanitizers import dedupe_against
+
+            self._dedupe_hook = dedupe_against(self._dedupe_candidates, dedupe_threshold)
         self.backend = backend
         self._sync: SnapshotSync | None = None
         if backend is not None:
@@ -166,7 +207,7 @@ class KnowledgeMemory:
         ttl_days: float | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> str:
-        """Store a fact and return its id.
+        """Store a fact and return its id (``""`` when a pre-save hook or dedupe rejected it).
 
         Args:
             content: the text to remember (any Unicode; newlines and markdown are kept
@@ -178,21 +219,51 @@ class KnowledgeMemory:
             metadata: JSON-compatible extra data stored with the record.
 
         Returns:
-            The new entry's id.
+            The new entry's id, or ``""`` when the entry was rejected.
 
         Raises:
             InvalidInputError (a ValueError): bad content, category, importance, ttl or
                 metadata; nothing is written.
             ContentTooLargeError: content larger than ``max_content_bytes``.
         """
-        text = check_content(content, self.max_content_bytes)
+        return self.try_remember(content, category, persistent, importance, ttl_days, metadata).id
+
+    def try_remember(
+        self,
+        content: str,
+        category: str = "general",
+        persistent: bool = False,
+        importance: float = 0.5,
+        ttl_days: float | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> RememberResult:
+        """Like :meth:`remember`, but says why an entry was not stored.
+
+        Returns:
+            A :class:`RememberResult`: ``stored``, the ``id`` (``""`` if rejected) and
+            ``rejected_by`` (the hook's name, ``"duplicate"`` or None).
+        """
+        if not isinstance(content, str):
+            raise InvalidInputError(f"content must be a str, not {type(content).__name__}")
         cat = check_category(category)
         weight = check_importance(importance)
         ttl = check_ttl_days(ttl_days)
         meta = check_metadata(metadata)
         if not isinstance(persistent, bool):
             raise InvalidInputError("persistent must be a bool")
+        text: str | None = content
+        if self.pre_save is not None:
+            text, rejected_by = run_pre_save(self.pre_save, content)
+            if text is None:
+                return RememberResult("", False, rejected_by)
+        assert text is not None
+        text = check_content(text, self.max_content_bytes)
         with self._lock:
+            if self._dedupe_hook is not None:
+                self._refresh()
+                if self._index.has_content(text) or self._dedupe_hook(text) is None:
+                    logger.debug("remember() rejected a duplicate")
+                    return RememberResult("", False, "duplicate")
             now = self._clock()
             entry = KnowledgeEntry(
                 id=new_entry_id(),
@@ -209,13 +280,22 @@ class KnowledgeMemory:
             if self.max_entries is not None:
                 self._evict(now)
             self._saved()
-            return entry.id
+            return RememberResult(entry.id, True, None)
+
+    def _dedupe_candidates(self) -> list[str]:
+        now = self._clock()
+        out: list[str] = []
+        for entry in self._index.newest(now):
+            if len(out) >= self.dedupe_window:
+                break
+            out.append(entry.content)
+        return out
 
     def _write_entry(self, entry: KnowledgeEntry) -> None:
         line = _jsonutil.dumps_line(entry.to_dict())
         log_path = log_name_for(entry.created_at)
         synced = self._add_fact(entry) if entry.persistent else True
-        offset = self.root.append(log_path, line, line_safe=True)
+        offset = self.root.append(log_path, line, line_safe=True, unique=True)
         if not self._index.note_append(log_path, offset, line, None) or not synced:
             self._refresh()
 
@@ -300,7 +380,7 @@ class KnowledgeMemory:
             for i in ids
         )
         path = log_name_for(now)
-        offset = self.root.append(path, data, line_safe=True)
+        offset = self.root.append(path, data, line_safe=True, unique=True)
         if not self._index.note_append(path, offset, data, None):
             self._refresh()
 

@@ -12,6 +12,7 @@ __all__ = ["StrategyContext"]
 
 
 async def _no_persist(events: Sequence[Event]) -> None:
+    """The default ``persist``: nothing to make durable outside a session."""
     return None
 
 

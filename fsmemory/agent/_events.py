@@ -174,6 +174,17 @@ def _to_json(value: Any) -> Any:
     return value
 
 
+def _jsonable(value: Any) -> Any:
+    """``value`` with anything JSON cannot hold turned into lists or strings."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
 def _check_str(name: str, value: object) -> None:
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str, not {type(value).__name__}")
@@ -259,7 +270,10 @@ class ToolCall(Event):
         raw = self.arguments.get("_raw")
         if len(self.arguments) == 1 and isinstance(raw, str):
             return raw
-        return _jsonutil.dumps(self.arguments).decode("utf-8")
+        try:
+            return _jsonutil.dumps(self.arguments).decode("utf-8")
+        except TypeError:  # a value JSON cannot hold: show it as text
+            return _jsonutil.dumps(_jsonable(self.arguments)).decode("utf-8")
 
     def text(self) -> str:
         """``name`` followed by the JSON arguments."""

@@ -134,7 +134,7 @@ class KnowledgeSession:
         if config is not None and not isinstance(config, KnowledgeConfig):
             raise TypeError("config must be a KnowledgeConfig or None")
         self.config = config
-        self.stream_id = check_stream_id(stream_id or _new_stream_id())
+        self.stream_id = check_stream_id(_new_stream_id() if stream_id is None else stream_id)
         self.actor_name = actor_name
         self.policies: list[AssemblyPolicy] = list(policies)
         for message in validate_order(self.policies):

@@ -84,6 +84,7 @@ from fsmemory.agent._events import (
 )
 from fsmemory.agent._log import (
     check_stream_id,
+    encode_events,
     load_history,
     log_path,
     parse_event_lines,
@@ -170,6 +171,7 @@ __all__ = [
     "assemble",
     "check_stream_id",
     "compaction_cut",
+    "encode_events",
     "fill_template",
     "from_anthropic_messages",
     "from_anthropic_response",

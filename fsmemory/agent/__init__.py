@@ -23,6 +23,8 @@ each turn, and brings its own LLM as a callable for summaries. On top of the pat
 * SKILL.md **bootstrap**, the ``knowledge`` tool, and an
   :class:`AnthropicMemoryTool` handler for Anthropic's memory tool on any URL.
 
+:class:`SyncKnowledgeSession` offers the same methods, blocking, for synchronous loops.
+
 Where this does better than the seed's reference (ag2 1.2.1): the event log is
 appended, not rewritten every turn; ``TokenBudgetPolicy`` counts the full text of
 events and the injected prompts; ``compact=`` without a trigger gets a documented
@@ -90,6 +92,7 @@ from fsmemory.agent._log import (
     parse_event_lines,
     read_event_log,
     replay_history,
+    tail_event_log,
 )
 from fsmemory.agent._memory_tool import MEMORY_COMMANDS, AnthropicMemoryTool, MemoryToolResult
 from fsmemory.agent._pairs import compaction_cut, pair_safe_tail, repair_tool_pairs
@@ -110,6 +113,7 @@ from fsmemory.agent._policies import (
 )
 from fsmemory.agent._session import KnowledgeSession, Subscriber
 from fsmemory.agent._summarize import Summarizer, fill_template, render_transcript
+from fsmemory.agent._sync import SyncKnowledgeSession
 from fsmemory.agent._tools import KNOWLEDGE_ACTIONS, KnowledgeTool
 
 __all__ = [
@@ -158,6 +162,7 @@ __all__ = [
     "Subscriber",
     "SummarizeCompact",
     "Summarizer",
+    "SyncKnowledgeSession",
     "TailWindowCompact",
     "TokenBudgetPolicy",
     "ToolCall",
@@ -186,6 +191,7 @@ __all__ = [
     "repair_tool_pairs",
     "replay_history",
     "skill_files",
+    "tail_event_log",
     "to_anthropic_messages",
     "to_openai_messages",
     "validate_order",

@@ -20,6 +20,7 @@ __all__ = [
     "parse_event_lines",
     "read_event_log",
     "replay_history",
+    "tail_event_log",
 ]
 
 logger = logging.getLogger(__name__)
@@ -87,6 +88,24 @@ async def read_event_log(store: KnowledgeStore, stream_id: str) -> list[Event]:
     if not text:
         return []
     return parse_event_lines(text, source=path)
+
+
+async def tail_event_log(
+    store: KnowledgeStore, stream_id: str, offset: int = 0
+) -> tuple[list[Event], int]:
+    """The events appended to ``/log/<stream_id>.jsonl`` since byte ``offset``, and
+    the offset to pass next time -- for an observer following a live stream.
+
+    Offsets are UTF-8 byte offsets (``read_range`` semantics), not character counts;
+    a last line still being appended (no ``\\n`` yet) is left for the next call.
+    """
+    text = await store.read_range(log_path(stream_id), offset)
+    complete, newline, _ = text.rpartition("\n")
+    if not newline:
+        return [], offset
+    consumed = complete + newline
+    events = parse_event_lines(consumed, source=log_path(stream_id))
+    return events, offset + len(consumed.encode("utf-8"))
 
 
 def replay_history(events: Iterable[Event]) -> list[Event]:

@@ -635,3 +635,58 @@ def test_repr_and_properties(store: MemoryKnowledgeStore) -> None:
     session = KnowledgeSession(KnowledgeConfig(store=store), stream_id="abc")
     assert "abc" in repr(session) and session.log_path == "/log/abc.jsonl"
     assert session.store is store
+
+
+def test_tail_event_log_uses_byte_offsets(store: MemoryKnowledgeStore) -> None:
+    from fsmemory.agent import tail_event_log
+
+    session = KnowledgeSession(KnowledgeConfig(store=store, bootstrap=NoBootstrap()), stream_id="s")
+    run(session.record(UserMessage("héllo wörld — ünïcode ✓")))
+    run(session.flush())
+    events, offset = run(tail_event_log(store, "s"))
+    assert [e.text() for e in events] == ["héllo wörld — ünïcode ✓"]
+    assert offset == len((run(store.read("/log/s.jsonl")) or "").encode())
+    assert run(tail_event_log(store, "s", offset)) == ([], offset)
+    run(store.append("/log/s.jsonl", '{"type": "user_message", "content": "tor'))  # torn tail
+    run(session.record(UserMessage("ß")))
+    assert run(tail_event_log(store, "s", offset)) == ([], offset)
+
+
+def test_sync_session(tmp_path: Path) -> None:
+    from fsmemory.agent import SyncKnowledgeSession
+
+    store = DiskKnowledgeStore(tmp_path / "state", watch="none")
+    config = KnowledgeConfig(
+        store=store, aggregate=WorkingMemoryAggregate(echo), compact=TailWindowCompact(target=2)
+    )
+    seen: list[Event] = []
+    with SyncKnowledgeSession(
+        config, policies=[WorkingMemoryPolicy(), ConversationPolicy()], stream_id="sync"
+    ) as s:
+        s.subscribe(seen.append)
+        for i in range(3):
+            with s.turn(f"message {i}"):
+                a = s.assemble()
+                s.record(ModelResponse(f"reply {i}"))
+        result = s.run_tool(ToolCall("c", "knowledge", {"action": "list", "path": "/"}))
+        assert isinstance(result, ToolResult) and "SKILL.md" in result.content
+        assert s.turns == 3 and s.stream_id == "sync" and s.store is store and s.halted is None
+        assert s.tools() and s.knowledge_tool is not None and len(s.history) <= 4
+        assert a.prompts == [] and "Sync" in repr(s)
+    assert any(isinstance(e, AggregationCompleted) for e in seen)
+    assert (
+        run(store.read("/memory/working.md"))
+        == "user: message 0\nuser: message 1\nuser: message 2\n"
+    )
+    with pytest.raises(RuntimeError, match="closed"):
+        s.assemble()
+    s.end()  # idempotent
+    resumed = SyncKnowledgeSession.resume(config, "sync")
+    assert [e.id for e in resumed.history] == [e.id for e in s.history]
+
+    async def inside() -> None:
+        with pytest.raises(RuntimeError, match="running event loop"):
+            resumed.assemble()
+
+    run(inside())
+    resumed.close()

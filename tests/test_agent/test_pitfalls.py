@@ -45,9 +45,12 @@ def test_memory_policies_get_the_store_from_the_config(store: MemoryKnowledgeSto
 
 def test_one_llm_call_per_aggregation_fire(store: MemoryKnowledgeStore) -> None:
     calls: list[str] = []
-    cfg = KnowledgeConfig(
-        store=store, aggregate=WorkingMemoryAggregate(lambda p: calls.append(p) or "n")
-    )
+
+    def summarize(prompt: str) -> str:
+        calls.append(prompt)
+        return "n"
+
+    cfg = KnowledgeConfig(store=store, aggregate=WorkingMemoryAggregate(summarize))
 
     async def main() -> None:
         async with KnowledgeSession(cfg) as s:

@@ -21,6 +21,8 @@ Built-in hooks:
   speaker labels and code fences.
 * :func:`dedupe_against` rejects near-duplicates of existing entries.
 
+Run :func:`strip_surrogates` before :func:`defang_delimiters` (deleting characters after
+defanging could reassemble a marker) and dedupe last, on the cleaned text.
 :func:`similarity`, :func:`is_near_duplicate` and :class:`NearDuplicateIndex` expose the
 near-duplicate test on its own.  All sanitizers are deterministic and idempotent.
 """

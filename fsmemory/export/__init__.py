@@ -1,0 +1,83 @@
+"""Export memory logs and agent event logs to a hive-partitioned Parquet dataset.
+
+:func:`export_parquet` reads every memory log (``<root>/logs/YYYY-MM-DD.jsonl``) and
+path-store event log (``<root>/log/<stream>.jsonl``) under a source URL and writes::
+
+    <dest>/memory/date=YYYY-MM-DD/part-<run>-<n>.parquet   (schema: MEMORY_COLUMNS)
+    <dest>/events/date=YYYY-MM-DD/part-<run>-<n>.parquet   (schema: EVENT_COLUMNS)
+    <dest>/_fsmemory_manifest.json                         (what has been exported)
+
+Any engine reads it without fsmemory::
+
+    SELECT category, date, count(*) FROM
+        read_parquet('out/memory/*/*.parquet', hive_partitioning=true) GROUP BY ALL;
+
+    pyarrow.dataset.dataset("out/memory", format="parquet", partitioning="hive")
+
+**Incremental.** The manifest records, per source file, the byte offset exported so far
+(with digests of the first and last 4 KiB before it). A re-run reads only the bytes
+appended since; a file that shrank or whose exported prefix changed is exported again
+and the Parquet files holding its old rows are replaced by copies without them. Rows are
+never duplicated. ``incremental=False`` (``fsmemory export --full``) rebuilds everything.
+Source files that disappear (pruned logs) keep their exported rows.
+
+**Concurrency and crashes.** Each run writes only new, uniquely named files, then commits
+the manifest with compare-and-swap. A run that loses the race merges its commit when the
+winner touched none of its files, else deletes its own files and starts over. A run's
+uncommitted files are protected by a lease file (``_fsmemory_runs/<run>.json``) renewed
+while it works; files of a run that crashed before committing are deleted by the first
+run after its lease expired (``lease_seconds``, 10 min by default), and files replaced
+by a run that crashed after committing are deleted by the next run (the manifest lists
+them as ``trash``). Until then a reader that globs ``*.parquet`` can see those leftovers;
+a reader that takes the file list from the manifest's ``parts`` never does. While a run
+replaces the files of a rewritten source file, a globbing reader may briefly see both.
+
+**Windows.** ``since``/``until`` select days. Memory logs outside the window are not read
+and stay unexported (a later run with a wider window exports them). Event logs are read
+in order: events before ``since`` are passed over for good, and reading a stream stops
+at its first event after ``until`` (a later run continues there).
+
+**Bad input.** Corrupt lines (bad JSON, invalid UTF-8, a record without content) are
+skipped and counted in :attr:`ExportReport.corrupt_lines`; an unfinished last line is
+left for a later run and counted in :attr:`ExportReport.pending_lines`.
+
+Requires pyarrow (``pip install 'fsmemory[parquet]'``).
+"""
+
+from __future__ import annotations
+
+from fsmemory.export._export import export_parquet
+from fsmemory.export._report import CorruptLine, ExportProgress, ExportReport
+from fsmemory.export._schema import (
+    EVENT_COLUMNS,
+    EVENTS_TABLE,
+    MEMORY_COLUMNS,
+    MEMORY_TABLE,
+    PARTITION_COLUMN,
+    SCHEMA_VERSION,
+    SCHEMA_VERSION_KEY,
+    Column,
+    events_schema,
+    memory_schema,
+)
+
+#: Path of the manifest, relative to the destination.
+MANIFEST_PATH = "_fsmemory_manifest.json"
+
+__all__ = [
+    "EVENTS_TABLE",
+    "EVENT_COLUMNS",
+    "MANIFEST_PATH",
+    "MEMORY_COLUMNS",
+    "MEMORY_TABLE",
+    "PARTITION_COLUMN",
+    "SCHEMA_VERSION",
+    "SCHEMA_VERSION_KEY",
+    "Column",
+    "CorruptLine",
+    "ExportProgress",
+    "ExportReport",
+    "events_schema",
+    "export_parquet",
+    "memory_schema",
+]

@@ -1,0 +1,145 @@
+"""What an export did: :class:`ExportReport`, and :class:`ExportProgress` for progress bars."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["CorruptLine", "ExportProgress", "ExportReport"]
+
+#: At most this many corrupt lines are listed in a report (all of them are counted).
+MAX_CORRUPT_SAMPLES = 100
+
+
+@dataclass(frozen=True, slots=True)
+class CorruptLine:
+    """A skipped source line.
+
+    Attributes:
+        root: the memory or store root, relative to the export source.
+        source_file: the log file relative to that root.
+        line: the 1-based line number.
+        reason: why it was skipped.
+    """
+
+    root: str
+    source_file: str
+    line: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExportProgress:
+    """A progress snapshot, passed to the ``progress`` callback of
+    :func:`~fsmemory.export.export_parquet` after every block of lines.
+
+    Attributes:
+        files_done: source files finished in this run.
+        files_total: source files this run reads.
+        lines: lines read so far.
+        bytes_read: source bytes read so far.
+        bytes_total: source bytes this run reads in total (an estimate while files grow).
+        rows: rows written so far.
+    """
+
+    files_done: int
+    files_total: int
+    lines: int
+    bytes_read: int
+    bytes_total: int
+    rows: int
+
+
+@dataclass(frozen=True, slots=True)
+class ExportReport:
+    """The outcome of one :func:`~fsmemory.export.export_parquet` run.
+
+    Attributes:
+        source: the source URL.
+        dest: the destination URL.
+        run_id: this run's id (it names the Parquet files it wrote).
+        full: True for a full rebuild.
+        rows: rows written (both tables).
+        memory_rows: rows written to the ``memory`` table.
+        event_rows: rows written to the ``events`` table.
+        rewritten_rows: rows carried over from replaced files (not counted in ``rows``).
+        files_seen: source log files found.
+        files_read: source log files read (new or grown).
+        files_unchanged: source log files skipped because nothing changed.
+        files_reexported: source log files exported again from the start because they
+            were rewritten or shrank (their old rows were replaced).
+        files_vanished: source files that disappeared while the export ran.
+        lines_read: source lines read.
+        bytes_read: source bytes read.
+        corrupt_lines: lines skipped because they are not valid records (all counted).
+        corrupt_samples: the first corrupt lines, for a look.
+        pending_lines: unfinished last lines (no newline yet, not valid JSON) left for a
+            later run.
+        out_of_window: event rows dropped because they are before ``since``.
+        parts_written: Parquet files written.
+        bytes_written: bytes of Parquet written.
+        parts_removed: Parquet files deleted (replaced, rebuilt, or orphans of
+            crashed runs).
+        conflicts: concurrent exports this run had to merge with or retry after.
+        manifest_generation: the destination manifest's generation after this run.
+        seconds: wall time.
+    """
+
+    source: str
+    dest: str
+    run_id: str
+    full: bool
+    rows: int = 0
+    memory_rows: int = 0
+    event_rows: int = 0
+    rewritten_rows: int = 0
+    files_seen: int = 0
+    files_read: int = 0
+    files_unchanged: int = 0
+    files_reexported: int = 0
+    files_vanished: int = 0
+    lines_read: int = 0
+    bytes_read: int = 0
+    corrupt_lines: int = 0
+    corrupt_samples: tuple[CorruptLine, ...] = field(default_factory=tuple)
+    pending_lines: int = 0
+    out_of_window: int = 0
+    parts_written: int = 0
+    bytes_written: int = 0
+    parts_removed: int = 0
+    conflicts: int = 0
+    manifest_generation: int = 0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-compatible dict of every field."""
+        return asdict(self)
+
+    def summary(self) -> str:
+        """One line for people: rows, files, bytes, seconds (and problems, if any)."""
+        text = (
+            f"exported {self.rows:,} rows from {self.files_read:,} of {self.files_seen:,} "
+            f"log files into {self.parts_written:,} Parquet files "
+            f"({_size(self.bytes_written)}) in {self.seconds:.2f} s"
+        )
+        extras = []
+        if self.corrupt_lines:
+            extras.append(f"{self.corrupt_lines:,} corrupt lines skipped")
+        if self.pending_lines:
+            extras.append(f"{self.pending_lines:,} unfinished lines left for later")
+        if self.files_reexported:
+            extras.append(f"{self.files_reexported:,} rewritten files re-exported")
+        if self.out_of_window:
+            extras.append(f"{self.out_of_window:,} events before --since skipped")
+        if self.conflicts:
+            extras.append(f"{self.conflicts:,} concurrent-export conflicts resolved")
+        return text + ("; " + ", ".join(extras) if extras else "")
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"  # pragma: no cover

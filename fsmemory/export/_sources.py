@@ -1,0 +1,79 @@
+"""Find the log files under an export source.
+
+A source is one memory root or any prefix above many of them (``s3://bucket/users/``).
+One recursive listing finds every memory log (``<root>/logs/YYYY-MM-DD.jsonl``) and every
+agent event log of a path store (``<root>/log/<stream>.jsonl``); ``<root>`` is whatever
+folder holds them, relative to the source (``""`` when the source is the root itself).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date
+
+from fsmemory.export._schema import EVENTS_TABLE, MEMORY_TABLE
+from fsmemory.fs import FileInfo, StorageRoot
+from fsmemory.memory.index import LOG_DIR, log_date
+
+__all__ = ["SourceFile", "discover"]
+
+_MEMORY_LOG = re.compile(rf"^(?:(?P<root>.+)/)?(?P<rel>{LOG_DIR}/[^/]+\.jsonl)$")
+_EVENT_LOG = re.compile(r"^(?:(?P<root>.+)/)?(?P<rel>log/[^/]+\.jsonl)$")
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """One log file to export.
+
+    Attributes:
+        table: the table its rows go to.
+        root: its memory/store root relative to the source.
+        path: its path relative to ``root``.
+        info: its listing entry (``info.path`` is relative to the source).
+        day: memory logs: the UTC day in the file name.
+    """
+
+    table: str
+    root: str
+    path: str
+    info: FileInfo
+    day: str | None = None
+
+    @property
+    def key(self) -> str:
+        """Its manifest key: the path relative to the source."""
+        return self.info.path
+
+
+def _valid_day(text: str) -> bool:
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def classify(info: FileInfo) -> SourceFile | None:
+    """The :class:`SourceFile` of a listed file, or None when it is not a log."""
+    match = _MEMORY_LOG.match(info.path)
+    if match:
+        day = log_date(match["rel"])
+        if day is not None and _valid_day(day):
+            return SourceFile(MEMORY_TABLE, match["root"] or "", match["rel"], info, day)
+    match = _EVENT_LOG.match(info.path)
+    if match:
+        return SourceFile(EVENTS_TABLE, match["root"] or "", match["rel"], info)
+    return None
+
+
+def discover(src: StorageRoot, tables: frozenset[str]) -> list[SourceFile]:
+    """Every log file under ``src`` belonging to one of ``tables``: memory logs by
+    (day, root), then event logs by (root, stream)."""
+    found = []
+    for info in src.list("", recursive=True):
+        item = classify(info)
+        if item is not None and item.table in tables:
+            found.append(item)
+    found.sort(key=lambda s: (s.table != MEMORY_TABLE, s.day or "", s.root, s.path))
+    return found

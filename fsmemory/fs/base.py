@@ -189,7 +189,9 @@ class StorageRoot(ABC):
         """
 
     @abstractmethod
-    def append(self, path: str, data: bytes, *, line_safe: bool = False) -> int:
+    def append(
+        self, path: str, data: bytes, *, line_safe: bool = False, unique: bool = False
+    ) -> int:
         """Append ``data`` atomically and return the byte offset where it starts.
 
         Args:
@@ -198,6 +200,14 @@ class StorageRoot(ABC):
             line_safe: when the file does not end with a newline (a torn line left by a
                 crashed writer), insert one first so ``data`` starts a fresh line. The
                 returned offset is that of ``data`` itself.
+            unique: ``data`` is unique to this call (e.g. a log line carrying a fresh
+                entry id), which allows network roots to retry the append after a
+                failure whose outcome is unknown: a try that landed although its reply
+                was lost is recognised because the file already holds ``data`` at the
+                start of a line (or of the file), and that offset is returned, so a
+                retried append never duplicates ``data``. Object stores (compare-and-swap
+                rewrites) and Redis retry unique appends; other appends are tried once.
+                Roots without a network (local folders, memory, SQLite) ignore it.
         """
 
     @abstractmethod

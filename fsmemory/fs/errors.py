@@ -26,6 +26,10 @@ What the client libraries raise, and why this module looks at the cause chain:
 
 Errors that are already fsmemory errors, ``ValueError``/``TypeError`` raised by our own
 code, and ``KeyboardInterrupt`` pass through untouched.
+
+:func:`is_transient` tells the retry policy (:mod:`fsmemory.fs.retry`) which failures are
+worth another try: timeouts, reset or refused connections, truncated responses and HTTP
+408/429/5xx. Authentication failures, bad requests, missing objects and conflicts are not.
 """
 
 from __future__ import annotations
@@ -37,13 +41,57 @@ from typing import Any
 
 from fsmemory.errors import BackendError, ConflictError, FsMemoryError, KeyNotFoundError
 
-__all__ = ["http_status", "is_precondition_failure", "translate_error", "translated"]
+__all__ = [
+    "http_status",
+    "is_precondition_failure",
+    "is_transient",
+    "translate_error",
+    "translated",
+]
 
 _PRECONDITION_CODES = {"PreconditionFailed", "ConditionalRequestConflict", "412"}
 _NOT_FOUND_CODES = {"NoSuchKey", "NoSuchBucket", "NotFound", "404"}
 
 # gcsfs turns some 400 responses into ValueError with this prefix.
 _GCSFS_BAD_REQUEST = "Bad Request:"
+
+#: HTTP statuses worth another try
+_RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+
+# Exception classes (matched by name anywhere in the MRO, so no client library has to be
+# imported) that mean the request may not have reached the service or its reply was lost.
+_TRANSIENT_NAMES = frozenset(
+    {
+        # builtins: ConnectionResetError, BrokenPipeError, ConnectionRefusedError, ...
+        "ConnectionError",
+        "TimeoutError",
+        # botocore / aiobotocore
+        "HTTPClientError",
+        "EndpointConnectionError",
+        "ConnectTimeoutError",
+        "ReadTimeoutError",
+        "ConnectionClosedError",
+        "ResponseStreamingError",
+        "ResponseParserError",
+        "IncompleteReadError",
+        # aiohttp
+        "ClientConnectionError",
+        "ClientPayloadError",
+        "ServerTimeoutError",
+        # http.client / requests (gcsfs maps HTTP 502 to requests' ProxyError)
+        "IncompleteRead",
+        "RemoteDisconnected",
+        "ChunkedEncodingError",
+        "ProxyError",
+        # fsspec, gcsfs
+        "FSTimeoutError",
+        "ChecksumError",
+    }
+)
+
+
+# Subclasses of connection errors that another try cannot fix.
+_FINAL_NAMES = frozenset({"AuthenticationError", "AuthorizationError", "NoCredentialsError"})
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
@@ -103,6 +151,29 @@ def is_precondition_failure(exc: BaseException) -> bool:
     """
     for cur in _chain(exc):
         if _status_of(cur) == 412 or _error_code_of(cur) in _PRECONDITION_CODES:
+            return True
+    return False
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True when ``exc`` is a failure that another try may not repeat.
+
+    Looks at ``exc`` and its cause chain: a retryable HTTP status (408, 425, 429, 5xx) or
+    a connection, timeout or truncated-response error of the client libraries. Missing
+    objects, conflicts, invalid input, authentication errors and other 4xx are final.
+    """
+    for cur in _chain(exc):
+        if isinstance(cur, KeyNotFoundError | ConflictError | ValueError | TypeError):
+            return False
+        status = _status_of(cur)
+        if status is not None:
+            return status in _RETRYABLE_STATUS or status >= 500
+        if isinstance(cur, OSError) and str(cur).startswith("Forbidden"):
+            return False  # gcsfs's HTTP 403
+        names = {c.__name__ for c in type(cur).__mro__}
+        if names & _FINAL_NAMES:
+            return False
+        if names & _TRANSIENT_NAMES:
             return True
     return False
 

@@ -26,10 +26,14 @@ operation against an emulator or a plain bucket wait on a gRPC probe; unless the
 environment says otherwise we set ``GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT=false`` before
 importing gcsfs and use the plain ``gcsfs.core.GCSFileSystem``.
 
-Known limit: when the network fails *after* GCS applied a conditional upload and gcsfs
-retries it, the retry gets 412 and the write is reported as a conflict although it
-landed; a read-modify-write then applies its change again. Records merged by id are
-unaffected; blind counters could count twice.
+Retries: gcsfs retries every failed request itself, up to 6 times with pauses growing
+to 32 s, and resends conditional uploads blindly (a lost reply then turns into a 412 for
+a write that landed). The filesystem :meth:`GCSRoot.from_url` builds is a subclass of
+gcsfs's whose requests are tried once; the root's :class:`~fsmemory.fs.retry.RetryPolicy`
+(storage option ``retry``) retries instead, with a total deadline, and resolves
+ambiguous conditional writes by reading the object back (see :mod:`fsmemory.fs.retry`).
+gcsfs sets no request timeout by default (a stalled connection waits for ever); unless
+``requests_timeout`` is given, connecting is bounded by 10 s and each read by 60 s.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from fsmemory.fs.base import Capabilities, FileInfo, Versioned
 from fsmemory.fs.errors import http_status, translated
 from fsmemory.fs.generic import FsspecRoot, _mtime
 from fsmemory.fs.paths import validate_path
+from fsmemory.fs.retry import RetryPolicy, idempotent, policy_from_options
 
 __all__ = ["GCSRoot"]
 
@@ -68,7 +73,17 @@ _DELETE_CONCURRENCY = 16
 _LIST_FIELDS = "items(name,size,generation,updated),prefixes,nextPageToken"
 
 
-def _gcsfs_class() -> Any:
+#: seconds to wait for a connection / for each read of a response, unless the caller
+#: passes ``requests_timeout``
+CONNECT_TIMEOUT = 10.0
+READ_TIMEOUT = 60.0
+
+# Names of the subclasses built by _single_try_class, so pickle can find them again.
+_SINGLE_TRY_NAME = {False: "GCSFileSystemSingleTry", True: "ExtendedGCSFileSystemSingleTry"}
+_single_try: dict[str, Any] = {}
+
+
+def _gcsfs_class(*, experimental: bool | None = None) -> Any:
     """The gcsfs filesystem class, imported with the zonal-bucket probe off by default."""
     os.environ.setdefault(ZB_HNS_ENV, "false")
     try:
@@ -76,10 +91,44 @@ def _gcsfs_class() -> Any:
         import gcsfs.core
     except ImportError as exc:
         raise MissingDependencyError("gcsfs", "gcs") from exc
-    if os.environ.get(ZB_HNS_ENV, "").strip().lower() in ("true", "1"):
+    if experimental is None:
+        experimental = os.environ.get(ZB_HNS_ENV, "").strip().lower() in ("true", "1")
+    if experimental:
         return gcsfs.GCSFileSystem
     # gcsfs may have been imported earlier with the experimental class as its default.
     return gcsfs.core.GCSFileSystem
+
+
+def _single_try_class(experimental: bool | None = None) -> Any:
+    """A subclass of the gcsfs class whose HTTP requests are tried once (our retry policy
+    retries them); the gcsfs class itself when its retry wrapper cannot be undone."""
+    base = _gcsfs_class(experimental=experimental)
+    inner = getattr(base._request, "__wrapped__", None)
+    if inner is None:  # pragma: no cover - a gcsfs without the retry decorator
+        return base
+    name = _SINGLE_TRY_NAME[base is not _gcsfs_class(experimental=False)]
+    cls = _single_try.get(name)
+    if cls is None:
+        cls = type(
+            name,
+            (base,),
+            {
+                "_request": inner,
+                "__module__": __name__,
+                "__qualname__": name,
+                "__doc__": f"{base.__name__} whose requests are tried once (fsmemory retries).",
+            },
+        )
+        _single_try[name] = cls
+    return cls
+
+
+def __getattr__(name: str) -> Any:
+    """Build the single-try gcsfs subclasses on demand (unpickling a filesystem)."""
+    for experimental, cls_name in _SINGLE_TRY_NAME.items():
+        if name == cls_name:
+            return _single_try_class(experimental)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _quote(part: str) -> str:
@@ -128,8 +177,10 @@ class GCSRoot(FsspecRoot):
         watch=False,
     )
 
-    def __init__(self, fs: Any, root: str, *, url: str | None = None) -> None:
-        super().__init__(fs, root, url=url)
+    def __init__(
+        self, fs: Any, root: str, *, url: str | None = None, retry: RetryPolicy | None = None
+    ) -> None:
+        super().__init__(fs, root, url=url, retry=retry)
         bucket, _, key = self.root.lstrip("/").partition("/")
         if not bucket:
             raise InvalidPathError(f"a GCS URL needs a bucket: {url or root!r}")
@@ -144,19 +195,29 @@ class GCSRoot(FsspecRoot):
         Args:
             url: the bucket URL.
             options: passed to ``gcsfs.GCSFileSystem`` (``token``, ``project``,
-                ``endpoint_url``, ...).
+                ``endpoint_url``, ``requests_timeout``, ...), except ``retry``: a
+                :class:`~fsmemory.fs.retry.RetryPolicy` (or a dict of its fields) for
+                this root.
 
         Raises:
             MissingDependencyError: gcsfs is not installed (``pip install 'fsmemory[gcs]'``).
             InvalidPathError: the URL names no bucket.
+            InvalidInputError: a malformed ``retry`` option.
         """
-        fs_class = _gcsfs_class()
+        fs_class = _single_try_class()
         opts: dict[str, Any] = dict(fs_class._get_kwargs_from_urls(url))
         opts.update(options or {})
+        policy = policy_from_options(opts)
         opts.setdefault("use_listings_cache", False)
+        if opts.get("requests_timeout") is None:
+            import aiohttp
+
+            opts["requests_timeout"] = aiohttp.ClientTimeout(
+                total=None, sock_connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT
+            )
         fs = fs_class(**opts)
         root = fs._strip_protocol(url).rstrip("/")
-        return cls(fs, root, url=url)
+        return cls(fs, root, url=url, retry=policy)
 
     # -- plumbing ----------------------------------------------------------------------
     def _run(self, func: Callable[..., Awaitable[_T]], *args: Any) -> _T:
@@ -278,6 +339,7 @@ class GCSRoot(FsspecRoot):
         return True
 
     # -- StorageRoot -------------------------------------------------------------------
+    @idempotent
     def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
         """One ranged media ``GET``; a range past the end reads as ``b""``."""
         if start < 0 or (end is not None and end < 0):
@@ -306,6 +368,7 @@ class GCSRoot(FsspecRoot):
             return data[start:end]
         return data[start - lo :]
 
+    @idempotent
     def stat(self, path: str) -> FileInfo | None:
         """One metadata ``GET``; None when the object does not exist."""
         key = self._key(path)
@@ -345,6 +408,7 @@ class GCSRoot(FsspecRoot):
             if not token:
                 return items, prefixes
 
+    @idempotent
     def list(self, prefix: str = "", *, recursive: bool = False) -> list[FileInfo]:
         """One objects ``list`` per 1000 names, straight from GCS (never cached)."""
         name_prefix = self._dir_key(prefix)
@@ -361,6 +425,7 @@ class GCSRoot(FsspecRoot):
         out.sort(key=lambda i: i.path)
         return out
 
+    @idempotent
     def list_dirs(self, prefix: str = "") -> builtins.list[str]:
         """Immediate subdirectories: the ``prefixes`` of one delimited listing."""
         name_prefix = self._dir_key(prefix)
@@ -383,6 +448,7 @@ class GCSRoot(FsspecRoot):
             return False
         return True
 
+    @idempotent
     def delete(self, path: str) -> bool:
         """One ``DELETE``; False when the object did not exist (404)."""
         key = self._key(path)
@@ -392,6 +458,7 @@ class GCSRoot(FsspecRoot):
         finally:
             self.fs.invalidate_cache(f"{self.bucket}/{key}")
 
+    @idempotent
     def delete_tree(self, prefix: str) -> int:
         """Delete every file under ``prefix`` (concurrent ``DELETE`` requests)."""
         validate_path(prefix, allow_empty=True)

@@ -8,6 +8,13 @@ gets the **lease-lock fallback**: compare-and-swap and append take a lease objec
 read-modify-write. The lease is only as safe as the filesystem's create-only write: on a
 filesystem that cannot create exclusively, concurrent writers are not safe and the docs
 say so.
+
+Every network call is retried under the root's :attr:`FsspecRoot.retry` policy
+(:mod:`fsmemory.fs.retry`) when its failure is transient: reads, listings and deletes by
+the :func:`~fsmemory.fs.retry.idempotent` decorator, whole-file writes by
+:meth:`~fsmemory.fs.retry.RetryPolicy.write`, which resolves conditional writes whose
+reply was lost by reading the object back. Appends here are compare-and-swap rewrites
+built on those two, and ``unique=True`` makes a repeated one a no-op.
 """
 
 from __future__ import annotations
@@ -16,9 +23,9 @@ import builtins
 import logging
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 
@@ -33,6 +40,7 @@ from fsmemory.fs.base import (
 )
 from fsmemory.fs.errors import translated
 from fsmemory.fs.paths import RESERVED_PREFIX, is_reserved_name, validate_path
+from fsmemory.fs.retry import DEFAULT_RETRY, RetryPolicy, idempotent
 
 __all__ = ["FsspecRoot"]
 
@@ -48,16 +56,27 @@ class FsspecRoot(StorageRoot):
         fs: the filesystem instance.
         root: the directory path inside ``fs``.
         url: the URL it was opened from.
+        retry: how transient failures are retried (default
+            :data:`~fsmemory.fs.retry.DEFAULT_RETRY`); may also be changed later through
+            the :attr:`retry` attribute.
     """
 
     capabilities = Capabilities(
         conditional_write=False, native_append=False, atomic_write=True, watch=False
     )
+    #: the retry policy of this root's network calls
+    retry: RetryPolicy = DEFAULT_RETRY
+    #: the client may resend a request by itself (see :meth:`RetryPolicy.write`)
+    _hidden_retries: ClassVar[bool] = False
 
-    def __init__(self, fs: Any, root: str, *, url: str | None = None) -> None:
+    def __init__(
+        self, fs: Any, root: str, *, url: str | None = None, retry: RetryPolicy | None = None
+    ) -> None:
         self.fs = fs
         self.root = root.rstrip("/")
         self.url = url if url is not None else fs.unstrip_protocol(self.root)
+        if retry is not None:
+            self.retry = retry
 
     # -- hooks for subclasses ----------------------------------------------------------
     def _read_versioned(self, full: str, path: str) -> Versioned:
@@ -105,10 +124,12 @@ class FsspecRoot(StorageRoot):
             return True
 
     # -- StorageRoot -------------------------------------------------------------------
+    @idempotent
     def read(self, path: str) -> Versioned:
         """Read a whole file with its version token."""
         return self._read_versioned(self.full_path(path), path)
 
+    @idempotent
     def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
         """Ranged read through ``cat_file(start, end)``."""
         if start < 0 or (end is not None and end < 0):
@@ -122,6 +143,7 @@ class FsspecRoot(StorageRoot):
             data: bytes = self.fs.cat_file(full, start=start, end=end)
         return data
 
+    @idempotent
     def stat(self, path: str) -> FileInfo | None:
         """One ``info`` call; None when missing or a directory."""
         full = self.full_path(path)
@@ -134,16 +156,14 @@ class FsspecRoot(StorageRoot):
             return None
         return FileInfo(path, int(info.get("size") or 0), _mtime(info), self._token(info))
 
+    @idempotent
     def list(self, prefix: str = "", *, recursive: bool = False) -> list[FileInfo]:
         """One listing call (``find`` when recursive, ``ls`` otherwise)."""
         validate_path(prefix, allow_empty=True)
         base = f"{self.root}/{prefix}" if prefix else self.root
         try:
             with translated(prefix):
-                if recursive:
-                    entries = list(self.fs.find(base, detail=True).values())
-                else:
-                    entries = self.fs.ls(base, detail=True)
+                entries = self._find(base) if recursive else self.fs.ls(base, detail=True)
         except KeyNotFoundError:
             return []
         out = []
@@ -159,6 +179,37 @@ class FsspecRoot(StorageRoot):
         out.sort(key=lambda i: i.path)
         return out
 
+    def _find(self, base: str) -> builtins.list[dict[str, Any]]:
+        """Every file under ``base``, one ``ls`` per directory.
+
+        Not ``fs.find``: fsspec's ``walk`` silently omits a subdirectory whose listing
+        failed (its ``on_error`` does not reach the recursion), so a network error would
+        look like missing files. Here only a subdirectory removed meanwhile is skipped;
+        any other error propagates (and is retried).
+        """
+        strip = self.fs._strip_protocol
+        files: builtins.list[dict[str, Any]] = []
+        seen = {strip(base).rstrip("/")}
+        pending = [base]
+        while pending:
+            directory = pending.pop()
+            try:
+                entries = self.fs.ls(directory, detail=True)
+            except FileNotFoundError:
+                if directory == base:
+                    raise
+                continue
+            for info in entries:
+                name = strip(str(info["name"])).rstrip("/")
+                if info.get("type") == "directory":
+                    if name not in seen:
+                        seen.add(name)
+                        pending.append(name)
+                elif info.get("type") == "file":
+                    files.append(info)
+        return files
+
+    @idempotent
     def list_dirs(self, prefix: str = "") -> builtins.list[str]:
         """Immediate subdirectory names (real or implied by deeper files)."""
         validate_path(prefix, allow_empty=True)
@@ -193,28 +244,70 @@ class FsspecRoot(StorageRoot):
         if_version: str | None = None,
         create_only: bool = False,
     ) -> str:
-        """Whole-object write, conditional when asked (see :meth:`StorageRoot.write`)."""
-        check_condition(if_version, create_only)
-        return self._put(self.full_path(path), path, bytes(data), if_version, create_only)
+        """Whole-object write, conditional when asked (see :meth:`StorageRoot.write`).
 
-    def append(self, path: str, data: bytes, *, line_safe: bool = False) -> int:
+        Transient failures are retried; a conditional write whose reply was lost is
+        resolved by reading the object back (see :meth:`RetryPolicy.write`).
+        """
+        check_condition(if_version, create_only)
+        full = self.full_path(path)
+        payload = bytes(data)
+        put, probe = self._write_once(full, path, payload, if_version, create_only)
+        return self.retry.write(
+            put,
+            probe,
+            if_version=if_version,
+            create_only=create_only,
+            what=f"write {path}",
+            hidden_retries=self._hidden_retries,
+        )
+
+    def _write_once(
+        self, full: str, path: str, data: bytes, if_version: str | None, create: bool
+    ) -> tuple[Callable[[], str], Callable[[], tuple[bool, str]]]:
+        """``(put, probe)`` for one write: ``put`` sends it once; ``probe`` tells whether
+        the object holds it (here: by content) and its version."""
+
+        def probe() -> tuple[bool, str]:
+            current = self._read_versioned(full, path)
+            return current.data == data, current.version
+
+        return (lambda: self._put(full, path, data, if_version, create)), probe
+
+    def append(
+        self, path: str, data: bytes, *, line_safe: bool = False, unique: bool = False
+    ) -> int:
         """Append as a compare-and-swap read-modify-write (object stores cannot append).
 
         O(file size) per call; the file is never blindly overwritten, so concurrent
-        appenders each land exactly once.
+        appenders each land exactly once. With ``unique=True`` an append whose bytes the
+        file already holds at a line start (an earlier try that landed although its
+        reply was lost) is not repeated; its offset is returned.
         """
         self.full_path(path)
+        payload = bytes(data)
         offset = [0]
 
-        def change(current: bytes | None) -> bytes:
+        def change(current: bytes | None) -> bytes | None:
             old = current or b""
+            if unique and payload:
+                found = _find_at_line_start(old, payload)
+                if found >= 0:
+                    offset[0] = found
+                    return None
             torn = line_safe and old and not old.endswith(b"\n")
             offset[0] = len(old) + (1 if torn else 0)
-            return old + (b"\n" if torn else b"") + data
+            return old + (b"\n" if torn else b"") + payload
 
         self.update(path, change, attempts=200)
         return offset[0]
 
+    @idempotent
+    def delete_tree(self, prefix: str) -> int:
+        """Delete every file under ``prefix``; returns the count."""
+        return super().delete_tree(prefix)
+
+    @idempotent
     def delete(self, path: str) -> bool:
         """Delete one object; False when it did not exist."""
         full = self.full_path(path)
@@ -267,6 +360,14 @@ class FsspecRoot(StorageRoot):
             logger.warning("breaking expired lease %s", lease)
             with suppress(FileNotFoundError):
                 self.fs.rm_file(lease)
+
+
+def _find_at_line_start(haystack: bytes, needle: bytes) -> int:
+    """Offset of the first occurrence of ``needle`` that starts the file or a line; -1."""
+    start = haystack.find(needle)
+    while start > 0 and haystack[start - 1 : start] != b"\n":
+        start = haystack.find(needle, start + 1)
+    return start
 
 
 def _mtime(info: dict[str, Any]) -> float | None:

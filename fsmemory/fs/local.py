@@ -318,8 +318,13 @@ class LocalRoot(StorageRoot):
             _fsync_dir(os.path.dirname(full))
         return content_version(data)
 
-    def append(self, path: str, data: bytes, *, line_safe: bool = False) -> int:
-        """``O_APPEND`` write under the root lock; returns the start offset of ``data``."""
+    def append(
+        self, path: str, data: bytes, *, line_safe: bool = False, unique: bool = False
+    ) -> int:
+        """``O_APPEND`` write under the root lock; returns the start offset of ``data``.
+
+        ``unique`` is accepted and ignored: this append is never retried.
+        """
         full = self._confined(path)
         with self.lock():
             flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC

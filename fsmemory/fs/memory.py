@@ -177,8 +177,13 @@ class MemoryRoot(StorageRoot):
             _next_generation(full)
             return self._version(full, new)
 
-    def append(self, path: str, data: bytes, *, line_safe: bool = False) -> int:
-        """Append in place (amortized O(1)); returns the start offset of ``data``."""
+    def append(
+        self, path: str, data: bytes, *, line_safe: bool = False, unique: bool = False
+    ) -> int:
+        """Append in place (amortized O(1)); returns the start offset of ``data``.
+
+        ``unique`` is accepted and ignored: this append is never retried.
+        """
         full = self.full_path(path)
         with _LOCK:
             f = self._file(full)

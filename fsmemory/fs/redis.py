@@ -4,6 +4,13 @@ Every primitive is one atomic server-side script: reads return content and versi
 together, compare-and-swap compares the file's monotonically increasing version, and
 append is a native ``APPEND`` returning its offset (with the torn-line guard of
 ``line_safe`` evaluated inside the same script).
+
+The client never retries by itself; reads, listings, deletes and writes are retried
+under the root's :class:`~fsmemory.fs.retry.RetryPolicy` (storage option ``retry``), a
+conditional write whose reply was lost being resolved by reading the file back. An
+append is retried only with ``unique=True``, after a read shows that the failed try did
+not land; any other append is tried once, because a reset connection may have lost the
+reply of an ``APPEND`` that ran (the :class:`~fsmemory.errors.BackendError` says so).
 """
 
 from __future__ import annotations
@@ -15,7 +22,8 @@ from typing import Any
 from fsmemory.errors import KeyNotFoundError
 from fsmemory.fs.base import Capabilities, Versioned
 from fsmemory.fs.errors import translated
-from fsmemory.fs.generic import FsspecRoot
+from fsmemory.fs.generic import FsspecRoot, _find_at_line_start
+from fsmemory.fs.retry import idempotent, policy_from_options
 
 __all__ = ["RedisRoot"]
 
@@ -29,15 +37,23 @@ class RedisRoot(FsspecRoot):
 
     @classmethod
     def from_url(cls, url: str, options: Mapping[str, Any]) -> RedisRoot:
-        """Open ``url`` with fsspec storage options (``prefix``, ``password``, ``client``, ...)."""
+        """Open ``url`` with fsspec storage options (``prefix``, ``password``, ``client``,
+        ...), plus ``retry``: a :class:`~fsmemory.fs.retry.RetryPolicy` (or a dict of its
+        fields) for this root.
+
+        Raises:
+            InvalidInputError: a malformed ``retry`` option.
+        """
         import fsspec
 
         from fsmemory.implementations import register
 
         with suppress(ValueError):  # another implementation was registered deliberately
             register(clobber=False)
-        fs, path = fsspec.url_to_fs(url, **dict(options))
-        return cls(fs, path, url=url)
+        opts = dict(options)
+        policy = policy_from_options(opts)
+        fs, path = fsspec.url_to_fs(url, **opts)
+        return cls(fs, path, url=url, retry=policy)
 
     def _read_versioned(self, full: str, path: str) -> Versioned:
         with translated(path):
@@ -55,13 +71,33 @@ class RedisRoot(FsspecRoot):
         with translated(path):
             return str(self.fs.pipe_if_version(full, data, expected))
 
-    def append(self, path: str, data: bytes, *, line_safe: bool = False) -> int:
-        """Native, atomic ``APPEND``; returns the offset where ``data`` starts."""
-        full = self.full_path(path)
-        with translated(path):
-            offset, _version = self.fs.append_bytes(full, bytes(data), line_safe=line_safe)
-        return int(offset)
+    def append(
+        self, path: str, data: bytes, *, line_safe: bool = False, unique: bool = False
+    ) -> int:
+        """Native, atomic ``APPEND``; returns the offset where ``data`` starts.
 
+        With ``unique=True`` a transient failure is retried under the root's policy once a
+        read of the file shows that the lost try did not land (when it did, its offset
+        is returned). Otherwise the append is tried once: after a lost reply it may or
+        may not have run, and the :class:`~fsmemory.errors.BackendError` says so.
+        """
+        full = self.full_path(path)
+        payload = bytes(data)
+
+        def once() -> int:
+            with translated(path):
+                offset, _version = self.fs.append_bytes(full, payload, line_safe=line_safe)
+            return int(offset)
+
+        if not unique or not payload:
+            return once()
+
+        def find() -> int:
+            return _find_at_line_start(self._read_versioned(full, path).data, payload)
+
+        return self.retry.append(once, find, what=f"append {path}")
+
+    @idempotent
     def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
         """``GETRANGE`` on the server."""
         if start < 0 or (end is not None and end < 0):

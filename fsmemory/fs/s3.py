@@ -28,18 +28,28 @@ objects written by other processes; the filesystem is also created with
 ``use_listings_cache=False`` (unless the caller sets it) so code that uses ``root.fs``
 directly does not see stale listings either.
 
-Known limit: when the network fails *after* S3 applied a conditional ``PutObject`` and
-the client retries it, the retry gets 412 and the write is reported as a conflict although
-it landed; a read-modify-write then applies its change again. Records merged by id
-(as fsmemory's logs are) are unaffected; blind counters could count twice.
+Retries: s3fs's and botocore's own retries are switched off (the filesystem
+:meth:`S3Root.from_url` builds is a subclass of s3fs's that tries each request once, and
+botocore gets ``retries={"total_max_attempts": 1}`` unless ``config_kwargs`` says
+otherwise), and every request is retried by the root's
+:class:`~fsmemory.fs.retry.RetryPolicy` instead (storage option ``retry``), with backoff
+and a total deadline. A blind client-side retry of a conditional ``PutObject`` whose
+reply was lost would get 412 and report a conflict for a write that landed -- and aiohttp
+itself resends a ``PUT`` once when a kept-alive connection drops. So every conditional
+``PutObject`` carries a random marker in its user metadata (``x-amz-meta-fsmemory-write``)
+and, after an ambiguous failure or a 412, one ``HeadObject`` tells exactly whether the
+object is this write (see :mod:`fsmemory.fs.retry`).
+Each request is bounded by botocore's ``connect_timeout`` (5 s) and ``read_timeout``
+(15 s), s3fs's defaults, which ``config_kwargs`` may change.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from fsmemory.errors import (
     ConflictError,
@@ -51,6 +61,7 @@ from fsmemory.fs.base import Capabilities, FileInfo, Versioned
 from fsmemory.fs.errors import http_status, translated
 from fsmemory.fs.generic import FsspecRoot, _mtime
 from fsmemory.fs.paths import validate_path
+from fsmemory.fs.retry import RetryPolicy, idempotent, policy_from_options
 
 __all__ = ["S3Root"]
 
@@ -58,6 +69,41 @@ _T = TypeVar("_T")
 
 #: ``DeleteObjects`` takes at most this many keys per request.
 _DELETE_BATCH = 1000
+
+#: user-metadata key of the marker a conditional PutObject carries
+WRITE_MARKER = "fsmemory-write"
+
+_SINGLE_TRY_NAME = "S3FileSystemSingleTry"
+_single_try: list[Any] = []
+
+
+def _single_try_class() -> Any:
+    """A subclass of ``s3fs.S3FileSystem`` whose requests are tried once (``retries`` is
+    a class attribute in s3fs, not a constructor argument); our retry policy retries."""
+    try:
+        import s3fs
+    except ImportError as exc:
+        raise MissingDependencyError("s3fs", "s3") from exc
+    if not _single_try:
+        cls = type(
+            _SINGLE_TRY_NAME,
+            (s3fs.S3FileSystem,),
+            {
+                "retries": 1,
+                "__module__": __name__,
+                "__qualname__": _SINGLE_TRY_NAME,
+                "__doc__": "s3fs.S3FileSystem whose requests are tried once (fsmemory retries).",
+            },
+        )
+        _single_try.append(cls)
+    return _single_try[0]
+
+
+def __getattr__(name: str) -> Any:
+    """Build the single-try s3fs subclass on demand (unpickling a filesystem)."""
+    if name == _SINGLE_TRY_NAME:
+        return _single_try_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _strip_etag(etag: object) -> str:
@@ -96,8 +142,13 @@ class S3Root(FsspecRoot):
         watch=False,
     )
 
-    def __init__(self, fs: Any, root: str, *, url: str | None = None) -> None:
-        super().__init__(fs, root, url=url)
+    # aiohttp resends a PUT once on a dropped kept-alive connection (see the module doc).
+    _hidden_retries: ClassVar[bool] = True
+
+    def __init__(
+        self, fs: Any, root: str, *, url: str | None = None, retry: RetryPolicy | None = None
+    ) -> None:
+        super().__init__(fs, root, url=url, retry=retry)
         bucket, key, _ = fs.split_path(self.root)
         if not bucket:
             raise InvalidPathError(f"an S3 URL needs a bucket: {url or root!r}")
@@ -112,22 +163,27 @@ class S3Root(FsspecRoot):
         Args:
             url: ``s3://`` or ``s3a://`` URL.
             options: passed to ``s3fs.S3FileSystem`` (``key``, ``secret``, ``anon``,
-                ``client_kwargs={"endpoint_url": ...}``, ...).
+                ``client_kwargs={"endpoint_url": ...}``, ...), except ``retry``: a
+                :class:`~fsmemory.fs.retry.RetryPolicy` (or a dict of its fields) for
+                this root.
 
         Raises:
             MissingDependencyError: s3fs is not installed (``pip install 'fsmemory[s3]'``).
             InvalidPathError: the URL names no bucket.
+            InvalidInputError: a malformed ``retry`` option.
         """
-        try:
-            import s3fs
-        except ImportError as exc:
-            raise MissingDependencyError("s3fs", "s3") from exc
-        opts: dict[str, Any] = dict(s3fs.S3FileSystem._get_kwargs_from_urls(url))
+        fs_class = _single_try_class()
+        opts: dict[str, Any] = dict(fs_class._get_kwargs_from_urls(url))
         opts.update(options or {})
+        policy = policy_from_options(opts)
         opts.setdefault("use_listings_cache", False)
-        fs = s3fs.S3FileSystem(**opts)
+        # One retry layer (ours): the client's would resend conditional writes blindly.
+        config = dict(opts.get("config_kwargs") or {})
+        config.setdefault("retries", {"total_max_attempts": 1, "mode": "standard"})
+        opts["config_kwargs"] = config
+        fs = fs_class(**opts)
         root = fs._strip_protocol(url).rstrip("/")
-        return cls(fs, root, url=url)
+        return cls(fs, root, url=url, retry=policy)
 
     # -- plumbing ----------------------------------------------------------------------
     def _run(self, func: Callable[..., Awaitable[_T]], *args: Any) -> _T:
@@ -190,12 +246,24 @@ class S3Root(FsspecRoot):
             data, etag, _ = self._run(self._get, bucket, key, None)
         return Versioned(data, etag)
 
-    def _put(self, full: str, path: str, data: bytes, if_version: str | None, create: bool) -> str:
-        """One ``PutObject``, conditional on ``If-Match``/``If-None-Match`` when asked."""
+    def _put(
+        self,
+        full: str,
+        path: str,
+        data: bytes,
+        if_version: str | None,
+        create: bool,
+        *,
+        marker: str | None = None,
+    ) -> str:
+        """One ``PutObject``, conditional on ``If-Match``/``If-None-Match`` when asked,
+        tagged with ``marker`` in its user metadata when given."""
         if create and if_version is not None:
             raise ValueError("create_only and if_version cannot be combined")
         bucket, key = self._split(full)
         kwargs: dict[str, Any] = {}
+        if marker is not None:
+            kwargs["Metadata"] = {WRITE_MARKER: marker}
         if create:
             kwargs["IfNoneMatch"] = "*"
         if if_version is not None:
@@ -215,6 +283,24 @@ class S3Root(FsspecRoot):
             self.fs.invalidate_cache(full)
         return _strip_etag(resp["ETag"])
 
+    def _write_once(
+        self, full: str, path: str, data: bytes, if_version: str | None, create: bool
+    ) -> tuple[Callable[[], str], Callable[[], tuple[bool, str]]]:
+        """A conditional write is tagged with a fresh marker and probed by ``HeadObject``:
+        the object holds this write exactly when it carries the marker."""
+        if if_version is None and not create:
+            return super()._write_once(full, path, data, if_version, create)
+        marker = uuid.uuid4().hex
+        bucket, key = self._split(full)
+
+        def probe() -> tuple[bool, str]:
+            with translated(path):
+                head = self.fs.call_s3("head_object", Bucket=bucket, Key=key)
+            metadata = head.get("Metadata") or {}
+            return metadata.get(WRITE_MARKER) == marker, _strip_etag(head.get("ETag", ""))
+
+        return (lambda: self._put(full, path, data, if_version, create, marker=marker)), probe
+
     def _token(self, info: dict[str, Any]) -> str:
         return _strip_etag(info.get("ETag") or info.get("etag") or "")
 
@@ -226,6 +312,7 @@ class S3Root(FsspecRoot):
         return True
 
     # -- StorageRoot -------------------------------------------------------------------
+    @idempotent
     def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
         """One ranged ``GetObject``; a range past the end reads as ``b""``."""
         if start < 0 or (end is not None and end < 0):
@@ -247,6 +334,7 @@ class S3Root(FsspecRoot):
         # A server that ignores Range sends the whole object (200, no Content-Range).
         return data[start:end] if whole else data
 
+    @idempotent
     def stat(self, path: str) -> FileInfo | None:
         """One ``HeadObject``; None when the key does not exist."""
         key = self._key(path)
@@ -278,6 +366,7 @@ class S3Root(FsspecRoot):
                 return files, dirs
             kwargs["ContinuationToken"] = page["NextContinuationToken"]
 
+    @idempotent
     def list(self, prefix: str = "", *, recursive: bool = False) -> list[FileInfo]:
         """One ``ListObjectsV2`` per 1000 keys, straight from S3 (never cached)."""
         key_prefix = self._dir_key(prefix)
@@ -297,6 +386,7 @@ class S3Root(FsspecRoot):
         out.sort(key=lambda i: i.path)
         return out
 
+    @idempotent
     def list_dirs(self, prefix: str = "") -> builtins.list[str]:
         """Immediate subdirectories: the ``CommonPrefixes`` of one delimited listing."""
         key_prefix = self._dir_key(prefix)
@@ -312,6 +402,7 @@ class S3Root(FsspecRoot):
             names.add(name)
         return sorted(names)
 
+    @idempotent
     def delete(self, path: str) -> bool:
         """``HeadObject`` (S3 deletes missing keys silently) then ``DeleteObject``."""
         key = self._key(path)
@@ -328,6 +419,7 @@ class S3Root(FsspecRoot):
             self.fs.invalidate_cache(full)
         return True
 
+    @idempotent
     def delete_tree(self, prefix: str) -> int:
         """Delete every file under ``prefix`` with ``DeleteObjects`` batches of 1000."""
         validate_path(prefix, allow_empty=True)

@@ -216,9 +216,23 @@ class FsspecBackend:
 
     # -- writing -------------------------------------------------------------------------
     def save_delta(self, data: bytes) -> str:
-        """One create-only PUT of a uniquely named delta."""
+        """One create-only PUT of a uniquely named delta.
+
+        The name is unique to this call, so a conflict can only mean that an earlier try
+        of this very PUT landed although its reply was lost: when the object holds
+        ``data`` it is the delta, saved once.
+        """
         name = self._names()
-        self.root.write(f"{self.objects}/delta/{name}", data, create_only=True)
+        path = f"{self.objects}/delta/{name}"
+        try:
+            self.root.write(path, data, create_only=True)
+        except ConflictError:
+            try:
+                landed = self.root.read_bytes(path) == data
+            except KeyNotFoundError:
+                landed = False
+            if not landed:
+                raise
         return name
 
     def save_base(self, archive: bytes, *, folded: Sequence[str], expected: SnapshotState) -> bool:

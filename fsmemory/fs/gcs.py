@@ -207,6 +207,9 @@ class GCSRoot(FsspecRoot):
         fs_class = _single_try_class()
         opts: dict[str, Any] = dict(fs_class._get_kwargs_from_urls(url))
         opts.update(options or {})
+        if not fs_class._strip_protocol(url).strip("/").split("/", 1)[0]:
+            # Before the filesystem exists: building it may look for credentials.
+            raise InvalidPathError(f"a GCS URL needs a bucket: {url!r}")
         policy = policy_from_options(opts)
         opts.setdefault("use_listings_cache", False)
         if opts.get("requests_timeout") is None:

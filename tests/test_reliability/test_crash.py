@@ -20,6 +20,7 @@ import random
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections import Counter
@@ -50,32 +51,37 @@ def _run_and_kill(spec: dict[str, Any], delay: float, *, from_start: bool = Fals
     """Start a worker, SIGKILL it ``delay`` s after it is ready (or after it started),
     and return the keys it acknowledged."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, str(WORKER), json.dumps(spec)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
-    assert proc.stdout is not None
-    try:
-        if from_start:
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(
+            [sys.executable, str(WORKER), json.dumps(spec)],
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            env=env,
+        )
+        assert proc.stdout is not None
+        try:
+            if not from_start:
+                ready = proc.stdout.readline()
+                if ready != b"ready\n":
+                    proc.kill()
+                    proc.wait(timeout=30)
+                    errors.seek(0)
+                    message = errors.read().decode(errors="replace")[-2000:]
+                    raise AssertionError(f"worker did not start: {ready!r} {message}")
             time.sleep(delay)
-        else:
-            ready = proc.stdout.readline()
-            if ready != b"ready\n":
-                proc.kill()
-                _, err = proc.communicate(timeout=30)
-                raise AssertionError(f"worker did not start: {ready!r} {err.decode()[-2000:]}")
-            time.sleep(delay)
-        if proc.poll() is not None:
-            _, err = proc.communicate(timeout=30)
-            raise AssertionError(f"worker died by itself: {err.decode()[-2000:]}")
-        os.kill(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+            if proc.poll() is not None:
+                errors.seek(0)
+                raise AssertionError(f"worker died by itself: {errors.read().decode()[-2000:]}")
+            os.kill(proc.pid, signal.SIGKILL)
+            # Read through the same buffered reader as readline() did: keys it buffered
+            # already must not be lost.
+            out = proc.stdout.read()
             proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=30)
+            proc.stdout.close()
     assert proc.returncode == -signal.SIGKILL
     if from_start:
         # The ready line may or may not have been printed before the kill.

@@ -1010,7 +1010,7 @@ def versions_line(peers: dict[str, str] | None, fs_python: str) -> str:
     )
     done = subprocess.run([fs_python, "-c", code], capture_output=True, text=True, timeout=60)
     ours: dict[str, str] = json.loads(done.stdout) if done.returncode == 0 else {}
-    parts = [f"{k} {v}" for k, v in ours.items()]
+    parts = [f"{'redis-py' if k == 'redis' else k} {v}" for k, v in ours.items()]
     if peers:
         parts += [f"{k} {peers[k]}" for k in ("selectools", "ag2", "watchdog") if k in peers]
     return ", ".join(parts)
@@ -1143,7 +1143,7 @@ def main(argv: list[str] | None = None) -> int:
         body.append("## Warnings\n\n" + "\n".join(suite.notes) + "\n")
     print(summary.render(), flush=True)
     results = out / "RESULTS.md"
-    results.write_text("\n".join(header) + "\n".join(body))
+    results.write_text("\n".join(header) + "\n" + "\n".join(body))
     log(f"wrote {results} ({', '.join(plots) or 'no plots'}) in {elapsed / 60:.1f} min")
     if args.smoke and not args.output:
         shutil.rmtree(out, ignore_errors=True)

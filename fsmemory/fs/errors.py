@@ -208,6 +208,8 @@ def translate_error(exc: BaseException, path: str = "") -> BaseException:
         return ConflictError(f"{path}: precondition failed (changed concurrently)")
     if _is_not_found(exc) or (isinstance(exc, OSError) and exc.errno == errno.ENOENT):
         return KeyNotFoundError(path or str(exc))
+    if isinstance(exc, IsADirectoryError):  # a directory is not a file: "no such file"
+        return KeyNotFoundError(f"{path}: is a directory")
     return BackendError(f"{path}: {type(exc).__name__}: {exc}")
 
 

@@ -85,6 +85,12 @@ class LocalRoot(StorageRoot):
             self._real_root = os.path.realpath(self.root)
         return self._real_root
 
+    def _inside(self, directory: str) -> bool:
+        """True when ``directory`` (an OS path) resolves inside the root."""
+        real = os.path.realpath(directory)
+        real_root = self._real_root_path()
+        return real == real_root or real.startswith(real_root + os.sep)
+
     def _confined(self, path: str) -> str:
         """Full path whose parent directory resolves inside the root."""
         full = self.full_path(path)
@@ -235,6 +241,8 @@ class LocalRoot(StorageRoot):
         dirs: builtins.list[str] | None,
     ) -> None:
         base = self.full_path(prefix) if prefix else self.root
+        if prefix and not self._inside(base):
+            raise InvalidPathError(f"{prefix!r} resolves outside the root (symlink)")
         try:
             it = os.scandir(base)
         except (FileNotFoundError, NotADirectoryError):
@@ -366,7 +374,7 @@ class LocalRoot(StorageRoot):
     def delete_tree(self, prefix: str) -> int:
         """Delete every file under ``prefix`` and the emptied directories."""
         count = super().delete_tree(prefix)
-        base = self.full_path(prefix)
+        base = self.full_path(prefix) if prefix else self.root
         with self.lock():
             for dirpath, _dirnames, _files in sorted(os.walk(base), reverse=True):
                 with suppress(OSError):

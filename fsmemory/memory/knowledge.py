@@ -295,9 +295,24 @@ class KnowledgeMemory:
         line = _jsonutil.dumps_line(entry.to_dict())
         log_path = log_name_for(entry.created_at)
         synced = self._add_fact(entry) if entry.persistent else True
-        offset = self.root.append(log_path, line, line_safe=True, unique=True)
+        try:
+            offset = self.root.append(log_path, line, line_safe=True, unique=True)
+        except BaseException:
+            if entry.persistent:
+                self._undo_fact(entry)
+            raise
         if not self._index.note_append(log_path, offset, line, None) or not synced:
             self._refresh()
+
+    def _undo_fact(self, entry: KnowledgeEntry) -> None:
+        """Remove the bullet of an entry whose log record could not be written, so a
+        failed remember() leaves no trace (best effort: the original error is raised)."""
+        key_text = escape_line(entry.content.strip())
+        try:
+            self.root.update(MEMORY_FILE, lambda old: _remove(old, entry.category, key_text))
+        except Exception:  # the caller gets the append's error; this one is secondary
+            logger.warning("could not remove the MEMORY.md bullet of a failed remember()")
+        self._index.reset()
 
     def _add_fact(self, entry: KnowledgeEntry) -> bool:
         """Add the entry's bullet to MEMORY.md; True when the index saw it too.
@@ -311,7 +326,7 @@ class KnowledgeMemory:
         bullet = fact_line(entry.content, entry.expires_at)
         root = self.root
         if not (root.capabilities.native_append and root.capabilities.cheap_lock):
-            root.update(MEMORY_FILE, lambda old: _insert(old, entry.category, bullet))
+            root.update(MEMORY_FILE, _insert_once(entry.category, bullet))
             return False
         with root.lock("memory-md"):
             info = root.stat(MEMORY_FILE)
@@ -325,7 +340,7 @@ class KnowledgeMemory:
                 if doc.last_category == entry.category:
                     chunk = f"{bullet}\n"
                 elif info.size <= _REWRITE_LIMIT:
-                    root.update(MEMORY_FILE, lambda old: _insert(old, entry.category, bullet))
+                    root.update(MEMORY_FILE, _insert_once(entry.category, bullet))
                     return False
                 else:
                     chunk = f"\n## {entry.category}\n{bullet}\n"
@@ -663,6 +678,23 @@ def _earliest(current: datetime | None, candidate: datetime) -> datetime:
 def _insert(old: bytes | None, category: str, bullet: str) -> bytes:
     text = old.decode("utf-8", errors="replace") if old else None
     return insert_fact(text, category, bullet).encode()
+
+
+def _insert_once(category: str, bullet: str) -> Callable[[bytes | None], bytes | None]:
+    """A compare-and-swap change inserting ``bullet`` once: when a retry finds one more
+    copy of the line than the first attempt saw, the earlier (ambiguous) write landed."""
+    line = bullet.encode()
+    first_count: list[int] = []
+
+    def change(old: bytes | None) -> bytes | None:
+        count = (old or b"").split(b"\n").count(line)
+        if not first_count:
+            first_count.append(count)
+        elif count > first_count[0]:
+            return None
+        return _insert(old, category, bullet)
+
+    return change
 
 
 def _remove(old: bytes | None, category: str, key_text: str) -> bytes | None:

@@ -259,11 +259,6 @@ def test_snapshot_deltas_saved_once_under_ambiguous_faults(
             proxy.stop()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="KnowledgeMemory writes the MEMORY.md bullet before the log record; a failure "
-    "between the two leaves a MEMORY.md-only fact (log first would leave a hidden record)",
-)
 def test_failed_persistent_remember_leaves_no_trace() -> None:
     """On an object-store-like root (MEMORY.md by compare-and-swap), the log append of a
     persistent remember() fails: the memory should be as before."""

@@ -204,7 +204,7 @@ class RetryPolicy:
             except ConflictError:
                 if not (ambiguous or hidden_retries):
                     raise
-                landed = self._landed(probe, attempt)
+                landed = self._landed(probe, attempt, what)
                 if landed is not None:
                     logger.info("%s: an earlier try had landed although its reply was lost", what)
                     return landed
@@ -263,12 +263,23 @@ class RetryPolicy:
                     return found
                 attempt.failed(exc)
 
-    def _landed(self, probe: Callable[[], tuple[bool, str]], attempt: _Attempts) -> str | None:
-        """The object's version when it holds this write, else None."""
+    def _landed(
+        self, probe: Callable[[], tuple[bool, str]], attempt: _Attempts, what: str
+    ) -> str | None:
+        """The object's version when it holds this write, None when it does not.
+
+        Raises:
+            BackendError: the probe itself kept failing. The outcome is unknown, which is
+                not a conflict: a caller re-applying its change would apply it twice.
+        """
         try:
             holds, version = attempt.within(probe)
-        except (KeyNotFoundError, BackendError):
+        except KeyNotFoundError:
             return None
+        except BackendError as exc:
+            raise BackendError(
+                f"{what}: gave up; the write may or may not have been applied: {exc}"
+            ) from exc
         return version if holds else None
 
     def _resolve(

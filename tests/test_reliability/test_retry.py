@@ -250,3 +250,23 @@ def test_idempotent_decorator_retries_once_at_the_outermost_call() -> None:
         root.outer()
     assert root.inner_calls == 3
     assert Root.outer.__doc__ is None and Root.outer.__name__ == "outer"
+
+
+def test_conflict_whose_outcome_cannot_be_probed_is_not_a_conflict() -> None:
+    """A 412 that may be our own earlier try, and the probe keeps failing: the outcome is
+    unknown, so BackendError -- a ConflictError would make the caller apply its change
+    again (a second MEMORY.md bullet)."""
+    obj = _Object(b"v1")
+    obj.data, obj.version = b"v2", 2  # the hidden resend's first copy landed
+
+    def probe() -> tuple[bool, str]:
+        raise _backend(TimeoutError())
+
+    with pytest.raises(BackendError, match="may or may not"):
+        FAST.write(
+            lambda: obj.put(b"v2", 1, False),
+            probe,
+            if_version="1",
+            create_only=False,
+            hidden_retries=True,
+        )

@@ -14,6 +14,7 @@ content-derived ``md-`` id). Records and bullets are matched as multisets by
 from __future__ import annotations
 
 import bisect
+import gc
 import heapq
 import logging
 import re
@@ -140,7 +141,8 @@ class MemoryIndex:
         self.pending: dict[Key, list[str]] = {}
         self.hidden: set[str] = set()
         self.md_ids: dict[Key, list[str]] = {}
-        self.content_counts: Counter[str] = Counter()
+        self.content_counts: dict[str, int] = {}
+        self.untokenized: list[str] = []
         self.corrupt_lines = 0
         self.generation = 0
         self.md_mtime: datetime = datetime.now(tz=UTC)
@@ -307,6 +309,20 @@ class MemoryIndex:
     # -- parsing -------------------------------------------------------------------------
     def feed_log(self, path: str, chunk: bytes, base_offset: int) -> None:
         """Parse complete JSONL lines of log ``path`` starting at ``base_offset``."""
+        if len(chunk) < 1 << 16:
+            self._feed_log(path, chunk, base_offset)
+            return
+        # A bulk load allocates many long-lived objects and no cycles: the cyclic
+        # collector would only rescan them over and over.
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            self._feed_log(path, chunk, base_offset)
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _feed_log(self, path: str, chunk: bytes, base_offset: int) -> None:
         offset = base_offset
         for raw in chunk.split(b"\n")[:-1] if chunk.endswith(b"\n") else chunk.split(b"\n"):
             line_offset = offset
@@ -324,7 +340,8 @@ class MemoryIndex:
                     self.forget(target, path)
                     continue
                 entry = KnowledgeEntry.from_dict(
-                    record, default_id=stable_id("log", path, str(line_offset))
+                    record,
+                    default_id="" if record.get("id") else stable_id("log", path, str(line_offset)),
                 )
             except (ValueError, TypeError) as exc:
                 self.corrupt_lines += 1
@@ -349,7 +366,8 @@ class MemoryIndex:
             key = fact_key(entry.category, entry.content)
             self.pending.setdefault(key, []).append(entry.id)
             self.hidden.add(entry.id)
-            self._rebalance(key)
+            if key in self.fact_counts or key in self.md_ids:
+                self._rebalance(key)
         else:
             heapq.heappush(self.evict_heap, (entry.importance, stamp, entry.id))
 
@@ -387,10 +405,23 @@ class MemoryIndex:
 
     def has_content(self, text: str) -> bool:
         """True when some indexed entry (live or hidden) has exactly this content."""
-        return self.content_counts[text] > 0
+        return self.content_counts.get(text, 0) > 0
 
     def _index_tokens(self, entry: KnowledgeEntry) -> None:
-        self.content_counts[entry.content] += 1
+        # Search postings are built lazily, on the first search after entries arrive:
+        # a cold start that only builds the context never tokenizes anything.
+        counts = self.content_counts
+        counts[entry.content] = counts.get(entry.content, 0) + 1
+        self.untokenized.append(entry.id)
+
+    def _flush_tokens(self) -> None:
+        pending, self.untokenized = self.untokenized, []
+        for entry_id in pending:
+            entry = self.entries.get(entry_id)
+            if entry is not None and entry_id not in self.tokens:
+                self._tokenize_entry(entry)
+
+    def _tokenize_entry(self, entry: KnowledgeEntry) -> None:
         toks = tuple(set(tokenize(entry.content)) | set(tokenize(entry.category)))
         self.tokens[entry.id] = toks
         for tok in toks:
@@ -463,9 +494,11 @@ class MemoryIndex:
                 ids.discard(entry_id)
 
     def _uncount(self, content: str) -> None:
-        self.content_counts[content] -= 1
-        if self.content_counts[content] <= 0:
-            del self.content_counts[content]
+        left = self.content_counts.get(content, 0) - 1
+        if left > 0:
+            self.content_counts[content] = left
+        else:
+            self.content_counts.pop(content, None)
 
     def _find_fact(self, key: Key) -> Fact | None:
         for fact in self.doc.sections.get(key[0], ()):
@@ -503,6 +536,8 @@ class MemoryIndex:
         terms = list(dict.fromkeys(tokenize(query)))
         if not terms:
             return self.most_important(limit, category, now)
+        if self.untokenized:
+            self._flush_tokens()
         meaningful = [t for t in terms if t not in _STOPWORDS]
         terms = meaningful or terms
         phrase = " ".join(tokenize(query))

@@ -28,13 +28,14 @@ test-all: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check fsmemory tests benchmarks examples
+	$(BIN)/ruff format --check fsmemory tests benchmarks examples
 	$(BIN)/mypy
 
 examples: $(STAMP)
 	for f in examples/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/bench_memory.py --quick
+	$(BIN)/python benchmarks/run.py --quick
 
 clean:
 	rm -rf $(VENV) agent_memory .pytest_cache .mypy_cache .ruff_cache

@@ -10,6 +10,7 @@ import weakref
 from typing import Any, Literal
 
 from fsmemory.errors import (
+    ContentTooLargeError,
     InvalidInputError,
     InvalidPathError,
     KeyNotFoundError,
@@ -230,6 +231,9 @@ class FsspecKnowledgeStore:
             ``sqlite://``, whose calls are short syscalls -- a thread hop would cost
             more than the call; threads for network backends, so the event loop never
             waits on the network.
+        max_file_bytes: the largest file a ``write`` may store or an ``append`` may
+            grow (:class:`~fsmemory.errors.ContentTooLargeError`, a ``ValueError``,
+            beyond it); None: no limit.
         **storage_options: passed to the fsspec filesystem (credentials, endpoint, ...).
 
     Writes are atomic (a reader sees the old or the new file), appends are atomic and
@@ -244,8 +248,16 @@ class FsspecKnowledgeStore:
         watch: WatchMode = "auto",
         poll_interval: float = 1.0,
         inline: bool | None = None,
+        max_file_bytes: int | None = None,
         **storage_options: Any,
     ) -> None:
+        if max_file_bytes is not None and (
+            isinstance(max_file_bytes, bool)
+            or not isinstance(max_file_bytes, int)
+            or max_file_bytes < 0
+        ):
+            raise InvalidInputError("max_file_bytes must be a non-negative int or None")
+        self.max_file_bytes = max_file_bytes
         if watch not in ("auto", "poll", "none"):
             raise InvalidInputError(f"watch must be 'auto', 'poll' or 'none', not {watch!r}")
         if poll_interval <= 0:
@@ -306,6 +318,9 @@ class FsspecKnowledgeStore:
         norm, rel = split(path)
         if not rel:
             raise InvalidPathError("cannot write to '/': it is the store's root directory")
+        limit = self.max_file_bytes
+        if limit is not None and len(data) > limit:
+            raise ContentTooLargeError(f"{norm}: {len(data)} bytes; the limit is {limit}")
         try:
             if not self._hub.active:  # the hot path: nobody is watching
                 return self._root.write(
@@ -332,6 +347,16 @@ class FsspecKnowledgeStore:
         norm, rel = split(path)
         if not rel:
             raise InvalidPathError("cannot append to '/': it is the store's root directory")
+        limit = self.max_file_bytes
+        if limit is not None:
+            # Checked before appending; concurrent appenders may together pass the limit
+            # by at most one append each.
+            info = self._root.stat(rel)
+            size = (info.size if info is not None else 0) + len(data)
+            if size > limit:
+                raise ContentTooLargeError(
+                    f"{norm}: would grow to {size} bytes; the limit is {limit}"
+                )
         try:
             if not self._hub.active:
                 return self._root.append(rel, data)

@@ -266,7 +266,8 @@ def _store_property(tmp_path: Path, examples: int) -> None:
     sandbox.mkdir()
     (sandbox / "outside.txt").write_text("do not touch")
     root_dir = sandbox / "root"
-    store = SyncKnowledgeStore(str(root_dir), watch="none")
+    # A small file limit, so some writes and appends hit it (ContentTooLargeError).
+    store = SyncKnowledgeStore(str(root_dir), watch="none", max_file_bytes=128)
     written: dict[str, str] = {}
 
     def outside() -> set[str]:
@@ -310,8 +311,10 @@ def _store_property(tmp_path: Path, examples: int) -> None:
 
 
 def test_path_store_hostile_paths(tmp_path: Path) -> None:
-    """Path-store writes with hostile paths and text: stored inside the root exactly, or
-    a documented ValueError; nothing outside the root is ever created or changed."""
+    """Path-store writes and appends with hostile paths and text, under a 128-byte file
+    limit: stored inside the root exactly, or a documented ValueError (InvalidPathError,
+    InvalidInputError, ContentTooLargeError) and nothing changed; nothing outside the
+    root is ever created or changed."""
     _store_property(tmp_path, EXAMPLES)
 
 

@@ -10,11 +10,15 @@ from fsmemory.fs.base import Capabilities, FileInfo, StorageRoot, Versioned, con
 from fsmemory.fs.errors import translate_error, translated
 from fsmemory.fs.open import open_root, split_protocol
 from fsmemory.fs.paths import RESERVED_PREFIX, is_reserved_name, join_path, validate_path
+from fsmemory.fs.retry import DEFAULT_RETRY, NO_RETRY, RetryPolicy
 
 __all__ = [
+    "DEFAULT_RETRY",
+    "NO_RETRY",
     "RESERVED_PREFIX",
     "Capabilities",
     "FileInfo",
+    "RetryPolicy",
     "StorageRoot",
     "Versioned",
     "content_version",

@@ -398,6 +398,7 @@ class MemoryIndex:
     def _drop_file(self, path: str) -> None:
         for entry_id in self.file_ids.pop(path, []):
             self._remove(entry_id)
+        self.compact_timeline()
         for entry_id in [k for k, v in self.forgotten.items() if v == path]:
             del self.forgotten[entry_id]
         self.logs.pop(path, None)
@@ -517,11 +518,14 @@ class MemoryIndex:
         return len(self.entries) - len(self.hidden)
 
     def newest(self, now: datetime) -> Iterator[KnowledgeEntry]:
-        """Live log entries, newest first."""
+        """Live log entries, newest first (each once, even if an entry was removed and
+        indexed again, e.g. when its log left a listing and came back)."""
         timeline = self.timeline
+        seen: set[str] = set()
         for i in range(len(timeline) - 1, -1, -1):
             entry_id = timeline[i][1]
-            if self.is_live(entry_id, now):
+            if entry_id not in seen and self.is_live(entry_id, now):
+                seen.add(entry_id)
                 yield self.entries[entry_id]
 
     def compact_timeline(self) -> None:

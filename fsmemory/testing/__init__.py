@@ -5,6 +5,11 @@
 * :mod:`fsmemory.testing.cloud_services` -- throwaway S3 (moto) and GCS
   (fake-gcs-server) emulators on loopback.
 * :mod:`fsmemory.testing.services` -- other throwaway test services (redis-server).
+* :mod:`fsmemory.testing.store_conformance` -- the path-store conformance suite
+  (``KnowledgeStoreTests``).
+* :mod:`fsmemory.testing.faults` -- fault injection: HTTP and TCP proxies in front of
+  the emulators and redis-server, and ``FaultyRoot`` for local and memory roots.
+* :mod:`fsmemory.testing.requests` -- count the requests a storage root sends.
 
 Nothing is imported here: pick the submodule you need, so ``import fsmemory.testing``
 stays free of pytest, moto and friends.

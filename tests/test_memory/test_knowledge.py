@@ -421,3 +421,16 @@ def test_seed_api_compatibility(tmp_path: object) -> None:
         KnowledgeMemory(str(tmp_path), directory=str(tmp_path))
     with pytest.raises(ValueError):
         KnowledgeMemory(str(tmp_path), max_log_days=-1)
+
+
+def test_a_log_that_leaves_and_returns_is_indexed_once(km: KnowledgeMemory) -> None:
+    for i in range(3):
+        km.remember(f"note {i}")
+    km.recall("")
+    (path,) = [i.path for i in km.root.list("logs")]
+    data = km.root.read_bytes(path)
+    km.root.delete(path)
+    assert km.entries() == []
+    km.root.write(path, data)
+    assert sorted(e.content for e in km.entries()) == ["note 0", "note 1", "note 2"]
+    assert len(km.get_recent_entries()) == 3

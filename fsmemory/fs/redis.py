@@ -3,7 +3,8 @@
 Every primitive is one atomic server-side script: reads return content and version
 together, compare-and-swap compares the file's monotonically increasing version, and
 append is a native ``APPEND`` returning its offset (with the torn-line guard of
-``line_safe`` evaluated inside the same script).
+``line_safe`` evaluated inside the same script), and the inherited ranged read is a
+server-side ``GETRANGE`` (``cat_file(start, end)``).
 
 The client never retries by itself; reads, listings, deletes and writes are retried
 under the root's :class:`~fsmemory.fs.retry.RetryPolicy` (storage option ``retry``), a
@@ -19,11 +20,10 @@ from collections.abc import Mapping
 from contextlib import suppress
 from typing import Any
 
-from fsmemory.errors import KeyNotFoundError
 from fsmemory.fs.base import Capabilities, Versioned
 from fsmemory.fs.errors import translated
 from fsmemory.fs.generic import FsspecRoot, _find_at_line_start
-from fsmemory.fs.retry import idempotent, policy_from_options
+from fsmemory.fs.retry import policy_from_options
 
 __all__ = ["RedisRoot"]
 
@@ -97,16 +97,3 @@ class RedisRoot(FsspecRoot):
 
         return self.retry.append(once, find, what=f"append {path}")
 
-    @idempotent
-    def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
-        """``GETRANGE`` on the server."""
-        if start < 0 or (end is not None and end < 0):
-            raise ValueError("offsets must be >= 0")
-        full = self.full_path(path)
-        if end is not None and end <= start:
-            if not self.exists(path):
-                raise KeyNotFoundError(path)
-            return b""
-        with translated(path):
-            data: bytes = self.fs.cat_file(full, start=start, end=end)
-        return data

@@ -323,3 +323,23 @@ def test_killed_saver_leaves_a_restorable_snapshot(tmp_path: Path, kills: int) -
         present = {int(e.content.split()[1]) for e in restored.entries()}
         assert {f"fact {i}" for i in acknowledged} <= {e.content for e in restored.entries()}
         assert acknowledged <= present
+
+
+@pytest.mark.redis
+def test_redis_backend_sets_a_server_side_ttl(redis_url: str, tmp_path: Path) -> None:
+    from fsmemory.snapshot import RedisKnowledgeBackend
+
+    backend = RedisKnowledgeBackend("ttl-user", url=f"{redis_url}/0", prefix="ttltest:", ttl=300)
+    km = KnowledgeMemory(tmp_path / "w", backend=backend)
+    km.remember("expires with its snapshot", persistent=True)
+    assert 0 < backend.client.ttl(backend._deltas) <= 300
+    # base and version exist once a compaction ran: they get the same expiry
+    state = backend.load_state()
+    assert backend.save_base(b'{"version": 1, "files": {}}', folded=[], expected=state)
+    for key in (backend._base, backend._deltas, backend._version):
+        assert 0 < backend.client.ttl(key) <= 300
+    no_ttl = RedisKnowledgeBackend("ttl-user-2", url=f"{redis_url}/0", prefix="ttltest:")
+    KnowledgeMemory(tmp_path / "n", backend=no_ttl).remember("kept")
+    assert no_ttl.client.ttl(no_ttl._deltas) == -1
+    with pytest.raises(ValueError):
+        RedisKnowledgeBackend("x", url=f"{redis_url}/0", ttl=0)

@@ -266,7 +266,10 @@ class MemoryIndex:
         ):
             return None
         if info.size == cur.parsed_upto:
-            return b"", cur.parsed_upto
+            # Same size, new token: a log only grows, so nothing new to read. MEMORY.md
+            # is also rewritten (forget, hand edits, compare-and-swap inserts): an
+            # equal-size rewrite must be read again.
+            return None if info.path == MEMORY_FILE else (b"", cur.parsed_upto)
         start = cur.parsed_upto - len(cur.tail)
         try:
             data = root.read_range(info.path, start)

@@ -346,7 +346,10 @@ class KnowledgeMemory:
                     chunk = f"\n## {entry.category}\n{bullet}\n"
             data = chunk.encode()
             offset = root.append(MEMORY_FILE, data, line_safe=True)
-            synced = self._index.note_append(MEMORY_FILE, offset, data, None)
+            # Still under the lock: this stat's token is the one our append produced, so
+            # the next refresh knows MEMORY.md is unchanged since.
+            after = root.stat(MEMORY_FILE)
+            synced = self._index.note_append(MEMORY_FILE, offset, data, after)
         return self._maybe_tidy() and synced
 
     def _log_infos(self) -> list[FileInfo]:

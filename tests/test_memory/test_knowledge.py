@@ -434,3 +434,14 @@ def test_a_log_that_leaves_and_returns_is_indexed_once(km: KnowledgeMemory) -> N
     km.root.write(path, data)
     assert sorted(e.content for e in km.entries()) == ["note 0", "note 1", "note 2"]
     assert len(km.get_recent_entries()) == 3
+
+
+def test_equal_size_edit_of_memory_md_is_seen(make_km: Make) -> None:
+    reader = make_km()
+    reader.remember("colour: blue", category="prefs", persistent=True)
+    assert reader.get_persistent_facts() == {"prefs": ["colour: blue"]}
+    md = reader.root.read_bytes("MEMORY.md")
+    edited = md.replace(b"colour: blue", b"colour: pink")
+    assert len(edited) == len(md)
+    reader.root.write("MEMORY.md", edited)
+    assert reader.get_persistent_facts() == {"prefs": ["colour: pink"]}

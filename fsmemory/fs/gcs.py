@@ -42,8 +42,8 @@ import asyncio
 import builtins
 import os
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
 import orjson
 
@@ -54,15 +54,15 @@ from fsmemory.errors import (
     KeyNotFoundError,
     MissingDependencyError,
 )
+from fsmemory.fs._bucket import BucketRoot
 from fsmemory.fs.base import Capabilities, FileInfo, Versioned
 from fsmemory.fs.errors import http_status, translated
-from fsmemory.fs.generic import FsspecRoot, _mtime
+from fsmemory.fs.generic import _mtime
 from fsmemory.fs.paths import validate_path
 from fsmemory.fs.retry import RetryPolicy, idempotent, policy_from_options
 
 __all__ = ["GCSRoot"]
 
-_T = TypeVar("_T")
 
 #: gcsfs's switch for its experimental zonal-bucket support (we default it to "false")
 ZB_HNS_ENV = "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"
@@ -157,7 +157,7 @@ def _multipart_body(name: str, data: bytes) -> tuple[bytes, str]:
     return body, boundary
 
 
-class GCSRoot(FsspecRoot):
+class GCSRoot(BucketRoot):
     """A prefix in a GCS bucket (``gs://bucket/prefix``) with native compare-and-swap.
 
     Args:
@@ -223,34 +223,9 @@ class GCSRoot(FsspecRoot):
         return cls(fs, root, url=url, retry=policy)
 
     # -- plumbing ----------------------------------------------------------------------
-    def _run(self, func: Callable[..., Awaitable[_T]], *args: Any) -> _T:
-        from fsspec.asyn import sync
-
-        result: _T = sync(self.fs.loop, func, *args)
-        return result
-
     def _split(self, full: str) -> tuple[str, str]:
         bucket, _, key = full.lstrip("/").partition("/")
         return bucket, key
-
-    def _key(self, path: str) -> str:
-        validate_path(path)
-        return f"{self.prefix}/{path}" if self.prefix else path
-
-    def _dir_key(self, prefix: str) -> str:
-        validate_path(prefix, allow_empty=True)
-        parts = [p for p in (self.prefix, prefix) if p]
-        return "/".join(parts) + "/" if parts else ""
-
-    def _rel(self, name: str) -> str | None:
-        if self.prefix:
-            if not name.startswith(self.prefix + "/"):
-                return None
-            name = name[len(self.prefix) + 1 :]
-        try:
-            return validate_path(name)
-        except InvalidPathError:
-            return None
 
     def _media_url(self, bucket: str, key: str, generation: str | None = None) -> str:
         pin = f"&generation={generation}" if generation else ""

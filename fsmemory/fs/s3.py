@@ -48,8 +48,8 @@ from __future__ import annotations
 import asyncio
 import builtins
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, ClassVar, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
 from fsmemory.errors import (
     ConflictError,
@@ -57,15 +57,15 @@ from fsmemory.errors import (
     KeyNotFoundError,
     MissingDependencyError,
 )
+from fsmemory.fs._bucket import BucketRoot
 from fsmemory.fs.base import Capabilities, FileInfo, Versioned
 from fsmemory.fs.errors import http_status, translated
-from fsmemory.fs.generic import FsspecRoot, _mtime
+from fsmemory.fs.generic import _mtime
 from fsmemory.fs.paths import validate_path
 from fsmemory.fs.retry import RetryPolicy, idempotent, policy_from_options
 
 __all__ = ["S3Root"]
 
-_T = TypeVar("_T")
 
 #: ``DeleteObjects`` takes at most this many keys per request.
 _DELETE_BATCH = 1000
@@ -122,7 +122,7 @@ def _is_missing_key(exc: BaseException) -> bool:
     return isinstance(exc, FileNotFoundError) and code != "NoSuchBucket"
 
 
-class S3Root(FsspecRoot):
+class S3Root(BucketRoot):
     """A prefix in an S3 bucket (``s3://bucket/prefix``) with native compare-and-swap.
 
     Args:
@@ -189,36 +189,9 @@ class S3Root(FsspecRoot):
         return cls(fs, root, url=url, retry=policy)
 
     # -- plumbing ----------------------------------------------------------------------
-    def _run(self, func: Callable[..., Awaitable[_T]], *args: Any) -> _T:
-        from fsspec.asyn import sync
-
-        result: _T = sync(self.fs.loop, func, *args)
-        return result
-
     def _split(self, full: str) -> tuple[str, str]:
         bucket, key, _ = self.fs.split_path(full)
         return bucket, key
-
-    def _key(self, path: str) -> str:
-        validate_path(path)
-        return f"{self.prefix}/{path}" if self.prefix else path
-
-    def _dir_key(self, prefix: str) -> str:
-        """The key prefix (with trailing ``/``) of the directory ``prefix``."""
-        validate_path(prefix, allow_empty=True)
-        parts = [p for p in (self.prefix, prefix) if p]
-        return "/".join(parts) + "/" if parts else ""
-
-    def _rel(self, key: str) -> str | None:
-        """Root-relative path of ``key``, or None for keys we never expose."""
-        if self.prefix:
-            if not key.startswith(self.prefix + "/"):
-                return None
-            key = key[len(self.prefix) + 1 :]
-        try:
-            return validate_path(key)
-        except InvalidPathError:
-            return None
 
     async def _get(self, bucket: str, key: str, byte_range: str | None) -> tuple[bytes, str, bool]:
         """``(data, etag, whole)``; ``whole`` is False when a range was served."""

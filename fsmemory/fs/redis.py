@@ -96,4 +96,3 @@ class RedisRoot(FsspecRoot):
             return _find_at_line_start(self._read_versioned(full, path).data, payload)
 
         return self.retry.append(once, find, what=f"append {path}")
-

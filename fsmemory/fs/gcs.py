@@ -55,11 +55,11 @@ from fsmemory.errors import (
     MissingDependencyError,
 )
 from fsmemory.fs._bucket import BucketRoot
-from fsmemory.fs.base import Capabilities, FileInfo, Versioned
+from fsmemory.fs.base import FileInfo, Versioned
 from fsmemory.fs.errors import http_status, translated
 from fsmemory.fs.generic import _mtime
 from fsmemory.fs.paths import validate_path
-from fsmemory.fs.retry import RetryPolicy, idempotent, policy_from_options
+from fsmemory.fs.retry import idempotent
 
 __all__ = ["GCSRoot"]
 
@@ -169,24 +169,7 @@ class GCSRoot(BucketRoot):
         InvalidPathError: ``root`` names no bucket.
     """
 
-    capabilities = Capabilities(
-        conditional_write=True,
-        native_append=False,
-        atomic_write=True,
-        ranged_read=True,
-        watch=False,
-    )
-
-    def __init__(
-        self, fs: Any, root: str, *, url: str | None = None, retry: RetryPolicy | None = None
-    ) -> None:
-        super().__init__(fs, root, url=url, retry=retry)
-        bucket, _, key = self.root.lstrip("/").partition("/")
-        if not bucket:
-            raise InvalidPathError(f"a GCS URL needs a bucket: {url or root!r}")
-        self.bucket: str = bucket
-        #: the object-name prefix of the root inside the bucket ("" for the bucket)
-        self.prefix: str = key.strip("/")
+    service = "GCS"
 
     @classmethod
     def from_url(cls, url: str, options: Mapping[str, Any] | None = None) -> GCSRoot:
@@ -204,29 +187,18 @@ class GCSRoot(BucketRoot):
             InvalidPathError: the URL names no bucket.
             InvalidInputError: a malformed ``retry`` option.
         """
-        fs_class = _single_try_class()
-        opts: dict[str, Any] = dict(fs_class._get_kwargs_from_urls(url))
-        opts.update(options or {})
-        if not fs_class._strip_protocol(url).strip("/").split("/", 1)[0]:
-            # Before the filesystem exists: building it may look for credentials.
-            raise InvalidPathError(f"a GCS URL needs a bucket: {url!r}")
-        policy = policy_from_options(opts)
-        opts.setdefault("use_listings_cache", False)
+        return cls._open(url, options, _single_try_class())
+
+    @staticmethod
+    def _configure(opts: dict[str, Any]) -> None:
         if opts.get("requests_timeout") is None:
             import aiohttp
 
             opts["requests_timeout"] = aiohttp.ClientTimeout(
                 total=None, sock_connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT
             )
-        fs = fs_class(**opts)
-        root = fs._strip_protocol(url).rstrip("/")
-        return cls(fs, root, url=url, retry=policy)
 
     # -- plumbing ----------------------------------------------------------------------
-    def _split(self, full: str) -> tuple[str, str]:
-        bucket, _, key = full.lstrip("/").partition("/")
-        return bucket, key
-
     def _media_url(self, bucket: str, key: str, generation: str | None = None) -> str:
         pin = f"&generation={generation}" if generation else ""
         return (

@@ -58,11 +58,11 @@ from fsmemory.errors import (
     MissingDependencyError,
 )
 from fsmemory.fs._bucket import BucketRoot
-from fsmemory.fs.base import Capabilities, FileInfo, Versioned
+from fsmemory.fs.base import FileInfo, Versioned
 from fsmemory.fs.errors import http_status, translated
 from fsmemory.fs.generic import _mtime
 from fsmemory.fs.paths import validate_path
-from fsmemory.fs.retry import RetryPolicy, idempotent, policy_from_options
+from fsmemory.fs.retry import idempotent
 
 __all__ = ["S3Root"]
 
@@ -134,27 +134,10 @@ class S3Root(BucketRoot):
         InvalidPathError: ``root`` names no bucket.
     """
 
-    capabilities = Capabilities(
-        conditional_write=True,
-        native_append=False,
-        atomic_write=True,
-        ranged_read=True,
-        watch=False,
-    )
+    service = "S3"
 
     # aiohttp resends a PUT once on a dropped kept-alive connection (see the module doc).
     _hidden_retries: ClassVar[bool] = True
-
-    def __init__(
-        self, fs: Any, root: str, *, url: str | None = None, retry: RetryPolicy | None = None
-    ) -> None:
-        super().__init__(fs, root, url=url, retry=retry)
-        bucket, key, _ = fs.split_path(self.root)
-        if not bucket:
-            raise InvalidPathError(f"an S3 URL needs a bucket: {url or root!r}")
-        self.bucket: str = bucket
-        #: the key prefix of the root inside the bucket ("" for the bucket itself)
-        self.prefix: str = key.strip("/")
 
     @classmethod
     def from_url(cls, url: str, options: Mapping[str, Any] | None = None) -> S3Root:
@@ -172,21 +155,14 @@ class S3Root(BucketRoot):
             InvalidPathError: the URL names no bucket.
             InvalidInputError: a malformed ``retry`` option.
         """
-        fs_class = _single_try_class()
-        opts: dict[str, Any] = dict(fs_class._get_kwargs_from_urls(url))
-        opts.update(options or {})
-        if not fs_class._strip_protocol(url).strip("/").split("/", 1)[0]:
-            # Before the filesystem exists: building it may look for credentials.
-            raise InvalidPathError(f"an S3 URL needs a bucket: {url!r}")
-        policy = policy_from_options(opts)
-        opts.setdefault("use_listings_cache", False)
+        return cls._open(url, options, _single_try_class())
+
+    @staticmethod
+    def _configure(opts: dict[str, Any]) -> None:
         # One retry layer (ours): the client's would resend conditional writes blindly.
         config = dict(opts.get("config_kwargs") or {})
         config.setdefault("retries", {"total_max_attempts": 1, "mode": "standard"})
         opts["config_kwargs"] = config
-        fs = fs_class(**opts)
-        root = fs._strip_protocol(url).rstrip("/")
-        return cls(fs, root, url=url, retry=policy)
 
     # -- plumbing ----------------------------------------------------------------------
     def _split(self, full: str) -> tuple[str, str]:

@@ -26,6 +26,7 @@ from fsmemory import KnowledgeMemory
 from fsmemory.errors import InvalidInputError, InvalidPathError, SnapshotError
 from fsmemory.fs import StorageRoot, open_root
 from fsmemory.store import FsspecKnowledgeStore, SyncKnowledgeStore
+from tests.test_memory.conftest import backend_location
 
 BACKENDS = [
     "local",
@@ -89,28 +90,9 @@ class Tenant:
         }
 
 
-def _base_location(
-    request: pytest.FixtureRequest, backend: str, tmp_path: Path
-) -> tuple[str, dict[str, Any]]:
-    name = f"iso-{uuid.uuid4().hex[:10]}"
-    if backend == "local":
-        return str(tmp_path / name), {}
-    if backend == "memory":
-        return f"memory://{name}", {}
-    if backend == "s3":
-        return request.getfixturevalue("s3_root_url"), request.getfixturevalue("s3_storage_options")
-    if backend == "gcs":
-        return request.getfixturevalue("gcs_root_url"), request.getfixturevalue(
-            "gcs_storage_options"
-        )
-    if backend == "redis":
-        return f"{request.getfixturevalue('redis_url')}/0/{name}", {}
-    raise AssertionError(backend)
-
-
 def make_tenant(request: pytest.FixtureRequest, backend: str, tmp_path: Path) -> Tenant:
     """Plant the neighbours and return tenant 1."""
-    base_url, options = _base_location(request, backend, tmp_path)
+    base_url, options = backend_location(request, backend, tmp_path)
     base = open_root(base_url, options)
     for path, data in NEIGHBOURS.items():
         base.write(path, data)

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fsmemory import __version__
+from fsmemory._cliopts import parse_option_argument, parse_storage_options
 from fsmemory.errors import FsMemoryError
 from fsmemory.memory import KnowledgeEntry, KnowledgeMemory
 
@@ -25,27 +26,8 @@ __all__ = ["main"]
 DEFAULT_STORE = "./agent_memory"
 
 
-def _parse_option(text: str) -> tuple[str, Any]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    try:
-        parsed: Any = json.loads(value)
-    except json.JSONDecodeError:
-        parsed = value
-    return key, parsed
-
-
 def _options(args: argparse.Namespace) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in args.storage_option or []:
-        # "client_kwargs.endpoint_url=..." nests one level, as fsspec options often do.
-        if "." in key:
-            outer, inner = key.split(".", 1)
-            out.setdefault(outer, {})[inner] = value
-        else:
-            out[key] = value
-    return out
+    return parse_storage_options(args.storage_option or [])
 
 
 def _memory(args: argparse.Namespace) -> KnowledgeMemory:
@@ -213,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-o",
         "--storage-option",
         action="append",
-        type=_parse_option,
+        type=parse_option_argument,
         metavar="KEY=VALUE",
         help="fsspec storage option (repeatable; VALUE may be JSON; a.b=v nests)",
     )

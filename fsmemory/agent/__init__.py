@@ -20,8 +20,10 @@ each turn, and brings its own LLM as a callable for summaries. On top of the pat
 * **lifecycle events** (``*Started`` / ``*Completed`` / ``*Failed``,
   :class:`EventLogFailed`, :class:`HaltEvent`) for subscribers;
 * the **event log** ``/log/<stream_id>.jsonl``, appended one line per event;
-* SKILL.md **bootstrap**, the ``knowledge`` tool, and an
-  :class:`AnthropicMemoryTool` handler for Anthropic's memory tool on any URL.
+* SKILL.md **bootstrap**; the **tools** -- ``remember``/``recall``
+  (:func:`knowledge_tools`), the ``knowledge`` tool and an :class:`AnthropicMemoryTool`
+  handler for Anthropic's memory tool on any URL -- all with one schema vocabulary
+  (:class:`ToolSchema`: Chat Completions, strict mode, the Responses API, Anthropic).
 
 :class:`SyncKnowledgeSession` offers the same methods, blocking, for synchronous loops.
 
@@ -84,6 +86,14 @@ from fsmemory.agent._events import (
     Usage,
     UserMessage,
 )
+from fsmemory.agent._functions import (
+    DEFAULT_RECALL_LIMIT,
+    FunctionTool,
+    knowledge_tools,
+    make_recall_tool,
+    make_remember_tool,
+    parse_bool,
+)
 from fsmemory.agent._log import (
     check_stream_id,
     encode_events,
@@ -111,6 +121,7 @@ from fsmemory.agent._policies import (
     assemble,
     validate_order,
 )
+from fsmemory.agent._schema import TOOL_FORMATS, ToolFormat, ToolSchema, strict_parameters
 from fsmemory.agent._session import KnowledgeSession, Subscriber
 from fsmemory.agent._summarize import Summarizer, fill_template, render_transcript
 from fsmemory.agent._sync import SyncKnowledgeSession
@@ -120,9 +131,11 @@ __all__ = [
     "DEFAULT_COMPACT_PROMPT",
     "DEFAULT_COMPACT_TRIGGER_EVENTS",
     "DEFAULT_CONVERSATION_SUMMARY_PROMPT",
+    "DEFAULT_RECALL_LIMIT",
     "DEFAULT_WORKING_MEMORY_PROMPT",
     "KNOWLEDGE_ACTIONS",
     "MEMORY_COMMANDS",
+    "TOOL_FORMATS",
     "AggregateStrategy",
     "AggregateTrigger",
     "AggregationCompleted",
@@ -145,6 +158,7 @@ __all__ = [
     "EpisodicMemoryPolicy",
     "Event",
     "EventLogFailed",
+    "FunctionTool",
     "HaltEvent",
     "KnowledgeConfig",
     "KnowledgeMemoryPolicy",
@@ -167,7 +181,9 @@ __all__ = [
     "TokenBudgetPolicy",
     "ToolCall",
     "ToolError",
+    "ToolFormat",
     "ToolResult",
+    "ToolSchema",
     "UnknownEvent",
     "Usage",
     "UserMessage",
@@ -182,15 +198,20 @@ __all__ = [
     "from_anthropic_response",
     "from_openai_messages",
     "from_openai_response",
+    "knowledge_tools",
     "load_history",
     "log_path",
+    "make_recall_tool",
+    "make_remember_tool",
     "pair_safe_tail",
+    "parse_bool",
     "parse_event_lines",
     "read_event_log",
     "render_transcript",
     "repair_tool_pairs",
     "replay_history",
     "skill_files",
+    "strict_parameters",
     "tail_event_log",
     "to_anthropic_messages",
     "to_openai_messages",

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fsmemory import _jsonutil
+from fsmemory.agent._schema import ToolSchema
 from fsmemory.errors import ConflictError, FsMemoryError, InvalidPathError
 from fsmemory.store import (
     FsspecKnowledgeStore,
@@ -114,7 +115,7 @@ def _as_input(command: Any) -> dict[str, Any]:
     raise _Fail("The tool input must be an object with a 'command'.")
 
 
-class AnthropicMemoryTool:
+class AnthropicMemoryTool(ToolSchema):
     """Answers Anthropic memory-tool commands from a knowledge store.
 
     Commands: ``view`` (a directory 2 levels deep, or a file with line numbers,
@@ -134,12 +135,19 @@ class AnthropicMemoryTool:
         max_file_chars: the largest file a command may create or produce.
         max_attempts: compare-and-swap attempts for an edit before giving up.
 
-    Use with the Anthropic SDK: pass :meth:`tool_param` in ``tools=[...]`` and answer
-    each ``tool_use`` block named ``memory`` with
-    ``(await tool.execute(block.input)).to_anthropic(block.id)``.
+    Use with the Anthropic SDK: pass :meth:`tool_param` (or ``anthropic_schema()``) in
+    ``tools=[...]`` and answer each ``tool_use`` block named ``memory`` with
+    ``(await tool.execute(block.input)).to_anthropic(block.id)``. Other providers get
+    the same commands as a function tool: ``openai_schema(strict=...)``,
+    ``responses_schema(strict=...)`` (see :class:`~fsmemory.agent.ToolSchema`).
     """
 
     name = "memory"
+    description = (
+        "Your persistent memory directory /memories: view, create, str_replace, insert, "
+        "delete and rename files in it. Check it before starting a task; record progress "
+        "and facts as you go."
+    )
 
     def __init__(
         self,
@@ -211,20 +219,15 @@ class AnthropicMemoryTool:
             "required": ["command"],
         }
 
-    def openai_schema(self) -> dict[str, Any]:
-        """A function-tool definition for OpenAI Chat Completions."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": (
-                    "Your persistent memory directory /memories: view, create, "
-                    "str_replace, insert, delete and rename files in it. Check it "
-                    "before starting a task; record progress and facts as you go."
-                ),
-                "parameters": self.input_schema(),
-            },
-        }
+    def parameters_schema(self) -> dict[str, Any]:
+        """The arguments as one JSON schema (:meth:`input_schema`), for providers without
+        Anthropic's built-in memory tool."""
+        return self.input_schema()
+
+    def anthropic_schema(self) -> dict[str, Any]:
+        """The ``tools=[...]`` entry for Anthropic Messages: the built-in memory tool
+        (:meth:`tool_param`), which Claude is trained on."""
+        return self.tool_param()
 
     # -- dispatch ------------------------------------------------------------------------
     async def execute(self, command: Any) -> MemoryToolResult:

@@ -10,7 +10,7 @@ import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from fsmemory import _jsonutil
 from fsmemory.agent._config import KnowledgeConfig
@@ -39,6 +39,7 @@ from fsmemory.agent._policies import (
     assemble,
     validate_order,
 )
+from fsmemory.agent._schema import TOOL_FORMATS, ToolFormat
 from fsmemory.agent._tools import KnowledgeTool
 from fsmemory.store import KnowledgeStore
 
@@ -348,15 +349,22 @@ class KnowledgeSession:
         await self.end_turn()
 
     # -- tools ---------------------------------------------------------------------------
-    def tools(self, format: Literal["openai", "anthropic"] = "openai") -> list[dict[str, Any]]:
-        """Tool definitions to pass to the model (the ``knowledge`` tool when exposed)."""
+    def tools(self, format: ToolFormat = "openai") -> list[dict[str, Any]]:
+        """Tool definitions to pass to the model (the ``knowledge`` tool when exposed).
+
+        Args:
+            format: one of :data:`~fsmemory.agent.TOOL_FORMATS`: ``"openai"`` (Chat
+                Completions), ``"openai-strict"``, ``"responses"``,
+                ``"responses-strict"`` (the Responses API) or ``"anthropic"``.
+
+        Raises:
+            ValueError: an unknown format.
+        """
         if self.knowledge_tool is None:
+            if format not in TOOL_FORMATS:
+                raise ValueError(f"format must be one of {', '.join(TOOL_FORMATS)}")
             return []
-        if format == "openai":
-            return [self.knowledge_tool.openai_schema()]
-        if format == "anthropic":
-            return [self.knowledge_tool.anthropic_schema()]
-        raise ValueError("format must be 'openai' or 'anthropic'")
+        return [self.knowledge_tool.schema(format)]
 
     async def run_tool(self, call: ToolCall) -> ToolResult | ToolError | None:
         """Answer ``call`` when it is for the ``knowledge`` tool (None otherwise).

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from fsmemory.agent._config import KnowledgeConfig
 from fsmemory.agent._events import Event, HaltEvent, ToolCall, ToolError, ToolResult, UserMessage
 from fsmemory.agent._log import load_history
 from fsmemory.agent._policies import Assembly
+from fsmemory.agent._schema import ToolFormat
 from fsmemory.agent._session import KnowledgeSession, Subscriber
 from fsmemory.agent._tools import KnowledgeTool
 from fsmemory.store import KnowledgeStore
@@ -117,7 +118,7 @@ class SyncKnowledgeSession:
         """What to send to the model now (see :meth:`KnowledgeSession.assemble`)."""
         return self._run(self.session.assemble())
 
-    def tools(self, format: Literal["openai", "anthropic"] = "openai") -> list[dict[str, Any]]:
+    def tools(self, format: ToolFormat = "openai") -> list[dict[str, Any]]:
         """Tool definitions for the model."""
         return self.session.tools(format)
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from fsmemory import _jsonutil
 from fsmemory.agent._log import LOG_DIR
+from fsmemory.agent._schema import ToolSchema
 from fsmemory.errors import FsMemoryError, InvalidPathError
 from fsmemory.store import KnowledgeStore, normalize_path
 
@@ -29,7 +30,7 @@ def _is_under(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder + "/")
 
 
-class KnowledgeTool:
+class KnowledgeTool(ToolSchema):
     """``knowledge(action, path, content)`` over a store, for the model to call.
 
     Every outcome, including bad input, is a string for the model; nothing raises for
@@ -65,9 +66,8 @@ class KnowledgeTool:
     def __repr__(self) -> str:
         return f"KnowledgeTool({self.store!r})"
 
-    # -- schemas -------------------------------------------------------------------------
-    @staticmethod
-    def parameters_schema() -> dict[str, Any]:
+    # -- schemas (openai_schema, responses_schema, anthropic_schema: see ToolSchema) -----
+    def parameters_schema(self) -> dict[str, Any]:
         """The JSON schema of the arguments."""
         return {
             "type": "object",
@@ -89,25 +89,6 @@ class KnowledgeTool:
             },
             "required": ["action", "path"],
             "additionalProperties": False,
-        }
-
-    def openai_schema(self) -> dict[str, Any]:
-        """The tool definition for OpenAI Chat Completions ``tools=[...]``."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters_schema(),
-            },
-        }
-
-    def anthropic_schema(self) -> dict[str, Any]:
-        """The tool definition for Anthropic Messages ``tools=[...]``."""
-        return {
-            "name": self.name,
-            "description": self.description,
-            "input_schema": self.parameters_schema(),
         }
 
     # -- calls ---------------------------------------------------------------------------

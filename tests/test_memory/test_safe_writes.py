@@ -240,9 +240,13 @@ def test_recall_tool_strings(tmp_path: Path) -> None:
 def test_schemas_and_user_tools_replace_ours(tmp_path: Path) -> None:
     km = KnowledgeMemory(tmp_path / "m")
     remember, recall = knowledge_tools(km)
-    assert remember.as_openai_tool()["function"]["parameters"]["required"] == ["content"]
-    assert recall.as_anthropic_tool()["input_schema"]["properties"]["limit"]["type"] == "string"
-    assert remember.as_anthropic_tool()["name"] == "remember"
+    assert remember.openai_schema()["function"]["parameters"]["required"] == ["content"]
+    assert recall.anthropic_schema()["input_schema"]["properties"]["limit"]["type"] == "integer"
+    assert remember.anthropic_schema()["name"] == "remember"
+    with pytest.deprecated_call():
+        assert remember.as_openai_tool() == remember.openai_schema()
+    with pytest.deprecated_call():
+        assert recall.as_anthropic_tool() == recall.anthropic_schema()
 
     def my_recall(query: str) -> str:
         return "mine"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from fsmemory.agent._aggregate import AggregateStrategy, AggregateTrigger
 from fsmemory.agent._bootstrap import DefaultBootstrap, StoreBootstrap
@@ -41,6 +43,8 @@ class KnowledgeConfig:
         aggregate_trigger: when it fires. Default when only ``aggregate`` is given:
             ``AggregateTrigger(on_end=True)``.
         bootstrap: how the store is seeded (see above).
+        storage_options: when ``store`` is a URL: fsspec options for it (credentials,
+            endpoint, ...).
 
     Raises:
         ValueError: a trigger without its strategy, or a value of the wrong kind.
@@ -54,13 +58,17 @@ class KnowledgeConfig:
     aggregate: AggregateStrategy | None = None
     aggregate_trigger: AggregateTrigger | None = None
     bootstrap: StoreBootstrap | None = None
+    storage_options: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         store: object = self.store
         if isinstance(store, str | os.PathLike):
-            object.__setattr__(self, "store", FsspecKnowledgeStore(os.fspath(store)))
+            options = dict(self.storage_options or {})
+            object.__setattr__(self, "store", FsspecKnowledgeStore(os.fspath(store), **options))
         elif not isinstance(store, KnowledgeStore):
             raise ValueError(f"store must be a KnowledgeStore or a URL, not {type(store).__name__}")
+        elif self.storage_options:
+            raise ValueError("storage_options is for a store given as a URL, not a store object")
         if self.compact_trigger is not None and self.compact is None:
             raise ValueError(
                 "compact_trigger was given without compact=: pass a CompactStrategy "

@@ -27,6 +27,7 @@ from typing import Any
 
 from fsmemory import _jsonutil
 from fsmemory.agent._schema import ToolSchema
+from fsmemory.agent._tools import file_in_the_way
 from fsmemory.errors import ConflictError, FsMemoryError, InvalidPathError
 from fsmemory.store import (
     FsspecKnowledgeStore,
@@ -42,6 +43,7 @@ logger = logging.getLogger(__name__)
 MEMORY_COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename")
 
 _PREFIX = "/memories"
+_RESERVED = ".fsmemory"  # fsmemory's own names (lock, temp and lease files)
 _MAX_LINES = 999_999
 _LINE_NUMBER_WIDTH = len(str(_MAX_LINES))
 _USER_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._@-]{0,127}$")
@@ -233,6 +235,7 @@ class AnthropicMemoryTool(ToolSchema):
     async def execute(self, command: Any) -> MemoryToolResult:
         """Run one command: a dict (``block.input``), its JSON text, or an SDK command
         model. Never raises for what the model sent."""
+        data: dict[str, Any] = {}
         try:
             data = _as_input(command)
             name = data.get("command")
@@ -265,8 +268,16 @@ class AnthropicMemoryTool(ToolSchema):
         except _Fail as exc:
             return MemoryToolResult(str(exc), is_error=True)
         except (FsMemoryError, OSError) as exc:
-            logger.warning("memory tool command failed: %s", exc)
-            return MemoryToolResult(f"Storage error: {type(exc).__name__}: {exc}", True)
+            # The details (backend, exception, internal paths) go to the log; the model
+            # gets one sentence in its own terms, the same on every backend.
+            logger.warning("memory tool command %r failed: %r", data.get("command"), exc)
+            target = data.get("path", data.get("old_path"))
+            where = f" on {target}" if isinstance(target, str) and len(target) < 300 else ""
+            return MemoryToolResult(
+                f"Storage error: the memory store failed during `{data.get('command')}`"
+                f"{where}. Try again later.",
+                True,
+            )
         return MemoryToolResult(text)
 
     def execute_sync(self, command: Any) -> MemoryToolResult:
@@ -300,26 +311,52 @@ class AnthropicMemoryTool(ToolSchema):
         try:
             return normalize_path(target)
         except InvalidPathError as exc:
-            raise _Fail(f"Invalid path {path}: {exc}") from exc
+            # The validator names the store path; the model only knows its own.
+            reason = str(exc).replace(f": {target.strip('/')!r}", "")
+            raise _Fail(f"Invalid path {path}: {reason}") from exc
+
+    def _shown(self, spath: str) -> str:
+        """The model's ``/memories/...`` name of a store path below the root."""
+        return _PREFIX + spath[len(self.root) :]
 
     async def _is_dir(self, spath: str) -> bool:
         if spath == self.root:
             return True
-        return bool(await self.store.list(spath)) and await self.store.read(spath) is None
+        if await self.store.list(spath):
+            return await self.store.read(spath) is None
+        # An empty folder (made by hand, or left by a local delete) is listed by its parent.
+        parent, _, name = spath.rpartition("/")
+        return f"{name}/" in await self.store.list(parent or "/")
 
-    async def _walk(self, spath: str) -> list[str]:
-        """Every file below the folder ``spath`` (store paths)."""
+    async def _exists(self, spath: str) -> bool:
+        return await self.store.exists(spath) or await self._is_dir(spath)
+
+    async def _check_parents(self, spath: str, path: str) -> None:
+        """Refuse a path below a file, the same way on every backend."""
+        blocker = await file_in_the_way(self.store, spath, self.root)
+        if blocker is not None:
+            raise _Fail(f"Cannot create {path}: {self._shown(blocker)} is a file, not a directory.")
+
+    async def _walk(self, spath: str) -> tuple[list[str], list[str]]:
+        """Every file and every folder below the folder ``spath`` (store paths).
+
+        fsmemory's own files (``.fsmemory*``, e.g. a local lock file) are never shown.
+        """
         files: list[str] = []
+        folders: list[str] = []
         pending = [spath]
         while pending:
             folder = pending.pop()
             for name in await self.store.list(folder):
+                if name.startswith(_RESERVED):
+                    continue
                 child = f"{folder}/{name.rstrip('/')}"
                 if name.endswith("/"):
                     pending.append(child)
+                    folders.append(child)
                 else:
                     files.append(child)
-        return files
+        return files, folders
 
     async def _size(self, spath: str) -> int:
         if self._versioned:
@@ -362,10 +399,14 @@ class AnthropicMemoryTool(ToolSchema):
         return f"Here's the content of {path} with line numbers:\n" + _numbered(lines, first)
 
     async def _view_dir(self, path: str, spath: str) -> str:
-        files = await self._walk(spath)
+        files, folders = await self._walk(spath)
         sizes = dict(zip(files, await asyncio.gather(*(self._size(f) for f in files)), strict=True))
         cut = len(spath) + 1
         entries: dict[str, int] = {}  # relative name (dirs end with /) -> size
+        for folder in folders:  # empty ones too
+            parts = folder[cut:].split("/")
+            if len(parts) <= 2 and not any(p.startswith(".") for p in parts):
+                entries["/".join(parts) + "/"] = 0
         for file, size in sizes.items():
             rel = file[cut:]
             parts = rel.split("/")
@@ -389,8 +430,9 @@ class AnthropicMemoryTool(ToolSchema):
         """Create a new file; an existing one is never overwritten."""
         spath = self._resolve(path)
         self._check_size(file_text)
-        if spath == self.root or await self.store.exists(spath):
+        if spath == self.root or await self._exists(spath):
             raise _Fail(f"File {path} already exists")
+        await self._check_parents(spath, path)
         if self._versioned:
             assert isinstance(self.store, VersionedKnowledgeStore)
             try:
@@ -471,7 +513,11 @@ class AnthropicMemoryTool(ToolSchema):
         """Insert ``insert_text`` after line ``insert_line`` (0 = at the top)."""
 
         def change(content: str) -> tuple[str, None]:
-            lines = content.splitlines()
+            # Split on "\n" only: other lines keep their bytes (CRLF, U+2028, \x0c, ...),
+            # which str.splitlines() would treat as line breaks and rewrite.
+            lines = content.split("\n")
+            if lines[-1] == "":
+                lines.pop()  # the end of the last line, not a line of its own
             if insert_line < 0 or insert_line > len(lines):
                 raise _Fail(
                     f"Invalid `insert_line` parameter: {insert_line}. It should be within "
@@ -491,7 +537,7 @@ class AnthropicMemoryTool(ToolSchema):
         spath = self._resolve(path)
         if spath == self.root:
             raise _Fail("Cannot delete the /memories directory itself")
-        if not await self.store.exists(spath):
+        if not await self._exists(spath):
             raise _Fail(f"The path {path} does not exist")
         await self.store.delete(spath)
         return f"Successfully deleted {path}"
@@ -502,16 +548,17 @@ class AnthropicMemoryTool(ToolSchema):
         new = self._resolve(new_path)
         if old == self.root:
             raise _Fail("Cannot rename the /memories directory itself")
-        if new == self.root or await self.store.exists(new):
+        if new == self.root or await self._exists(new):
             raise _Fail(f"The destination {new_path} already exists")
-        if not await self.store.exists(old):
+        if not await self._exists(old):
             raise _Fail(f"The path {old_path} does not exist")
         if new.startswith(old + "/"):
             raise _Fail(f"Cannot move {old_path} into itself")
+        await self._check_parents(new, new_path)
         if await self.store.read(old) is not None:
             await self._move_file(old, new, new_path)
         else:
-            for file in await self._walk(old):
+            for file in (await self._walk(old))[0]:
                 await self._move_file(file, new + file[len(old) :], new_path)
             await self.store.delete(old)
         return f"Successfully renamed {old_path} to {new_path}"

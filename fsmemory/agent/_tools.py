@@ -12,7 +12,7 @@ from fsmemory.agent._schema import ToolSchema
 from fsmemory.errors import FsMemoryError, InvalidPathError
 from fsmemory.store import KnowledgeStore, normalize_path
 
-__all__ = ["KNOWLEDGE_ACTIONS", "KnowledgeTool"]
+__all__ = ["KNOWLEDGE_ACTIONS", "KnowledgeTool", "file_in_the_way"]
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +28,23 @@ _DESCRIPTION = (
 
 def _is_under(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder + "/")
+
+
+async def file_in_the_way(store: KnowledgeStore, path: str, top: str = "/") -> str | None:
+    """The first folder of ``path`` below ``top`` that is a file, or None.
+
+    Nothing can be created under a file. Object stores would accept it (``a.md`` and
+    ``a.md/b.md`` side by side) while folders and Redis refuse it, so the tools check
+    this themselves and answer the same on every backend. Only a file in the way costs
+    more than a missing-file lookup.
+    """
+    parts = path.strip("/").split("/")
+    for depth in range(1, len(parts)):
+        folder = "/" + "/".join(parts[:depth])
+        below = top == "/" or folder.startswith(top + "/")
+        if below and await store.read(folder) is not None:
+            return folder
+    return None
 
 
 class KnowledgeTool(ToolSchema):
@@ -125,8 +142,10 @@ class KnowledgeTool(ToolSchema):
         except InvalidPathError as exc:
             return f"Error: invalid path {path!r}: {exc}"
         except (FsMemoryError, OSError) as exc:
-            logger.warning("knowledge tool %s %s failed: %s", action, norm, exc)
-            return f"Error: the store failed to {action} {norm}: {type(exc).__name__}: {exc}"
+            # The details (backend, internal paths) go to the log; the model gets one
+            # sentence that is the same on every backend.
+            logger.warning("knowledge tool %s %s failed: %r", action, norm, exc)
+            return f"Error: the store failed to {action} {norm}; try again later."
 
     def _protected(self, norm: str) -> str | None:
         for folder in self.read_only:
@@ -182,6 +201,11 @@ class KnowledgeTool(ToolSchema):
         folder = self._protected(norm)
         if folder is not None:
             return f"Error: {folder} is read-only; it cannot be deleted or changed."
+        blocker = await file_in_the_way(self.store, norm)
+        if blocker is not None:
+            return f"Error: cannot {action} {norm}: {blocker} is a file, not a folder."
+        if await self.store.list(norm):
+            return f"Error: {norm} is a folder; give a file path."
         if action == "write":
             await self.store.write(norm, content)
             return f"Wrote {len(content)} characters to {norm}."

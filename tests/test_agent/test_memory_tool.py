@@ -339,7 +339,9 @@ def test_storage_errors_are_results() -> None:
     counting.fail["write"] = BackendError("bucket gone")
     tool = AnthropicMemoryTool(counting)  # type: ignore[arg-type]
     result = ex(tool, command="create", path="/memories/a", file_text="x")
-    assert result.is_error and result.content == "Storage error: BackendError: bucket gone"
+    assert result.is_error and result.content == (
+        "Storage error: the memory store failed during `create` on /memories/a. Try again later."
+    )
 
 
 def test_result_block_and_params() -> None:

@@ -144,7 +144,7 @@ def test_store_failure_is_an_error_string() -> None:
     counting.fail["write"] = BackendError("S3 is down")
     tool = KnowledgeTool(counting)  # type: ignore[arg-type]
     assert call(tool, action="write", path="/a", content="b") == (
-        "Error: the store failed to write /a: BackendError: S3 is down"
+        "Error: the store failed to write /a; try again later."
     )
 
 

@@ -1,64 +1,135 @@
 """The ``fsmemory`` command.
 
-    fsmemory [--store URL] [-o KEY=VALUE ...] COMMAND ...
+    fsmemory [--store URL] [-o KEY=VALUE ...] COMMAND [--store URL] [-o KEY=VALUE ...] ...
 
 Commands: ``remember``, ``recall``, ``context``, ``facts``, ``recent``, ``forget``,
-``prune``, ``stats``, ``demo`` (and ``export`` when pyarrow is installed). Listings take
-``--json``. Errors print one line on stderr and exit with status 1 (2 for usage errors).
+``prune``, ``stats``, ``demo`` (and ``export`` when pyarrow is installed). ``--store``
+and ``-o`` are accepted before or after the command. Listings take ``--json``. Errors
+print one line on stderr and exit with status 1 (2 for usage errors). Reading a local
+store that does not exist (or is a file) is an error; only ``remember`` and ``demo``
+create one.
+
+A new subcommand is one ``add_<name>_parser(subparsers)`` call in :func:`build_parser`
+whose handler takes the parsed namespace; :func:`store_arguments` gives it the shared
+``--store``/``-o`` options and :func:`open_memory` the memory they name.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from fsmemory import __version__
+from fsmemory import __version__, _jsonutil
 from fsmemory._cliopts import parse_option_argument, parse_storage_options
 from fsmemory.errors import FsMemoryError
-from fsmemory.memory import KnowledgeEntry, KnowledgeMemory
+from fsmemory.fs import split_protocol
+from fsmemory.memory import KnowledgeEntry, KnowledgeMemory, escape_line
 
-__all__ = ["main"]
+__all__ = [
+    "CliError",
+    "build_parser",
+    "main",
+    "open_memory",
+    "storage_options_of",
+    "store_arguments",
+    "store_of",
+]
 
 DEFAULT_STORE = "./agent_memory"
 
 
-def _options(args: argparse.Namespace) -> dict[str, Any]:
-    return parse_storage_options(args.storage_option or [])
+class CliError(Exception):
+    """A one-line error for the user (exit status 1)."""
 
 
-def _memory(args: argparse.Namespace) -> KnowledgeMemory:
-    return KnowledgeMemory(args.store, storage_options=_options(args))
+def store_arguments(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
+    """Add ``--store`` and ``-o/--storage-option`` to ``parser``.
+
+    The top-level parser holds the defaults; a subcommand's copies only override what
+    is given after the command, so both positions work.
+    """
+    parser.add_argument(
+        "--store",
+        dest="store" if top else "sub_store",
+        default=DEFAULT_STORE if top else None,
+        metavar="URL",
+        help=f"memory root: a path or fsspec URL (default {DEFAULT_STORE})",
+    )
+    parser.add_argument(
+        "-o",
+        "--storage-option",
+        dest="storage_option" if top else "sub_storage_option",
+        action="append",
+        default=None,
+        type=parse_option_argument,
+        metavar="KEY=VALUE",
+        help="fsspec storage option (repeatable; VALUE may be JSON; a.b=v nests)",
+    )
+
+
+def store_of(args: argparse.Namespace) -> str:
+    """The ``--store`` given after the command, else before it, else the default."""
+    return str(getattr(args, "sub_store", None) or args.store)
+
+
+def storage_options_of(args: argparse.Namespace) -> dict[str, Any]:
+    """Every ``-o`` option, those before the command first."""
+    items = [*(args.storage_option or []), *(getattr(args, "sub_storage_option", None) or [])]
+    return parse_storage_options(items)
+
+
+def _check_local_store(store: str, *, create: bool) -> None:
+    protocol, rest = split_protocol(store)
+    if protocol not in (None, "file", "local"):
+        return  # remote stores report their own errors (a missing bucket, ...)
+    path = rest or "."
+    if os.path.isfile(path):
+        raise CliError(f"--store {store} is a file, not a memory folder")
+    if not create and not os.path.isdir(path):
+        raise CliError(
+            f"no memory at --store {store}: the folder does not exist "
+            "(fsmemory remember creates it)"
+        )
+
+
+def open_memory(args: argparse.Namespace, *, create: bool = False) -> KnowledgeMemory:
+    """The memory named by ``--store``/``-o``.
+
+    Args:
+        args: the parsed command line.
+        create: the command may create a local store that does not exist yet.
+
+    Raises:
+        CliError: a local store that is a file, or (without ``create``) is missing.
+    """
+    store = store_of(args)
+    _check_local_store(store, create=create)
+    return KnowledgeMemory(store, storage_options=storage_options_of(args))
+
+
+def _print_json(value: Any) -> None:
+    print(_jsonutil.dumps(value, indent=True).decode())
 
 
 def _entry_dict(entry: KnowledgeEntry) -> dict[str, Any]:
     return entry.to_dict()
 
 
-def _print_json(value: Any) -> None:
-    print(json.dumps(value, ensure_ascii=False, indent=2))
-
-
-def _one_line(text: str) -> str:
-    from fsmemory.memory import escape_line
-
-    return escape_line(text)
-
-
 def cmd_remember(args: argparse.Namespace) -> int:
     """Store one fact and print its id."""
-    km = _memory(args)
-    metadata = json.loads(args.metadata) if args.metadata else None
+    content = sys.stdin.read().rstrip("\n") if args.content == "-" else args.content
+    km = open_memory(args, create=True)
     entry_id = km.remember(
-        args.content,
+        content,
         category=args.category,
         persistent=args.persistent,
         importance=args.importance,
         ttl_days=args.ttl_days,
-        metadata=metadata,
+        metadata=args.metadata,
     )
     if args.json:
         _print_json({"id": entry_id})
@@ -69,7 +140,7 @@ def cmd_remember(args: argparse.Namespace) -> int:
 
 def cmd_recall(args: argparse.Namespace) -> int:
     """Search and print matching entries."""
-    km = _memory(args)
+    km = open_memory(args)
     found = km.recall(args.query, limit=args.limit, category=args.category)
     if args.json:
         _print_json([_entry_dict(e) for e in found])
@@ -78,52 +149,52 @@ def cmd_recall(args: argparse.Namespace) -> int:
         print(f"No memories found matching {args.query!r}.")
         return 0
     for i, entry in enumerate(found, 1):
-        print(f"{i}. [{entry.category}] {_one_line(entry.content)}  ({entry.id})")
+        print(f"{i}. [{entry.category}] {escape_line(entry.content)}  ({entry.id})")
     return 0
 
 
 def cmd_context(args: argparse.Namespace) -> int:
     """Print the prompt block."""
-    print(_memory(args).build_context())
+    print(open_memory(args).build_context())
     return 0
 
 
 def cmd_facts(args: argparse.Namespace) -> int:
     """Print MEMORY.md facts by category."""
-    facts = _memory(args).get_persistent_facts()
+    facts = open_memory(args).get_persistent_facts()
     if args.json:
         _print_json(facts)
         return 0
     for category, items in facts.items():
         print(f"## {category}")
         for item in items:
-            print(f"- {_one_line(item)}")
+            print(f"- {escape_line(item)}")
     return 0
 
 
 def cmd_recent(args: argparse.Namespace) -> int:
     """Print recent log entries, newest first."""
-    recent = _memory(args).get_recent_entries(days=args.days, limit=args.limit)
+    recent = open_memory(args).get_recent_entries(days=args.days, limit=args.limit)
     if args.json:
         _print_json(recent)
         return 0
     for record in recent:
-        print(f"[{record['timestamp']}] ({record['category']}) {_one_line(record['content'])}")
+        print(f"[{record['timestamp']}] ({record['category']}) {escape_line(record['content'])}")
     return 0
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
     """Forget an entry by id."""
-    if _memory(args).forget(args.id):
+    if open_memory(args).forget(args.id):
         print(f"forgot {args.id}")
         return 0
-    print(f"fsmemory: no entry with id {args.id!r}", file=sys.stderr)
+    print(f"fsmemory: error: no entry with id {args.id!r}", file=sys.stderr)
     return 1
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
     """Delete old daily logs."""
-    deleted = _memory(args).prune_logs(args.max_days)
+    deleted = open_memory(args).prune_logs(args.max_days)
     if args.json:
         _print_json({"deleted": deleted})
     else:
@@ -133,7 +204,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 def cmd_stats(args: argparse.Namespace) -> int:
     """Print counts."""
-    stats = _memory(args).stats()
+    stats = open_memory(args).stats()
     if args.json:
         _print_json(stats)
         return 0
@@ -144,7 +215,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """A short scripted session on the store: remember, recall, forget, build context."""
-    km = _memory(args)
+    km = open_memory(args, create=True)
     print(f"fsmemory {__version__} demo on {km.storage_dir}\n")
     script: list[tuple[str, str, bool, float]] = [
         ("Preferred language: Python", "preferences", True, 0.9),
@@ -159,10 +230,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         entry_id = km.remember(content, category, persistent, importance=importance)
         ids.append(entry_id)
         kind = "persistent" if persistent else "daily log"
-        print(f"remembered [{category}] {_one_line(content)}  ({kind}, id {entry_id})")
+        print(f"remembered [{category}] {escape_line(content)}  ({kind}, id {entry_id})")
     print("\nrecall('python preferences'):")
     for i, entry in enumerate(km.recall("python preferences", limit=3), 1):
-        print(f"  {i}. [{entry.category}] {_one_line(entry.content)}")
+        print(f"  {i}. [{entry.category}] {escape_line(entry.content)}")
     km.forget(ids[-1])
     print(f"\nforgot {ids[-1]}")
     print("\nbuild_context():\n")
@@ -179,6 +250,30 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = _jsonutil.loads(text)
+    except _jsonutil.JSONDecodeError:
+        raise argparse.ArgumentTypeError(f"not valid JSON: {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object ({{...}}), got {text!r}")
+    return value
+
+
+def _count(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {minimum} or more, got {value}")
+        return value
+
+    parse.__name__ = "count"
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``fsmemory`` command."""
     parser = argparse.ArgumentParser(
@@ -186,19 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Long-term memory for LLM agents, as plain files on any fsspec URL.",
     )
     parser.add_argument("--version", action="version", version=f"fsmemory {__version__}")
-    parser.add_argument(
-        "--store",
-        default=DEFAULT_STORE,
-        help=f"memory root: a path or fsspec URL (default {DEFAULT_STORE})",
-    )
-    parser.add_argument(
-        "-o",
-        "--storage-option",
-        action="append",
-        type=parse_option_argument,
-        metavar="KEY=VALUE",
-        help="fsspec storage option (repeatable; VALUE may be JSON; a.b=v nests)",
-    )
+    store_arguments(parser, top=True)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(
@@ -206,32 +289,52 @@ def build_parser() -> argparse.ArgumentParser:
     ) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_, description=help_)
         p.set_defaults(func=func)
+        store_arguments(p)
         if json_flag:
             p.add_argument("--json", action="store_true", help="machine-readable output")
         return p
 
     p = add("remember", cmd_remember, "store a fact")
-    p.add_argument("content")
-    p.add_argument("-c", "--category", default="general")
+    p.add_argument("content", help="the text to remember; - reads it from stdin")
+    p.add_argument(
+        "-c", "--category", default="general", help="category of the fact (default general)"
+    )
     p.add_argument("-p", "--persistent", action="store_true", help="also keep in MEMORY.md")
-    p.add_argument("-i", "--importance", type=float, default=0.5)
-    p.add_argument("--ttl-days", type=float, default=None)
-    p.add_argument("--metadata", default=None, help="a JSON object")
+    p.add_argument("-i", "--importance", type=float, default=0.5, help="0 to 1 (default 0.5)")
+    p.add_argument("--ttl-days", type=float, default=None, help="forget it after this many days")
+    p.add_argument(
+        "--metadata",
+        type=_json_object,
+        default=None,
+        metavar="JSON",
+        help='a JSON object stored with the entry, e.g. \'{"source": "chat"}\'',
+    )
 
     p = add("recall", cmd_recall, "search the memory")
-    p.add_argument("query")
-    p.add_argument("-n", "--limit", type=int, default=5)
-    p.add_argument("-c", "--category", default=None)
+    p.add_argument("query", help="keywords to search for")
+    p.add_argument(
+        "-n", "--limit", type=_count(1), default=5, help="at most this many results (default 5)"
+    )
+    p.add_argument("-c", "--category", default=None, help="only this category")
 
     add("context", cmd_context, "print the prompt context block", json_flag=False)
     add("facts", cmd_facts, "print persistent facts by category")
     p = add("recent", cmd_recent, "print recent entries, newest first")
-    p.add_argument("--days", type=int, default=7)
-    p.add_argument("-n", "--limit", type=int, default=50)
+    p.add_argument(
+        "--days", type=_count(1), default=7, help="entries of the last DAYS days (default 7)"
+    )
+    p.add_argument(
+        "-n", "--limit", type=_count(1), default=50, help="at most this many (default 50)"
+    )
     p = add("forget", cmd_forget, "forget an entry by id", json_flag=False)
-    p.add_argument("id")
+    p.add_argument("id", help="the entry id printed by remember (or md-... for a hand edit)")
     p = add("prune", cmd_prune, "delete old daily logs")
-    p.add_argument("--max-days", type=int, default=None)
+    p.add_argument(
+        "--max-days",
+        type=_count(0),
+        default=None,
+        help="delete logs older than this many days (default: the memory's max_log_days, 30)",
+    )
     add("stats", cmd_stats, "print counts")
     add("demo", cmd_demo, "run a short scripted session and print the result", json_flag=False)
     try:
@@ -250,8 +353,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         return func(args)
-    except (FsMemoryError, ValueError, OSError, json.JSONDecodeError) as exc:
-        message = str(exc) or type(exc).__name__
+    except (CliError, FsMemoryError, ValueError, OSError, ImportError) as exc:
+        # One line, never a traceback: a missing extra prints its pip install line.
+        message = " ".join(str(exc).split()) or type(exc).__name__
         print(f"fsmemory: error: {message}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -92,6 +92,12 @@ async def chat_model(session: KnowledgeSession, assembly: Assembly) -> list[Even
     return [ModelResponse(f"Thanks for sharing. ({len(assembly.events)} messages so far.)")]
 
 
+def reply_text(events: list[Event]) -> str:
+    """The model's answer among its events. The converters also return a ``Usage``
+    record (last), so ``events[-1]`` is not the answer once a real client is used."""
+    return "".join(e.text() for e in events if isinstance(e, ModelResponse))
+
+
 async def conversation(state: Path, messages: list[str]) -> KnowledgeSession:
     """One run of the program: a session over the folder, one turn per message."""
     store = DiskKnowledgeStore(state, watch="none")
@@ -115,7 +121,7 @@ async def conversation(state: Path, messages: list[str]) -> KnowledgeSession:
                     await session.record(*events)
                     calls = [e for e in events if isinstance(e, ToolCall)]
                     if not calls:
-                        print(f"  user: {text}\n  bot:  {events[-1].text()}")
+                        print(f"  user: {text}\n  bot:  {reply_text(events)}")
                         break
                     for call in calls:  # this stand-in never calls tools; a real model may
                         result = await session.run_tool(call)

@@ -31,3 +31,39 @@ def test_long_history() -> None:
 def test_bench_harness_runs() -> None:
     out = _run("benchmarks/bench_harness.py", "--sizes", "200", "--repeat", "2", "--turns", "2")
     assert "assemble()" in out and "seed/ours" in out
+
+
+def test_journal_reply_survives_a_real_response() -> None:
+    """With a real client the converters add a Usage record after the answer; the
+    example must still print the answer, not the usage record's empty text."""
+    import importlib.util
+
+    from fsmemory.agent import Usage, from_anthropic_response, from_openai_response
+
+    spec = importlib.util.spec_from_file_location(
+        "journal", ROOT / "examples" / "journal_companion.py"
+    )
+    assert spec is not None and spec.loader is not None
+    journal = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(journal)
+    openai_events = from_openai_response(
+        {
+            "model": "gpt-4o",
+            "choices": [
+                {"message": {"role": "assistant", "content": "Hello!"}, "finish_reason": "stop"}
+            ],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 3},
+        }
+    )
+    anthropic_events = from_anthropic_response(
+        {
+            "model": "claude-sonnet-4-5",
+            "role": "assistant",
+            "content": [{"type": "text", "text": "Hello!"}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 12, "output_tokens": 3},
+        }
+    )
+    for events in (openai_events, anthropic_events):
+        assert isinstance(events[-1], Usage) and events[-1].text() == ""
+        assert journal.reply_text(events) == "Hello!"

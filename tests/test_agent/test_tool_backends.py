@@ -8,7 +8,6 @@ results, never an internal path, an exception name or a backend's quirk.
 from __future__ import annotations
 
 import os
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import pytest
 from fsmemory.agent import AnthropicMemoryTool, KnowledgeConfig, KnowledgeTool
 from fsmemory.store import DiskKnowledgeStore, FsspecKnowledgeStore, MemoryKnowledgeStore
 from tests.test_agent.conftest import run
+from tests.test_memory.conftest import backend_location
 
 BACKENDS = [
     "memory",
@@ -26,22 +26,9 @@ BACKENDS = [
 ]
 
 
-def location(
-    request: pytest.FixtureRequest, kind: str, tmp_path: Path
-) -> tuple[str, dict[str, Any]]:
-    name = f"tools-{uuid.uuid4().hex[:10]}"
-    if kind == "memory":
-        return f"memory://{name}", {}
-    if kind == "local":
-        return str(tmp_path / name), {}
-    if kind == "s3":
-        return request.getfixturevalue("s3_root_url"), request.getfixturevalue("s3_storage_options")
-    return f"{request.getfixturevalue('redis_url')}/0/{name}", {}
-
-
 @pytest.fixture(params=BACKENDS)
 def url_options(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, dict[str, Any]]:
-    return location(request, request.param, tmp_path)
+    return backend_location(request, request.param, tmp_path)
 
 
 # Commands that fail for reasons of the model's making; one line each, as the model sees it.

@@ -27,7 +27,7 @@ from fsmemory.agent import (
     read_event_log,
 )
 from fsmemory.store import DiskKnowledgeStore, MemoryKnowledgeStore
-from tests.test_agent.conftest import CountingStore, run
+from tests.test_agent.conftest import CountingStore
 
 
 def test_reduction_before_injection_is_flagged() -> None:
@@ -35,15 +35,15 @@ def test_reduction_before_injection_is_flagged() -> None:
         KnowledgeSession(policies=[SlidingWindowPolicy(), WorkingMemoryPolicy()])
 
 
-def test_memory_policies_get_the_store_from_the_config(store: MemoryKnowledgeStore) -> None:
-    run(store.write("/memory/working.md", "- fact"))
+async def test_memory_policies_get_the_store_from_the_config(store: MemoryKnowledgeStore) -> None:
+    await store.write("/memory/working.md", "- fact")
     session = KnowledgeSession(KnowledgeConfig(store=store), policies=[WorkingMemoryPolicy()])
-    assert run(session.assemble()).prompts == ["[Working Memory]\n- fact"]
+    assert (await session.assemble()).prompts == ["[Working Memory]\n- fact"]
     with pytest.raises(ValueError, match="needs a KnowledgeStore"):
-        run(KnowledgeSession(policies=[WorkingMemoryPolicy()]).assemble())
+        await KnowledgeSession(policies=[WorkingMemoryPolicy()]).assemble()
 
 
-def test_one_llm_call_per_aggregation_fire(store: MemoryKnowledgeStore) -> None:
+async def test_one_llm_call_per_aggregation_fire(store: MemoryKnowledgeStore) -> None:
     calls: list[str] = []
 
     def summarize(prompt: str) -> str:
@@ -58,35 +58,35 @@ def test_one_llm_call_per_aggregation_fire(store: MemoryKnowledgeStore) -> None:
                 async with s.turn(f"m{i}"):
                     await s.record(ModelResponse("r"))
 
-    run(main())
+    await main()
     assert len(calls) == 1  # on_end only: not one per turn
 
 
-def test_alerts_need_alert_policy(store: MemoryKnowledgeStore) -> None:
+async def test_alerts_need_alert_policy(store: MemoryKnowledgeStore) -> None:
     session = KnowledgeSession(KnowledgeConfig(store=store), policies=[ConversationPolicy()])
-    run(session.record(UserMessage("u"), ObserverAlert("disk almost full")))
-    assert "disk almost full" not in str(run(session.assemble()).to_openai())
+    await session.record(UserMessage("u"), ObserverAlert("disk almost full"))
+    assert "disk almost full" not in str((await session.assemble()).to_openai())
     with_policy = KnowledgeSession(
         KnowledgeConfig(store=store), policies=[AlertPolicy(), ConversationPolicy()]
     )
-    run(with_policy.record(UserMessage("u"), ObserverAlert("disk almost full")))
-    assert "disk almost full" in str(run(with_policy.assemble()).to_openai())
+    await with_policy.record(UserMessage("u"), ObserverAlert("disk almost full"))
+    assert "disk almost full" in str((await with_policy.assemble()).to_openai())
 
 
-def test_knowledge_config_opt_outs(store: MemoryKnowledgeStore) -> None:
+async def test_knowledge_config_opt_outs(store: MemoryKnowledgeStore) -> None:
     session = KnowledgeSession(
         KnowledgeConfig(store=store, expose_tool=False, write_event_log=False),
         policies=[WorkingMemoryPolicy()],
         stream_id="s",
     )
-    run(session.record(UserMessage("u")))
-    run(session.end_turn())
+    await session.record(UserMessage("u"))
+    await session.end_turn()
     assert session.tools() == []
-    assert not run(store.exists("/log/s.jsonl"))
-    assert "knowledge` tool" not in (run(store.read("/SKILL.md")) or "")
+    assert not await store.exists("/log/s.jsonl")
+    assert "knowledge` tool" not in (await store.read("/SKILL.md") or "")
 
 
-def test_store_root_and_in_store_paths(tmp_path: Path) -> None:
+async def test_store_root_and_in_store_paths(tmp_path: Path) -> None:
     store = DiskKnowledgeStore(tmp_path / "agent-state", watch="none")
     cfg = KnowledgeConfig(store=store, aggregate=WorkingMemoryAggregate(lambda p: "- note"))
 
@@ -94,50 +94,50 @@ def test_store_root_and_in_store_paths(tmp_path: Path) -> None:
         async with KnowledgeSession(cfg) as s, s.turn("hi"):
             pass
 
-    run(main())
+    await main()
     assert (tmp_path / "agent-state" / "memory" / "working.md").read_text() == "- note\n"
 
 
 # -- the reference's known defects (ANCHORS.md) ------------------------------------------
 
 
-def test_compact_without_trigger_does_not_crash(store: MemoryKnowledgeStore) -> None:
+async def test_compact_without_trigger_does_not_crash(store: MemoryKnowledgeStore) -> None:
     session = KnowledgeSession(KnowledgeConfig(store=store, compact=TailWindowCompact(target=3)))
     for i in range(7):
-        run(session.record(UserMessage(str(i))))
-        run(session.end_turn())
+        await session.record(UserMessage(str(i)))
+        await session.end_turn()
     assert len(session.history) == 3  # default trigger: more than 2 * target events
 
 
-def test_token_budget_sees_long_events_and_prompts() -> None:
+async def test_token_budget_sees_long_events_and_prompts() -> None:
     events: list[Event] = [UserMessage("w " * 10_000), UserMessage("short")]
-    a = run(KnowledgeSession(policies=[TokenBudgetPolicy(max_tokens=1000)]).assemble())
+    a = await KnowledgeSession(policies=[TokenBudgetPolicy(max_tokens=1000)]).assemble()
     assert a.events == []
     session = KnowledgeSession(
         policies=[TokenBudgetPolicy(max_tokens=1000)], system_prompt="p " * 1500
     )
-    run(session.record(*events))
-    kept = run(session.assemble()).events
+    await session.record(*events)
+    kept = (await session.assemble()).events
     assert kept == events[1:]  # the 5,000-token event is dropped
 
 
-def test_knowledge_tool_cannot_delete_the_store(store: MemoryKnowledgeStore) -> None:
-    run(store.write("/keep.md", "k"))
-    assert run(KnowledgeTool(store)("delete", "/")).startswith("Error")
-    assert run(store.read("/keep.md")) == "k"
+async def test_knowledge_tool_cannot_delete_the_store(store: MemoryKnowledgeStore) -> None:
+    await store.write("/keep.md", "k")
+    assert (await KnowledgeTool(store)("delete", "/")).startswith("Error")
+    assert await store.read("/keep.md") == "k"
 
 
-def test_event_log_is_appended_not_rewritten(store: MemoryKnowledgeStore) -> None:
+async def test_event_log_is_appended_not_rewritten(store: MemoryKnowledgeStore) -> None:
     counting = CountingStore(store)
     session = KnowledgeSession(KnowledgeConfig(store=counting), stream_id="s")  # type: ignore[arg-type]
     for i in range(20):
-        run(session.record(UserMessage(str(i))))
-        run(session.end_turn())
+        await session.record(UserMessage(str(i)))
+        await session.end_turn()
     ops = {op for op, path in counting.paths if path == "/log/s.jsonl"}
     assert ops == {"append"} and counting.calls["append"] == 20
 
 
-def test_unknown_events_survive_the_log_and_resume(store: MemoryKnowledgeStore) -> None:
+async def test_unknown_events_survive_the_log_and_resume(store: MemoryKnowledgeStore) -> None:
     cfg = KnowledgeConfig(
         store=store,
         compact=TailWindowCompact(target=2),
@@ -150,8 +150,8 @@ def test_unknown_events_survive_the_log_and_resume(store: MemoryKnowledgeStore) 
         "timestamp": "2030-01-01T00:00:00Z",
         "tokens": [1, 2],
     }
-    run(session.record(UserMessage("u"), UnknownEvent.wrap(raw)))
-    run(session.end_turn())
-    logged = run(read_event_log(store, "s"))
+    await session.record(UserMessage("u"), UnknownEvent.wrap(raw))
+    await session.end_turn()
+    logged = await read_event_log(store, "s")
     assert any(isinstance(e, UnknownEvent) and e.to_dict() == raw for e in logged)
-    assert [e.id for e in run(load_history(store, "s"))] == [e.id for e in session.history]
+    assert [e.id for e in await load_history(store, "s")] == [e.id for e in session.history]

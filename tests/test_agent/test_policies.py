@@ -35,7 +35,6 @@ from fsmemory.agent import (
 )
 from fsmemory.memory import KnowledgeMemory
 from fsmemory.store import MemoryKnowledgeStore
-from tests.test_agent.conftest import run
 
 
 def _valid_pairs(events: list[Event]) -> bool:
@@ -57,11 +56,11 @@ def _tool_turn(i: int, calls: int = 2) -> list[Event]:
     return out
 
 
-def _apply(
+async def _apply(
     policy: Any, prompts: list[str], events: list[Event], store: Any = None
 ) -> tuple[list[str], list[Event]]:
     ctx = AssemblyContext(store=store)
-    return run(policy.apply(prompts, events, ctx))  # type: ignore[no-any-return]
+    return await policy.apply(prompts, events, ctx)  # type: ignore[no-any-return]
 
 
 # -- pairs ------------------------------------------------------------------------------
@@ -120,95 +119,97 @@ def test_repair_tool_pairs() -> None:
 # -- injections -------------------------------------------------------------------------
 
 
-def test_working_memory_policy(store: MemoryKnowledgeStore) -> None:
+async def test_working_memory_policy(store: MemoryKnowledgeStore) -> None:
     events: list[Event] = [UserMessage("hi")]
-    prompts, out = _apply(WorkingMemoryPolicy(), ["base"], events, store)
+    prompts, out = await _apply(WorkingMemoryPolicy(), ["base"], events, store)
     assert prompts == ["base"] and out == events  # missing file: nothing
-    run(store.write("/memory/working.md", "  \n"))
-    assert _apply(WorkingMemoryPolicy(), ["base"], events, store)[0] == ["base"]
-    run(store.write("/memory/working.md", "- likes tea\n"))
-    prompts, out = _apply(WorkingMemoryPolicy(), ["base"], events, store)
+    await store.write("/memory/working.md", "  \n")
+    assert (await _apply(WorkingMemoryPolicy(), ["base"], events, store))[0] == ["base"]
+    await store.write("/memory/working.md", "- likes tea\n")
+    prompts, out = await _apply(WorkingMemoryPolicy(), ["base"], events, store)
     assert prompts == ["base", "[Working Memory]\n- likes tea"]
     assert out is events
 
 
-def test_memory_policy_without_store_is_a_clear_error() -> None:
+async def test_memory_policy_without_store_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="needs a KnowledgeStore"):
-        _apply(WorkingMemoryPolicy(), [], [])
+        await _apply(WorkingMemoryPolicy(), [], [])
     with pytest.raises(ValueError, match="needs a KnowledgeStore"):
-        _apply(EpisodicMemoryPolicy(), [], [])
+        await _apply(EpisodicMemoryPolicy(), [], [])
 
 
-def test_policy_store_override(store: MemoryKnowledgeStore) -> None:
-    run(store.write("/memory/working.md", "own"))
-    prompts, _ = _apply(WorkingMemoryPolicy(store=store), [], [], MemoryKnowledgeStore())
+async def test_policy_store_override(store: MemoryKnowledgeStore) -> None:
+    await store.write("/memory/working.md", "own")
+    prompts, _ = await _apply(WorkingMemoryPolicy(store=store), [], [], MemoryKnowledgeStore())
     assert prompts == ["[Working Memory]\nown"]
 
 
-def test_episodic_memory_policy(store: MemoryKnowledgeStore) -> None:
+async def test_episodic_memory_policy(store: MemoryKnowledgeStore) -> None:
     for i in range(7):
-        run(store.write(f"/memory/conversations/2025010{i}T000000000000Z_s.md", f"episode {i}"))
-    run(store.write("/memory/conversations/notes.txt", "ignored"))
-    prompts, _ = _apply(EpisodicMemoryPolicy(max_episodes=3), [], [], store)
+        await store.write(f"/memory/conversations/2025010{i}T000000000000Z_s.md", f"episode {i}")
+    await store.write("/memory/conversations/notes.txt", "ignored")
+    prompts, _ = await _apply(EpisodicMemoryPolicy(max_episodes=3), [], [], store)
     assert len(prompts) == 2
     body = prompts[0]
     assert body.startswith("[Past Conversations]")
     assert body.index("episode 4") < body.index("episode 5") < body.index("episode 6")
     assert "episode 3" not in body
     assert prompts[1] == "[episodic_memory] Showing 3 of 7 episodes."
-    quiet, _ = _apply(EpisodicMemoryPolicy(max_episodes=3, transparent=False), [], [], store)
+    quiet, _ = await _apply(EpisodicMemoryPolicy(max_episodes=3, transparent=False), [], [], store)
     assert len(quiet) == 1
-    empty, _ = _apply(EpisodicMemoryPolicy(), ["p"], [], MemoryKnowledgeStore())
+    empty, _ = await _apply(EpisodicMemoryPolicy(), ["p"], [], MemoryKnowledgeStore())
     assert empty == ["p"]
     with pytest.raises(ValueError):
         EpisodicMemoryPolicy(max_episodes=0)
 
 
-def test_knowledge_memory_policy(tmp_path: Any) -> None:
+async def test_knowledge_memory_policy(tmp_path: Any) -> None:
     km = KnowledgeMemory(tmp_path / "km")
-    assert _apply(KnowledgeMemoryPolicy(km), ["p"], [])[0] == ["p"]
+    assert (await _apply(KnowledgeMemoryPolicy(km), ["p"], []))[0] == ["p"]
     km.remember("Prefers dark mode", category="preferences", persistent=True)
-    prompts, _ = _apply(KnowledgeMemoryPolicy(km), ["p"], [])
+    prompts, _ = await _apply(KnowledgeMemoryPolicy(km), ["p"], [])
     assert prompts[0] == "p" and "Prefers dark mode" in prompts[1]
-    threaded, _ = _apply(KnowledgeMemoryPolicy(km, in_thread=True), [], [])
+    threaded, _ = await _apply(KnowledgeMemoryPolicy(km, in_thread=True), [], [])
     assert threaded == [km.build_context()]
 
 
-def test_alert_policy_delivers_new_alerts_and_drops_all() -> None:
+async def test_alert_policy_delivers_new_alerts_and_drops_all() -> None:
     old = ObserverAlert("old news")
     new1 = ObserverAlert("watch out", severity=Severity.ERROR, source="cost")
     events: list[Event] = [UserMessage("u"), old, ModelResponse("m"), UserMessage("u2"), new1]
     ctx = AssemblyContext()
-    prompts, out = run(AlertPolicy().apply([], events, ctx))
+    prompts, out = await AlertPolicy().apply([], events, ctx)
     assert prompts == ["[Observer Alert: error (cost)] watch out"]
     assert not any(isinstance(e, ObserverAlert) for e in out)
     assert ctx.halt is None
 
 
-def test_alert_policy_halts_on_fatal() -> None:
+async def test_alert_policy_halts_on_fatal() -> None:
     fatal = ObserverAlert("data leak", severity=Severity.FATAL, source="guard")
     ctx = AssemblyContext()
-    run(AlertPolicy().apply([], [UserMessage("u"), fatal], ctx))
+    await AlertPolicy().apply([], [UserMessage("u"), fatal], ctx)
     assert ctx.halt is not None
     assert ctx.halt.reason == "data leak" and ctx.halt.alert_id == fatal.id
     ctx2 = AssemblyContext()
-    run(AlertPolicy(halt_on=None).apply([], [fatal], ctx2))
+    await AlertPolicy(halt_on=None).apply([], [fatal], ctx2)
     assert ctx2.halt is None
     ctx3 = AssemblyContext()
-    run(AlertPolicy(halt_on="error").apply([], [ObserverAlert("e", severity=Severity.ERROR)], ctx3))
+    await AlertPolicy(halt_on="error").apply(
+        [], [ObserverAlert("e", severity=Severity.ERROR)], ctx3
+    )
     assert ctx3.halt is not None
 
 
-def test_alerts_never_reach_the_model_without_alert_policy() -> None:
+async def test_alerts_never_reach_the_model_without_alert_policy() -> None:
     events: list[Event] = [UserMessage("u"), ObserverAlert("secret alert")]
-    a = run(assemble([ConversationPolicy()], [], events))
+    a = await assemble([ConversationPolicy()], [], events)
     assert "secret alert" not in str(a.to_openai())
 
 
 # -- reductions -------------------------------------------------------------------------
 
 
-def test_conversation_policy() -> None:
+async def test_conversation_policy() -> None:
     events: list[Event] = [
         UserMessage("u"),
         Usage(input_tokens=1),
@@ -219,7 +220,7 @@ def test_conversation_policy() -> None:
         ToolError("d", "e"),
         CompactionSummary("s"),
     ]
-    _, out = _apply(ConversationPolicy(), [], events)
+    _, out = await _apply(ConversationPolicy(), [], events)
     assert [type(e).__name__ for e in out] == [
         "UserMessage",
         "ModelResponse",
@@ -230,77 +231,77 @@ def test_conversation_policy() -> None:
     ]
 
 
-def test_sliding_window_keeps_last_n() -> None:
+async def test_sliding_window_keeps_last_n() -> None:
     events: list[Event] = [UserMessage(str(i)) for i in range(10)]
-    prompts, out = _apply(SlidingWindowPolicy(max_events=4), ["p"], events)
+    prompts, out = await _apply(SlidingWindowPolicy(max_events=4), ["p"], events)
     assert [e.text() for e in out] == ["6", "7", "8", "9"]
     assert prompts == ["p", "[sliding_window] Showing 4 of 10 events."]
-    prompts, out = _apply(SlidingWindowPolicy(max_events=4, transparent=False), ["p"], events)
+    prompts, out = await _apply(SlidingWindowPolicy(max_events=4, transparent=False), ["p"], events)
     assert prompts == ["p"] and len(out) == 4
-    prompts, out = _apply(SlidingWindowPolicy(max_events=40), ["p"], events)
+    prompts, out = await _apply(SlidingWindowPolicy(max_events=40), ["p"], events)
     assert prompts == ["p"] and out == events
     with pytest.raises(ValueError):
         SlidingWindowPolicy(max_events=0)
 
 
 @pytest.mark.parametrize("window", range(1, 20))
-def test_sliding_window_never_orphans(window: int) -> None:
+async def test_sliding_window_never_orphans(window: int) -> None:
     events = _tool_turn(0, 3) + _tool_turn(1, 2)
-    _, out = _apply(SlidingWindowPolicy(max_events=window), [], events)
+    _, out = await _apply(SlidingWindowPolicy(max_events=window), [], events)
     assert len(out) <= window
     assert _valid_pairs(out)
     assert out == events[len(events) - len(out) :] or all(e in events for e in out)
 
 
 @pytest.mark.parametrize("budget", [5, 9, 13, 20, 31, 50, 80, 200])
-def test_token_budget_never_orphans(budget: int) -> None:
+async def test_token_budget_never_orphans(budget: int) -> None:
     events = _tool_turn(0, 3) + _tool_turn(1, 2)
-    _, out = _apply(TokenBudgetPolicy(max_tokens=budget, chars_per_token=1), [], events)
+    _, out = await _apply(TokenBudgetPolicy(max_tokens=budget, chars_per_token=1), [], events)
     assert out and _valid_pairs(out)
 
 
-def test_token_budget_counts_full_text_not_a_truncated_repr() -> None:
+async def test_token_budget_counts_full_text_not_a_truncated_repr() -> None:
     # The seed's reference counted len(str(event)): a dataclass repr that does not grow
     # with... here each event is 4,000 chars = 1,000 tokens.
     events: list[Event] = [UserMessage("x" * 4000) for _ in range(10)]
-    _, out = _apply(TokenBudgetPolicy(max_tokens=3500, chars_per_token=4), [], events)
+    _, out = await _apply(TokenBudgetPolicy(max_tokens=3500, chars_per_token=4), [], events)
     assert len(out) == 3
 
 
-def test_token_budget_counts_tool_arguments() -> None:
+async def test_token_budget_counts_tool_arguments() -> None:
     events: list[Event] = [
         UserMessage("u"),
         ToolCall("c", "t", {"blob": "y" * 4000}),
         ToolResult("c", "ok"),
     ]
-    _, out = _apply(TokenBudgetPolicy(max_tokens=500, chars_per_token=4), [], events)
+    _, out = await _apply(TokenBudgetPolicy(max_tokens=500, chars_per_token=4), [], events)
     assert [type(e) for e in out] == [ToolCall, ToolResult]  # the newest, with its call
 
 
-def test_token_budget_counts_injected_prompts() -> None:
+async def test_token_budget_counts_injected_prompts() -> None:
     events: list[Event] = [UserMessage("x" * 400) for _ in range(10)]  # 100 tokens each
-    _, no_prompt = _apply(TokenBudgetPolicy(max_tokens=1000), [], events)
+    _, no_prompt = await _apply(TokenBudgetPolicy(max_tokens=1000), [], events)
     assert len(no_prompt) == 10
     prompts = ["p" * 2000]  # 500 tokens
-    new_prompts, out = _apply(TokenBudgetPolicy(max_tokens=1000), prompts, events)
+    new_prompts, out = await _apply(TokenBudgetPolicy(max_tokens=1000), prompts, events)
     assert len(out) == 5
     assert new_prompts[-1] == "[token_budget] Showing 5 of 10 events."
 
 
-def test_token_budget_tokenizer_replaces_chars_per_token() -> None:
+async def test_token_budget_tokenizer_replaces_chars_per_token() -> None:
     events: list[Event] = [UserMessage("one two three") for _ in range(10)]  # 3 words
     policy = TokenBudgetPolicy(max_tokens=12, tokenizer=lambda s: len(s.split()))
-    _, out = _apply(policy, [], events)
+    _, out = await _apply(policy, [], events)
     assert len(out) == 4
     assert policy.count("a b") == 2
     assert TokenBudgetPolicy(chars_per_token=3).count("abcd") == math.ceil(4 / 3)
 
 
-def test_token_budget_keeps_newest_even_over_budget() -> None:
+async def test_token_budget_keeps_newest_even_over_budget() -> None:
     events: list[Event] = [UserMessage("a"), UserMessage("z" * 10_000)]
-    _, out = _apply(TokenBudgetPolicy(max_tokens=10), ["prompt " * 100], events)
+    _, out = await _apply(TokenBudgetPolicy(max_tokens=10), ["prompt " * 100], events)
     assert out == events[1:]
-    _, none = _apply(TokenBudgetPolicy(max_tokens=10), [], [])
+    _, none = await _apply(TokenBudgetPolicy(max_tokens=10), [], [])
     assert none == []
 
 
@@ -311,8 +312,8 @@ def test_token_budget_validation() -> None:
         TokenBudgetPolicy(chars_per_token=0)
 
 
-def test_policies_do_not_mutate_inputs(store: MemoryKnowledgeStore) -> None:
-    run(store.write("/memory/working.md", "wm"))
+async def test_policies_do_not_mutate_inputs(store: MemoryKnowledgeStore) -> None:
+    await store.write("/memory/working.md", "wm")
     events = [*_tool_turn(0), ObserverAlert("a"), *_tool_turn(1)]
     prompts = ["base"]
     before_events, before_prompts = list(events), list(prompts)
@@ -323,7 +324,7 @@ def test_policies_do_not_mutate_inputs(store: MemoryKnowledgeStore) -> None:
         SlidingWindowPolicy(5),
         TokenBudgetPolicy(20, chars_per_token=1),
     ]
-    run(assemble(chain, prompts, events, store=store))
+    await assemble(chain, prompts, events, store=store)
     assert events == before_events and prompts == before_prompts
 
 
@@ -355,8 +356,8 @@ def test_validate_order_alert_after_conversation() -> None:
     assert any("injection alerts runs after reduction conversation" in w for w in warnings)
 
 
-def test_assemble_chain_end_to_end(store: MemoryKnowledgeStore) -> None:
-    run(store.write("/memory/working.md", "- user is Ann"))
+async def test_assemble_chain_end_to_end(store: MemoryKnowledgeStore) -> None:
+    await store.write("/memory/working.md", "- user is Ann")
     events: list[Event] = []
     for i in range(50):
         events += _tool_turn(i)
@@ -369,7 +370,7 @@ def test_assemble_chain_end_to_end(store: MemoryKnowledgeStore) -> None:
         SlidingWindowPolicy(12),
         TokenBudgetPolicy(10_000),
     ]
-    a = run(assemble(chain, ["sys"], events, store=store))
+    a = await assemble(chain, ["sys"], events, store=store)
     assert a.prompts[:3] == [
         "sys",
         "[Working Memory]\n- user is Ann",

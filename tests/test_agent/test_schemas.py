@@ -20,7 +20,6 @@ from fsmemory.agent import (
     strict_parameters,
 )
 from fsmemory.store import MemoryKnowledgeStore
-from tests.test_agent.conftest import run
 
 
 def every_tool(tmp_path: Path) -> list[ToolSchema]:
@@ -131,7 +130,7 @@ def test_strict_form_makes_optionals_nullable() -> None:
     assert repr(schema) == before  # the input is untouched
 
 
-def test_tools_read_null_as_the_default(tmp_path: Path) -> None:
+async def test_tools_read_null_as_the_default(tmp_path: Path) -> None:
     """A strict schema makes the model send null for every argument it leaves out."""
     km = KnowledgeMemory(tmp_path / "m")
     remember, recall = knowledge_tools(km)
@@ -142,14 +141,14 @@ def test_tools_read_null_as_the_default(tmp_path: Path) -> None:
     assert recall(query="tea", limit=2) == recall(query="tea", limit="2") == recall(query="tea")
     store = MemoryKnowledgeStore()
     knowledge = KnowledgeTool(store)
-    assert run(knowledge.call({"action": "list", "path": "/", "content": None})) == "/ is empty."
+    assert await knowledge.call({"action": "list", "path": "/", "content": None}) == "/ is empty."
     memory = AnthropicMemoryTool(store)
     nulls = dict.fromkeys(AnthropicMemoryTool.input_schema()["properties"])
-    created = run(
-        memory.execute({**nulls, "command": "create", "path": "/memories/a.md", "file_text": "x"})
+    created = await memory.execute(
+        {**nulls, "command": "create", "path": "/memories/a.md", "file_text": "x"}
     )
     assert not created.is_error, created.content
-    viewed = run(memory.execute({**nulls, "command": "view", "path": "/memories/a.md"}))
+    viewed = await memory.execute({**nulls, "command": "view", "path": "/memories/a.md"})
     assert viewed.content.endswith("1\tx")
 
 

@@ -125,7 +125,7 @@ def test_empty_aggregate_trigger_warns(store: MemoryKnowledgeStore) -> None:
         )
 
 
-def test_config_type_checks(store: MemoryKnowledgeStore, tmp_path: Path) -> None:
+async def test_config_type_checks(store: MemoryKnowledgeStore, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="store must be"):
         KnowledgeConfig(store=42)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="compact must"):
@@ -133,7 +133,7 @@ def test_config_type_checks(store: MemoryKnowledgeStore, tmp_path: Path) -> None
     with pytest.raises(ValueError, match="aggregate must"):
         KnowledgeConfig(store=store, aggregate=echo)  # type: ignore[arg-type]
     cfg = KnowledgeConfig(store=str(tmp_path / "s"))  # type: ignore[arg-type]
-    run(cfg.store.write("/x", "y"))
+    await cfg.store.write("/x", "y")
     assert (tmp_path / "s" / "x").read_text() == "y"
 
 
@@ -160,27 +160,27 @@ def test_bad_order_warns_at_construction() -> None:
 # -- bootstrap ----------------------------------------------------------------------------
 
 
-def test_bootstrap_seeds_skill_files_once(store: MemoryKnowledgeStore) -> None:
-    run(store.write("/memory/SKILL.md", "my own notes"))
+async def test_bootstrap_seeds_skill_files_once(store: MemoryKnowledgeStore) -> None:
+    await store.write("/memory/SKILL.md", "my own notes")
     session = KnowledgeSession(KnowledgeConfig(store=store), actor_name="journal")
-    run(session.assemble())
+    await session.assemble()
     for path in SKILLS:
-        assert run(store.exists(path)), path
-    assert run(store.read("/memory/SKILL.md")) == "my own notes"  # never overwritten
-    root = run(store.read("/SKILL.md")) or ""
+        assert await store.exists(path), path
+    assert await store.read("/memory/SKILL.md") == "my own notes"  # never overwritten
+    root = await store.read("/SKILL.md") or ""
     assert "journal" in root and "`knowledge` tool" in root
 
 
-def test_bootstrap_without_tool_does_not_mention_it(store: MemoryKnowledgeStore) -> None:
-    run(KnowledgeSession(KnowledgeConfig(store=store, expose_tool=False)).start())
+async def test_bootstrap_without_tool_does_not_mention_it(store: MemoryKnowledgeStore) -> None:
+    await KnowledgeSession(KnowledgeConfig(store=store, expose_tool=False)).start()
     for path in SKILLS:
-        assert "knowledge` tool" not in (run(store.read(path)) or "")
+        assert "knowledge` tool" not in (await store.read(path) or "")
     assert skill_files(mention_tool=False).keys() == skill_files().keys()
 
 
-def test_no_bootstrap(store: MemoryKnowledgeStore) -> None:
-    run(KnowledgeSession(KnowledgeConfig(store=store, bootstrap=NoBootstrap())).assemble())
-    assert run(store.list("/")) == []
+async def test_no_bootstrap(store: MemoryKnowledgeStore) -> None:
+    await KnowledgeSession(KnowledgeConfig(store=store, bootstrap=NoBootstrap())).assemble()
+    assert await store.list("/") == []
 
 
 class CreateCounter(CountingStore):
@@ -197,7 +197,7 @@ class CreateCounter(CountingStore):
         return str(version)
 
 
-def test_bootstrap_exactly_once_with_concurrent_sessions() -> None:
+async def test_bootstrap_exactly_once_with_concurrent_sessions() -> None:
     counting = CreateCounter(MemoryKnowledgeStore())
 
     async def main() -> None:
@@ -205,47 +205,47 @@ def test_bootstrap_exactly_once_with_concurrent_sessions() -> None:
         await asyncio.gather(*(s.start() for s in sessions))
         await asyncio.gather(*(s.start() for s in sessions))  # and again: no-op
 
-    run(main())
+    await main()
     assert sorted(counting.created) == sorted(SKILLS)
 
 
-def test_bootstrap_on_a_store_without_conditional_writes() -> None:
+async def test_bootstrap_on_a_store_without_conditional_writes() -> None:
     plain = PlainStore()
-    run(KnowledgeSession(KnowledgeConfig(store=plain)).start())  # type: ignore[arg-type]
-    assert all(run(plain.exists(p)) for p in SKILLS)
+    await KnowledgeSession(KnowledgeConfig(store=plain)).start()  # type: ignore[arg-type]
+    assert all([await plain.exists(p) for p in SKILLS])
 
 
-def test_failed_bootstrap_is_retried(store: MemoryKnowledgeStore) -> None:
+async def test_failed_bootstrap_is_retried(store: MemoryKnowledgeStore) -> None:
     counting = CountingStore(store)
     counting.fail["write"] = BackendError("down")
     session = KnowledgeSession(KnowledgeConfig(store=counting))  # type: ignore[arg-type]
-    run(session.assemble())  # does not raise
-    assert not run(store.exists("/SKILL.md"))
+    await session.assemble()  # does not raise
+    assert not await store.exists("/SKILL.md")
     del counting.fail["write"]
-    run(session.assemble())
-    assert run(store.exists("/SKILL.md"))
+    await session.assemble()
+    assert await store.exists("/SKILL.md")
 
 
 # -- event log ----------------------------------------------------------------------------
 
 
-def test_event_log_one_line_per_event_and_append_only(store: MemoryKnowledgeStore) -> None:
+async def test_event_log_one_line_per_event_and_append_only(store: MemoryKnowledgeStore) -> None:
     counting = CountingStore(store)
     session = KnowledgeSession(
         KnowledgeConfig(store=counting, bootstrap=NoBootstrap()), stream_id="s1"
     )  # type: ignore[arg-type]
-    run(_turns(session, 5))
+    await _turns(session, 5)
     log_ops = [(op, p) for op, p in counting.paths if p == "/log/s1.jsonl"]
     assert log_ops == [("append", "/log/s1.jsonl")] * 5  # never written, read or rewritten
-    text = run(store.read("/log/s1.jsonl")) or ""
+    text = await store.read("/log/s1.jsonl") or ""
     assert len(text.splitlines()) == 10
-    events = run(read_event_log(store, "s1"))
+    events = await read_event_log(store, "s1")
     assert [e.text() for e in events] == [
         t for i in range(5) for t in (f"message {i}", f"reply {i}")
     ]
 
 
-def test_event_log_cost_is_o_new_events(store: MemoryKnowledgeStore) -> None:
+async def test_event_log_cost_is_o_new_events(store: MemoryKnowledgeStore) -> None:
     sizes: list[int] = []
 
     class Sizer(CountingStore):
@@ -256,17 +256,17 @@ def test_event_log_cost_is_o_new_events(store: MemoryKnowledgeStore) -> None:
     session = KnowledgeSession(
         KnowledgeConfig(store=Sizer(store), bootstrap=NoBootstrap()), stream_id="s"
     )  # type: ignore[arg-type]
-    run(_turns(session, 300))
+    await _turns(session, 300)
     assert max(sizes[-10:]) < 2 * max(sizes[:10])
 
 
-def test_write_event_log_false(store: MemoryKnowledgeStore) -> None:
+async def test_write_event_log_false(store: MemoryKnowledgeStore) -> None:
     session = KnowledgeSession(KnowledgeConfig(store=store, write_event_log=False), stream_id="s")
-    run(_turns(session, 3))
-    assert not run(store.exists("/log/s.jsonl"))
+    await _turns(session, 3)
+    assert not await store.exists("/log/s.jsonl")
 
 
-def test_log_failure_emits_event_and_retries(store: MemoryKnowledgeStore) -> None:
+async def test_log_failure_emits_event_and_retries(store: MemoryKnowledgeStore) -> None:
     counting = CountingStore(store)
     seen: list[Event] = []
     session = KnowledgeSession(
@@ -275,13 +275,13 @@ def test_log_failure_emits_event_and_retries(store: MemoryKnowledgeStore) -> Non
         subscribers=[seen.append],  # type: ignore[arg-type]
     )
     counting.fail["append"] = BackendError("network down")
-    run(_turns(session, 2))  # the turns do not fail
+    await _turns(session, 2)  # the turns do not fail
     failures = [e for e in seen if isinstance(e, EventLogFailed)]
     assert failures and failures[0].path == "/log/s.jsonl"
     assert isinstance(failures[0].exception, BackendError) and "network down" in failures[0].error
     del counting.fail["append"]
-    run(_turns(session, 1, start=2))
-    logged = run(read_event_log(store, "s"))
+    await _turns(session, 1, start=2)
+    logged = await read_event_log(store, "s")
     assert [e.text() for e in logged if e.conversational] == [
         "message 0",
         "reply 0",
@@ -293,29 +293,29 @@ def test_log_failure_emits_event_and_retries(store: MemoryKnowledgeStore) -> Non
     assert not any(isinstance(e, EventLogFailed) for e in logged)
 
 
-def test_unserializable_event_does_not_block_the_log(store: MemoryKnowledgeStore) -> None:
+async def test_unserializable_event_does_not_block_the_log(store: MemoryKnowledgeStore) -> None:
     session = KnowledgeSession(KnowledgeConfig(store=store, bootstrap=NoBootstrap()), stream_id="s")
-    run(session.record(ToolCall("c", "t", {"bad": {1, 2}})))
-    run(session.record(UserMessage("after")))
-    run(session.flush())
-    logged = run(read_event_log(store, "s"))
+    await session.record(ToolCall("c", "t", {"bad": {1, 2}}))
+    await session.record(UserMessage("after"))
+    await session.flush()
+    logged = await read_event_log(store, "s")
     assert isinstance(logged[0], UnknownEvent) and "unserializable" in logged[0].data
     assert logged[1].text() == "after"
 
 
-def test_corrupt_and_torn_log_lines(store: MemoryKnowledgeStore) -> None:
+async def test_corrupt_and_torn_log_lines(store: MemoryKnowledgeStore) -> None:
     good = UserMessage("ok").to_json_line().decode()
-    run(store.write("/log/s.jsonl", good + "not json\n[1,2]\n" + good + '{"type": "user_mes'))
+    await store.write("/log/s.jsonl", good + "not json\n[1,2]\n" + good + '{"type": "user_mes')
     with pytest.warns(UserWarning, match="skipping line"):
-        events = run(read_event_log(store, "s"))
+        events = await read_event_log(store, "s")
     assert [e.text() for e in events] == ["ok", "ok"]
-    assert run(read_event_log(store, "missing")) == []
+    assert await read_event_log(store, "missing") == []
 
 
 # -- compaction ---------------------------------------------------------------------------
 
 
-def test_compaction_in_session_and_log_keeps_everything(store: MemoryKnowledgeStore) -> None:
+async def test_compaction_in_session_and_log_keeps_everything(store: MemoryKnowledgeStore) -> None:
     seen: list[Event] = []
     cfg = KnowledgeConfig(
         store=store,
@@ -323,18 +323,18 @@ def test_compaction_in_session_and_log_keeps_everything(store: MemoryKnowledgeSt
         compact_trigger=CompactTrigger(max_events=8),
     )
     session = KnowledgeSession(cfg, stream_id="s", subscribers=[seen.append])
-    run(_turns(session, 10))
+    await _turns(session, 10)
     assert len(session.history) <= 8
     kinds = [type(e) for e in seen if e.lifecycle]
     assert CompactionStarted in kinds and CompactionCompleted in kinds
     done = next(e for e in seen if isinstance(e, CompactionCompleted))
     assert done.strategy == "tail_window" and done.events_before == 10 and done.events_after == 4
-    logged = [e for e in run(read_event_log(store, "s")) if e.conversational]
+    logged = [e for e in await read_event_log(store, "s") if e.conversational]
     assert len(logged) == 20  # nothing lost
-    assert [e.id for e in run(load_history(store, "s"))] == [e.id for e in session.history]
+    assert [e.id for e in await load_history(store, "s")] == [e.id for e in session.history]
 
 
-def test_compaction_with_log_off_persists_dropped_events(store: MemoryKnowledgeStore) -> None:
+async def test_compaction_with_log_off_persists_dropped_events(store: MemoryKnowledgeStore) -> None:
     cfg = KnowledgeConfig(
         store=store,
         write_event_log=False,
@@ -342,40 +342,42 @@ def test_compaction_with_log_off_persists_dropped_events(store: MemoryKnowledgeS
         compact_trigger=CompactTrigger(max_events=6),
     )
     session = KnowledgeSession(cfg, stream_id="s")
-    run(_turns(session, 10))
-    dropped = run(read_event_log(store, "s"))
+    await _turns(session, 10)
+    dropped = await read_event_log(store, "s")
     kept = list(session.history)
     assert sorted(e.text() for e in dropped + kept) == sorted(
         t for i in range(10) for t in (f"message {i}", f"reply {i}")
     )
 
 
-def test_summarize_compaction_resume(store: MemoryKnowledgeStore) -> None:
+async def test_summarize_compaction_resume(store: MemoryKnowledgeStore) -> None:
     cfg = KnowledgeConfig(store=store, compact=SummarizeCompact(target=4, summarize=echo))
     session = KnowledgeSession(cfg, stream_id="s")
-    run(_turns(session, 12))  # default trigger: > 8 events
+    await _turns(session, 12)  # default trigger: > 8 events
     history = session.history
     assert isinstance(history[0], CompactionSummary)
-    resumed = run(KnowledgeSession.resume(cfg, "s"))
+    resumed = await KnowledgeSession.resume(cfg, "s")
     assert [e.id for e in resumed.history] == [e.id for e in history]
-    run(_turns(resumed, 1, start=12))
-    counts = [e for e in run(read_event_log(store, "s")) if isinstance(e, UserMessage)]
+    await _turns(resumed, 1, start=12)
+    counts = [e for e in await read_event_log(store, "s") if isinstance(e, UserMessage)]
     assert len(counts) == 13  # the resumed history was not logged twice
 
 
-def test_failing_compaction_emits_failed_and_keeps_history(store: MemoryKnowledgeStore) -> None:
+async def test_failing_compaction_emits_failed_and_keeps_history(
+    store: MemoryKnowledgeStore,
+) -> None:
     seen: list[Event] = []
     session = KnowledgeSession(
         KnowledgeConfig(store=store, compact=Boom()), stream_id="s", subscribers=[seen.append]
     )
-    run(_turns(session, 5))
+    await _turns(session, 5)
     failed = [e for e in seen if isinstance(e, CompactionFailed)]
     assert failed and isinstance(failed[0].exception, RuntimeError)
     assert failed[0].error == "RuntimeError: compaction exploded"
     assert len(session.history) == 10
 
 
-def test_compaction_does_not_drop_unlogged_events(store: MemoryKnowledgeStore) -> None:
+async def test_compaction_does_not_drop_unlogged_events(store: MemoryKnowledgeStore) -> None:
     counting = CountingStore(store)
     seen: list[Event] = []
     cfg = KnowledgeConfig(
@@ -383,15 +385,15 @@ def test_compaction_does_not_drop_unlogged_events(store: MemoryKnowledgeStore) -
     )  # type: ignore[arg-type]
     session = KnowledgeSession(cfg, stream_id="s", subscribers=[seen.append])
     counting.fail["append"] = BackendError("down")
-    run(_turns(session, 4))
+    await _turns(session, 4)
     assert len(session.history) == 8  # compaction refused to drop what the log lacks
     assert any(isinstance(e, CompactionFailed) for e in seen)
     del counting.fail["append"]
-    run(_turns(session, 1, start=4))
-    assert len([e for e in run(read_event_log(store, "s")) if isinstance(e, UserMessage)]) == 5
+    await _turns(session, 1, start=4)
+    assert len([e for e in await read_event_log(store, "s") if isinstance(e, UserMessage)]) == 5
 
 
-def test_events_recorded_during_compaction_are_kept(store: MemoryKnowledgeStore) -> None:
+async def test_events_recorded_during_compaction_are_kept(store: MemoryKnowledgeStore) -> None:
     holder: dict[str, KnowledgeSession] = {}
 
     class Slow:
@@ -405,12 +407,12 @@ def test_events_recorded_during_compaction_are_kept(store: MemoryKnowledgeStore)
 
     session = KnowledgeSession(KnowledgeConfig(store=store, compact=Slow()), stream_id="s")
     holder["s"] = session
-    run(_turns(session, 3))
-    run(session.compact_now())
+    await _turns(session, 3)
+    await session.compact_now()
     assert [e.text() for e in session.history][-1] == "arrived meanwhile"
 
 
-def test_compaction_result_is_validated(store: MemoryKnowledgeStore) -> None:
+async def test_compaction_result_is_validated(store: MemoryKnowledgeStore) -> None:
     class Bad:
         name = "bad"
 
@@ -421,8 +423,8 @@ def test_compaction_result_is_validated(store: MemoryKnowledgeStore) -> None:
     session = KnowledgeSession(
         KnowledgeConfig(store=store, compact=Bad()), subscribers=[seen.append]
     )
-    run(_turns(session, 1))
-    run(session.compact_now())
+    await _turns(session, 1)
+    await session.compact_now()
     assert any(isinstance(e, CompactionFailed) for e in seen)
     assert len(session.history) == 2
 
@@ -430,7 +432,7 @@ def test_compaction_result_is_validated(store: MemoryKnowledgeStore) -> None:
 # -- aggregation --------------------------------------------------------------------------
 
 
-def test_aggregation_every_n_turns_and_on_end(store: MemoryKnowledgeStore) -> None:
+async def test_aggregation_every_n_turns_and_on_end(store: MemoryKnowledgeStore) -> None:
     seen: list[Event] = []
     cfg = KnowledgeConfig(
         store=store,
@@ -442,14 +444,14 @@ def test_aggregation_every_n_turns_and_on_end(store: MemoryKnowledgeStore) -> No
         async with KnowledgeSession(cfg, stream_id="s", subscribers=[seen.append]) as session:
             await _turns(session, 5)
 
-    run(main())
+    await main()
     done = [e for e in seen if isinstance(e, AggregationCompleted)]
     assert [e.events for e in done] == [4, 4, 2]  # turns 2, 4, then on_end
-    assert len(run(store.list("/memory/conversations"))) == 3
+    assert len(await store.list("/memory/conversations")) == 3
     assert sum(isinstance(e, AggregationStarted) for e in seen) == 3
 
 
-def test_aggregation_every_n_events(store: MemoryKnowledgeStore) -> None:
+async def test_aggregation_every_n_events(store: MemoryKnowledgeStore) -> None:
     seen: list[Event] = []
     cfg = KnowledgeConfig(
         store=store,
@@ -457,11 +459,11 @@ def test_aggregation_every_n_events(store: MemoryKnowledgeStore) -> None:
         aggregate_trigger=AggregateTrigger(every_n_events=6),
     )
     session = KnowledgeSession(cfg, subscribers=[seen.append])
-    run(_turns(session, 4))
+    await _turns(session, 4)
     assert [e.events for e in seen if isinstance(e, AggregationCompleted)] == [6]
 
 
-def test_failing_aggregation_keeps_events_for_next_fire(store: MemoryKnowledgeStore) -> None:
+async def test_failing_aggregation_keeps_events_for_next_fire(store: MemoryKnowledgeStore) -> None:
     seen: list[Event] = []
     strategy = WorkingMemoryAggregate(echo)
     cfg = KnowledgeConfig(
@@ -469,18 +471,18 @@ def test_failing_aggregation_keeps_events_for_next_fire(store: MemoryKnowledgeSt
     )
     session = KnowledgeSession(cfg, stream_id="s", subscribers=[seen.append])
     strategy.summarize = lambda p: 1 / 0  # type: ignore[assignment,return-value]
-    run(_turns(session, 2))
+    await _turns(session, 2)
     failed = [e for e in seen if isinstance(e, AggregationFailed)]
     assert len(failed) == 2 and isinstance(failed[0].exception, ZeroDivisionError)
     strategy.summarize = echo
-    run(_turns(session, 1, start=2))
-    note = run(store.read("/memory/working.md")) or ""
+    await _turns(session, 1, start=2)
+    note = await store.read("/memory/working.md") or ""
     assert note.splitlines() == [f"user: message {i}" for i in range(3)]
-    logged_kinds = {type(e) for e in run(read_event_log(store, "s"))}
+    logged_kinds = {type(e) for e in await read_event_log(store, "s")}
     assert AggregationFailed in logged_kinds and AggregationCompleted in logged_kinds
 
 
-def test_working_memory_round_trip_between_sessions(disk_store: DiskKnowledgeStore) -> None:
+async def test_working_memory_round_trip_between_sessions(disk_store: DiskKnowledgeStore) -> None:
     cfg = KnowledgeConfig(store=disk_store, aggregate=WorkingMemoryAggregate(echo))
 
     async def first() -> None:
@@ -494,34 +496,32 @@ def test_working_memory_round_trip_between_sessions(disk_store: DiskKnowledgeSto
             await s.record(UserMessage("hello again"))
             return (await s.assemble()).prompts
 
-    run(first())
-    prompts = run(second())
+    await first()
+    prompts = await second()
     assert prompts == ["[Working Memory]\nuser: message 0\nuser: message 1"]
 
 
 # -- halt, subscribers, records, tools ----------------------------------------------------
 
 
-def test_fatal_alert_halts(store: MemoryKnowledgeStore) -> None:
+async def test_fatal_alert_halts(store: MemoryKnowledgeStore) -> None:
     seen: list[Event] = []
     session = KnowledgeSession(
         KnowledgeConfig(store=store),
         policies=[AlertPolicy(), ConversationPolicy()],
         subscribers=[seen.append],
     )
-    run(
-        session.record(
-            UserMessage("u"), ObserverAlert("leak", severity=Severity.FATAL, source="dlp")
-        )
+    await session.record(
+        UserMessage("u"), ObserverAlert("leak", severity=Severity.FATAL, source="dlp")
     )
-    a = run(session.assemble())
+    a = await session.assemble()
     assert a.halt is not None and session.halted is a.halt
     assert a.halt.reason == "leak" and a.halt.source == "dlp"
     assert any(isinstance(e, HaltEvent) for e in seen)
     assert a.prompts == ["[Observer Alert: fatal (dlp)] leak"]
 
 
-def test_subscribers_sync_async_failing_and_unsubscribe(store: MemoryKnowledgeStore) -> None:
+async def test_subscribers_sync_async_failing_and_unsubscribe(store: MemoryKnowledgeStore) -> None:
     got: list[str] = []
 
     async def async_sub(e: Event) -> None:
@@ -532,31 +532,31 @@ def test_subscribers_sync_async_failing_and_unsubscribe(store: MemoryKnowledgeSt
 
     session = KnowledgeSession(KnowledgeConfig(store=store), subscribers=[broken, async_sub])
     unsubscribe = session.subscribe(lambda e: got.append("sync:" + e.event_type))
-    run(session.record(UserMessage("x")))
+    await session.record(UserMessage("x"))
     assert got == ["async:user_message", "sync:user_message"]
     unsubscribe()
     unsubscribe()
-    run(session.record(UserMessage("y")))
+    await session.record(UserMessage("y"))
     assert got[-1] == "async:user_message" and len(got) == 3
 
 
-def test_record_rejects_lifecycle_and_non_events() -> None:
+async def test_record_rejects_lifecycle_and_non_events() -> None:
     session = KnowledgeSession()
     with pytest.raises(ValueError, match="lifecycle"):
-        run(session.record(HaltEvent(reason="x")))
+        await session.record(HaltEvent(reason="x"))
     with pytest.raises(TypeError):
-        run(session.record("text"))  # type: ignore[arg-type]
+        await session.record("text")  # type: ignore[arg-type]
 
 
-def test_session_without_config() -> None:
+async def test_session_without_config() -> None:
     session = KnowledgeSession(policies=[ConversationPolicy()], system_prompt=["a", "b"])
-    run(_turns(session, 2))
-    run(session.end())
+    await _turns(session, 2)
+    await session.end()
     assert session.store is None and session.tools() == [] and session.turns == 2
-    assert run(session.assemble()).prompts == ["a", "b"]
+    assert (await session.assemble()).prompts == ["a", "b"]
 
 
-def test_knowledge_tool_through_session(store: MemoryKnowledgeStore) -> None:
+async def test_knowledge_tool_through_session(store: MemoryKnowledgeStore) -> None:
     session = KnowledgeSession(KnowledgeConfig(store=store))
     [openai] = session.tools("openai")
     assert openai["function"]["name"] == "knowledge"
@@ -564,22 +564,18 @@ def test_knowledge_tool_through_session(store: MemoryKnowledgeStore) -> None:
     assert anthropic["input_schema"]["required"] == ["action", "path"]
     with pytest.raises(ValueError):
         session.tools("gemini")  # type: ignore[arg-type]
-    ok = run(
-        session.run_tool(
-            ToolCall(
-                "c", "knowledge", {"action": "write", "path": "/artifacts/a.md", "content": "A"}
-            )
-        )
+    ok = await session.run_tool(
+        ToolCall("c", "knowledge", {"action": "write", "path": "/artifacts/a.md", "content": "A"})
     )
     assert isinstance(ok, ToolResult) and ok.content == "Wrote 1 characters to /artifacts/a.md."
-    err = run(session.run_tool(ToolCall("d", "knowledge", {"action": "delete", "path": "/"})))
+    err = await session.run_tool(ToolCall("d", "knowledge", {"action": "delete", "path": "/"}))
     assert isinstance(err, ToolError) and "refusing" in err.error
-    assert run(session.run_tool(ToolCall("e", "other", {}))) is None
+    assert await session.run_tool(ToolCall("e", "other", {})) is None
     hidden = KnowledgeSession(KnowledgeConfig(store=store, expose_tool=False))
-    assert hidden.tools() == [] and run(hidden.run_tool(ToolCall("c", "knowledge", {}))) is None
+    assert hidden.tools() == [] and await hidden.run_tool(ToolCall("c", "knowledge", {})) is None
 
 
-def test_turn_context_manager_error_path(store: MemoryKnowledgeStore) -> None:
+async def test_turn_context_manager_error_path(store: MemoryKnowledgeStore) -> None:
     session = KnowledgeSession(KnowledgeConfig(store=store, bootstrap=NoBootstrap()), stream_id="s")
 
     async def main() -> None:
@@ -587,18 +583,18 @@ def test_turn_context_manager_error_path(store: MemoryKnowledgeStore) -> None:
             raise KeyError("loop bug")
 
     with pytest.raises(KeyError):
-        run(main())
+        await main()
     assert session.turns == 0
-    assert [e.text() for e in run(read_event_log(store, "s"))] == ["boom"]
+    assert [e.text() for e in await read_event_log(store, "s")] == ["boom"]
 
 
-def test_end_is_idempotent(store: MemoryKnowledgeStore) -> None:
+async def test_end_is_idempotent(store: MemoryKnowledgeStore) -> None:
     seen: list[Event] = []
     cfg = KnowledgeConfig(store=store, aggregate=WorkingMemoryAggregate(echo))
     session = KnowledgeSession(cfg, subscribers=[seen.append])
-    run(_turns(session, 1))
-    run(session.end())
-    run(session.close())
+    await _turns(session, 1)
+    await session.end()
+    await session.close()
     assert sum(isinstance(e, AggregationCompleted) for e in seen) == 1
 
 
@@ -615,7 +611,9 @@ def test_no_warning_for_the_realistic_chain() -> None:
         )
 
 
-def test_conflict_error_is_reported_as_aggregation_failed(store: MemoryKnowledgeStore) -> None:
+async def test_conflict_error_is_reported_as_aggregation_failed(
+    store: MemoryKnowledgeStore,
+) -> None:
     class Conflicting:
         name = "c"
 
@@ -626,8 +624,8 @@ def test_conflict_error_is_reported_as_aggregation_failed(store: MemoryKnowledge
     session = KnowledgeSession(
         KnowledgeConfig(store=store, aggregate=Conflicting()), subscribers=[seen.append]
     )
-    run(_turns(session, 1))
-    run(session.end())
+    await _turns(session, 1)
+    await session.end()
     assert any(isinstance(e, AggregationFailed) and "lost the race" in e.error for e in seen)
 
 
@@ -637,19 +635,19 @@ def test_repr_and_properties(store: MemoryKnowledgeStore) -> None:
     assert session.store is store
 
 
-def test_tail_event_log_uses_byte_offsets(store: MemoryKnowledgeStore) -> None:
+async def test_tail_event_log_uses_byte_offsets(store: MemoryKnowledgeStore) -> None:
     from fsmemory.agent import tail_event_log
 
     session = KnowledgeSession(KnowledgeConfig(store=store, bootstrap=NoBootstrap()), stream_id="s")
-    run(session.record(UserMessage("héllo wörld — ünïcode ✓")))
-    run(session.flush())
-    events, offset = run(tail_event_log(store, "s"))
+    await session.record(UserMessage("héllo wörld — ünïcode ✓"))
+    await session.flush()
+    events, offset = await tail_event_log(store, "s")
     assert [e.text() for e in events] == ["héllo wörld — ünïcode ✓"]
-    assert offset == len((run(store.read("/log/s.jsonl")) or "").encode())
-    assert run(tail_event_log(store, "s", offset)) == ([], offset)
-    run(store.append("/log/s.jsonl", '{"type": "user_message", "content": "tor'))  # torn tail
-    run(session.record(UserMessage("ß")))
-    assert run(tail_event_log(store, "s", offset)) == ([], offset)
+    assert offset == len((await store.read("/log/s.jsonl") or "").encode())
+    assert await tail_event_log(store, "s", offset) == ([], offset)
+    await store.append("/log/s.jsonl", '{"type": "user_message", "content": "tor')  # torn tail
+    await session.record(UserMessage("ß"))
+    assert await tail_event_log(store, "s", offset) == ([], offset)
 
 
 def test_sync_session(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ from fsmemory.agent import (
 )
 from fsmemory.errors import ConflictError
 from fsmemory.store import MemoryKnowledgeStore
-from tests.test_agent.conftest import CountingStore, PlainStore, run
+from tests.test_agent.conftest import CountingStore, PlainStore
 
 
 class Recorder:
@@ -85,36 +85,36 @@ def test_render_transcript() -> None:
 # -- working memory -----------------------------------------------------------------------
 
 
-def test_working_memory_aggregate_merges(store: MemoryKnowledgeStore) -> None:
+async def test_working_memory_aggregate_merges(store: MemoryKnowledgeStore) -> None:
     llm = Recorder("- likes tea")
     agg = WorkingMemoryAggregate(llm)
-    run(agg.aggregate(_chat(1), StrategyContext(), store))
-    assert run(store.read("/memory/working.md")) == "- likes tea\n"
+    await agg.aggregate(_chat(1), StrategyContext(), store)
+    assert await store.read("/memory/working.md") == "- likes tea\n"
     assert "question 0" in llm.prompts[0]
     llm.reply = "- likes tea\n- lives in Lyon"
-    run(agg.aggregate([UserMessage("I live in Lyon")], StrategyContext(), store))
+    await agg.aggregate([UserMessage("I live in Lyon")], StrategyContext(), store)
     assert "- likes tea" in llm.prompts[1]  # {existing}
     assert "I live in Lyon" in llm.prompts[1]  # {events}
-    assert run(store.read("/memory/working.md")) == "- likes tea\n- lives in Lyon\n"
+    assert await store.read("/memory/working.md") == "- likes tea\n- lives in Lyon\n"
 
 
-def test_custom_prompt_with_literal_braces(store: MemoryKnowledgeStore) -> None:
+async def test_custom_prompt_with_literal_braces(store: MemoryKnowledgeStore) -> None:
     # The seed's reference used str.format: these braces raised KeyError.
     llm = Recorder()
     prompt = 'Answer as {"memory": "..."} -- {existing} || {events} || {unknown} }{'
-    run(WorkingMemoryAggregate(llm, prompt=prompt).aggregate(_chat(1), StrategyContext(), store))
+    await WorkingMemoryAggregate(llm, prompt=prompt).aggregate(_chat(1), StrategyContext(), store)
     assert llm.prompts[0].startswith('Answer as {"memory": "..."} --  || user: question 0')
     assert llm.prompts[0].endswith("|| {unknown} }{")
 
 
-def test_no_conversation_no_llm_call(store: MemoryKnowledgeStore) -> None:
+async def test_no_conversation_no_llm_call(store: MemoryKnowledgeStore) -> None:
     llm = Recorder()
-    run(WorkingMemoryAggregate(llm).aggregate([Usage(input_tokens=1)], StrategyContext(), store))
-    run(ConversationSummaryAggregate(llm).aggregate([], StrategyContext(), store))
+    await WorkingMemoryAggregate(llm).aggregate([Usage(input_tokens=1)], StrategyContext(), store)
+    await ConversationSummaryAggregate(llm).aggregate([], StrategyContext(), store)
     assert llm.prompts == []
 
 
-def test_async_summarize_and_usage(store: MemoryKnowledgeStore) -> None:
+async def test_async_summarize_and_usage(store: MemoryKnowledgeStore) -> None:
     async def llm(prompt: str) -> tuple[str, Usage]:
         await asyncio.sleep(0)
         return "async note", Usage(input_tokens=7, output_tokens=2)
@@ -124,21 +124,21 @@ def test_async_summarize_and_usage(store: MemoryKnowledgeStore) -> None:
             return "object note"
 
     ctx = StrategyContext()
-    run(WorkingMemoryAggregate(llm).aggregate(_chat(1), ctx, store))
-    assert run(store.read("/memory/working.md")) == "async note\n"
+    await WorkingMemoryAggregate(llm).aggregate(_chat(1), ctx, store)
+    assert await store.read("/memory/working.md") == "async note\n"
     assert ctx.usage is not None and ctx.usage.input_tokens == 7
-    run(WorkingMemoryAggregate(CallableObject()).aggregate(_chat(1), ctx, store))
-    assert run(store.read("/memory/working.md")) == "object note\n"
+    await WorkingMemoryAggregate(CallableObject()).aggregate(_chat(1), ctx, store)
+    assert await store.read("/memory/working.md") == "object note\n"
 
 
-def test_summarize_must_return_text(store: MemoryKnowledgeStore) -> None:
+async def test_summarize_must_return_text(store: MemoryKnowledgeStore) -> None:
     with pytest.raises(TypeError, match="must return str"):
-        run(WorkingMemoryAggregate(lambda p: 42).aggregate(_chat(1), StrategyContext(), store))  # type: ignore[arg-type,return-value]
+        await WorkingMemoryAggregate(lambda p: 42).aggregate(_chat(1), StrategyContext(), store)  # type: ignore[arg-type,return-value]
     with pytest.raises(TypeError):
         WorkingMemoryAggregate("not callable")  # type: ignore[arg-type]
 
 
-def test_working_memory_merge_is_compare_and_swap(store: MemoryKnowledgeStore) -> None:
+async def test_working_memory_merge_is_compare_and_swap(store: MemoryKnowledgeStore) -> None:
     """Another writer changes the note while the LLM runs: the merge is redone on the
     new note instead of overwriting it (no lost update)."""
     calls = {"n": 0}
@@ -149,31 +149,29 @@ def test_working_memory_merge_is_compare_and_swap(store: MemoryKnowledgeStore) -
             await store.write("/memory/working.md", "- written by another session")
         return f"merged from: {prompt.split('<working_memory>')[1].split('</working_memory>')[0].strip()}"
 
-    run(WorkingMemoryAggregate(llm).aggregate(_chat(1), StrategyContext(), store))
+    await WorkingMemoryAggregate(llm).aggregate(_chat(1), StrategyContext(), store)
     assert calls["n"] == 2
-    assert run(store.read("/memory/working.md")) == "merged from: - written by another session\n"
+    assert await store.read("/memory/working.md") == "merged from: - written by another session\n"
 
 
-def test_working_memory_gives_up_after_max_attempts(store: MemoryKnowledgeStore) -> None:
+async def test_working_memory_gives_up_after_max_attempts(store: MemoryKnowledgeStore) -> None:
     async def llm(prompt: str) -> str:
         await store.write("/memory/working.md", f"interference {len(prompt)}")
         return "mine"
 
     with pytest.raises(ConflictError):
-        run(
-            WorkingMemoryAggregate(llm, max_attempts=2).aggregate(
-                _chat(1), StrategyContext(), store
-            )
+        await WorkingMemoryAggregate(llm, max_attempts=2).aggregate(
+            _chat(1), StrategyContext(), store
         )
 
 
-def test_working_memory_on_a_plain_store() -> None:
+async def test_working_memory_on_a_plain_store() -> None:
     plain = PlainStore()
-    run(WorkingMemoryAggregate(Recorder("note")).aggregate(_chat(1), StrategyContext(), plain))  # type: ignore[arg-type]
-    assert run(plain.read("/memory/working.md")) == "note\n"
+    await WorkingMemoryAggregate(Recorder("note")).aggregate(_chat(1), StrategyContext(), plain)  # type: ignore[arg-type]
+    assert await plain.read("/memory/working.md") == "note\n"
 
 
-def test_concurrent_working_memory_merges_lose_nothing(store: MemoryKnowledgeStore) -> None:
+async def test_concurrent_working_memory_merges_lose_nothing(store: MemoryKnowledgeStore) -> None:
     async def llm(prompt: str) -> str:
         existing = prompt.split("<working_memory>")[1].split("</working_memory>")[0].strip()
         new = prompt.split("user: ")[1].split("\n")[0]
@@ -186,38 +184,36 @@ def test_concurrent_working_memory_merges_lose_nothing(store: MemoryKnowledgeSto
             *(agg.aggregate([UserMessage(f"fact {i}")], StrategyContext(), store) for i in range(8))
         )
 
-    run(main())
-    note = run(store.read("/memory/working.md")) or ""
+    await main()
+    note = await store.read("/memory/working.md") or ""
     assert sorted(note.split()) == sorted(("- fact " + " - fact ".join(map(str, range(8)))).split())
 
 
 # -- conversation summaries ---------------------------------------------------------------
 
 
-def test_conversation_summary_file_name(store: MemoryKnowledgeStore) -> None:
+async def test_conversation_summary_file_name(store: MemoryKnowledgeStore) -> None:
     now = datetime(2025, 3, 4, 5, 6, 7, 890123, tzinfo=UTC)
     ctx = StrategyContext(stream_id="chat-1", now=now)
     llm = Recorder("they planned a trip")
     agg = ConversationSummaryAggregate(llm)
-    run(agg.aggregate(_chat(2), ctx, store))
-    run(agg.aggregate(_chat(1), ctx, store))  # same instant: a second, distinct file
-    names = run(store.list("/memory/conversations"))
+    await agg.aggregate(_chat(2), ctx, store)
+    await agg.aggregate(_chat(1), ctx, store)  # same instant: a second, distinct file
+    names = await store.list("/memory/conversations")
     assert names == ["20250304T050607890123Z_chat-1-1.md", "20250304T050607890123Z_chat-1.md"]
     assert (
-        run(store.read("/memory/conversations/20250304T050607890123Z_chat-1.md"))
+        await store.read("/memory/conversations/20250304T050607890123Z_chat-1.md")
         == "they planned a trip\n"
     )
     assert "question 1" in llm.prompts[0]
 
 
-def test_conversation_summary_on_plain_store() -> None:
+async def test_conversation_summary_on_plain_store() -> None:
     plain = PlainStore()
-    run(
-        ConversationSummaryAggregate(Recorder("s")).aggregate(
-            _chat(1), StrategyContext(stream_id="x"), plain
-        )
+    await ConversationSummaryAggregate(Recorder("s")).aggregate(
+        _chat(1), StrategyContext(stream_id="x"), plain
     )  # type: ignore[arg-type]
-    assert len(run(plain.list("/memory/conversations"))) == 1
+    assert len(await plain.list("/memory/conversations")) == 1
 
 
 def test_aggregate_trigger() -> None:
@@ -248,25 +244,27 @@ def test_compact_trigger() -> None:
         CompactTrigger(max_tokens=5, chars_per_token=0)
 
 
-def test_tail_window_compact_persists_dropped(store: MemoryKnowledgeStore) -> None:
+async def test_tail_window_compact_persists_dropped(store: MemoryKnowledgeStore) -> None:
     persisted: list[Event] = []
 
     async def persist(events: Any) -> None:
         persisted.extend(events)
 
     events = _chat(10)
-    kept = run(TailWindowCompact(target=4).compact(events, StrategyContext(persist=persist), store))
+    kept = await TailWindowCompact(target=4).compact(
+        events, StrategyContext(persist=persist), store
+    )
     assert kept == events[-4:]
     assert persisted == events[:-4]
     assert (
-        run(TailWindowCompact(target=40).compact(events, StrategyContext(persist=persist), store))
+        await TailWindowCompact(target=40).compact(events, StrategyContext(persist=persist), store)
         == events
     )
     with pytest.raises(ValueError):
         TailWindowCompact(target=0)
 
 
-def test_tail_window_never_orphans(store: MemoryKnowledgeStore) -> None:
+async def test_tail_window_never_orphans(store: MemoryKnowledgeStore) -> None:
     events: list[Event] = [
         UserMessage("u"),
         ToolCall("a", "t"),
@@ -275,36 +273,36 @@ def test_tail_window_never_orphans(store: MemoryKnowledgeStore) -> None:
         ToolResult("b", "2"),
         ModelResponse("m"),
     ]
-    kept = run(TailWindowCompact(target=2).compact(events, StrategyContext(), store))
+    kept = await TailWindowCompact(target=2).compact(events, StrategyContext(), store)
     assert kept == events[1:]  # moved back to keep both calls
 
 
-def test_summarize_compact(store: MemoryKnowledgeStore) -> None:
+async def test_summarize_compact(store: MemoryKnowledgeStore) -> None:
     llm = Recorder("they discussed questions 0-7")
     events = _chat(10)
-    out = run(SummarizeCompact(target=4, summarize=llm).compact(events, StrategyContext(), store))
+    out = await SummarizeCompact(target=4, summarize=llm).compact(events, StrategyContext(), store)
     assert isinstance(out[0], CompactionSummary)
     assert out[0].content == "they discussed questions 0-7" and out[0].replaced == 16
     assert out[1:] == events[-4:]
     assert "question 7" in llm.prompts[0] and "question 8" not in llm.prompts[0]
     # rolling: the next compaction folds the summary in
     more = out + _chat(5)
-    out2 = run(SummarizeCompact(target=4, summarize=llm).compact(more, StrategyContext(), store))
+    out2 = await SummarizeCompact(target=4, summarize=llm).compact(more, StrategyContext(), store)
     assert isinstance(out2[0], CompactionSummary) and out2[0].replaced == 16 + 10
     assert "earlier summary: they discussed" in llm.prompts[1]
 
 
-def test_summarize_compact_nothing_to_do(store: MemoryKnowledgeStore) -> None:
+async def test_summarize_compact_nothing_to_do(store: MemoryKnowledgeStore) -> None:
     llm = Recorder()
     events = _chat(2)
     assert (
-        run(SummarizeCompact(target=10, summarize=llm).compact(events, StrategyContext(), store))
+        await SummarizeCompact(target=10, summarize=llm).compact(events, StrategyContext(), store)
         == events
     )
     assert llm.prompts == []
 
 
-def test_strategies_on_counting_store() -> None:
+async def test_strategies_on_counting_store() -> None:
     counting = CountingStore(MemoryKnowledgeStore())
-    run(WorkingMemoryAggregate(Recorder()).aggregate(_chat(1), StrategyContext(), counting))  # type: ignore[arg-type]
+    await WorkingMemoryAggregate(Recorder()).aggregate(_chat(1), StrategyContext(), counting)  # type: ignore[arg-type]
     assert counting.calls["write"] == 1 and counting.calls["stat"] == 1

@@ -15,7 +15,6 @@ import pytest
 
 from fsmemory.agent import AnthropicMemoryTool, KnowledgeConfig, KnowledgeTool
 from fsmemory.store import DiskKnowledgeStore, FsspecKnowledgeStore, MemoryKnowledgeStore
-from tests.test_agent.conftest import run
 from tests.test_memory.conftest import backend_location
 
 BACKENDS = [
@@ -87,31 +86,33 @@ SCRIPT: list[tuple[dict[str, Any], bool, str]] = [
 
 
 @pytest.mark.parametrize("user_id", [None, "u-42"])
-def test_memory_tool_answers_the_same_everywhere(
+async def test_memory_tool_answers_the_same_everywhere(
     url_options: tuple[str, dict[str, Any]], user_id: str | None
 ) -> None:
     url, options = url_options
     tool = AnthropicMemoryTool(url, storage_options=options, user_id=user_id)
     for command, is_error, expected in SCRIPT:
-        result = run(tool.execute(command))
+        result = await tool.execute(command)
         assert (result.is_error, result.content) == (is_error, expected), command
     # Nothing was created by the refused commands.
-    assert run(tool.store.read(f"{tool.root}/a.md")) == "x"
-    assert run(tool.store.list(tool.root)) == ["a.md", "d/"]
+    assert await tool.store.read(f"{tool.root}/a.md") == "x"
+    assert await tool.store.list(tool.root) == ["a.md", "d/"]
 
 
-def test_storage_failure_names_no_internal_path(url_options: tuple[str, dict[str, Any]]) -> None:
+async def test_storage_failure_names_no_internal_path(
+    url_options: tuple[str, dict[str, Any]],
+) -> None:
     """A failure inside the store (here: writing below a file, behind the handler's
     back, the way a concurrent writer would) is one neutral sentence."""
     url, options = url_options
     tool = AnthropicMemoryTool(url, storage_options=options, user_id="u-7")
-    run(tool.execute({"command": "create", "path": "/memories/a.md", "file_text": "x"}))
+    await tool.execute({"command": "create", "path": "/memories/a.md", "file_text": "x"})
 
     async def no_parent_check(spath: str, path: str) -> None:
         return None
 
     tool._check_parents = no_parent_check  # type: ignore[method-assign]
-    result = run(tool.execute({"command": "create", "path": "/memories/a.md/b", "file_text": "y"}))
+    result = await tool.execute({"command": "create", "path": "/memories/a.md/b", "file_text": "y"})
     if not result.is_error:  # object stores take it: then the model's view is unchanged
         assert result.content == "File created successfully at: /memories/a.md/b"
         return
@@ -121,40 +122,43 @@ def test_storage_failure_names_no_internal_path(url_options: tuple[str, dict[str
     )
 
 
-def test_knowledge_tool_answers_the_same_everywhere(
+async def test_knowledge_tool_answers_the_same_everywhere(
     url_options: tuple[str, dict[str, Any]],
 ) -> None:
     url, options = url_options
     tool = KnowledgeTool(FsspecKnowledgeStore(url, **options))
 
-    def call(**kwargs: Any) -> str:
-        return run(tool.call(kwargs))
+    async def call(**kwargs: Any) -> str:
+        return await tool.call(kwargs)
 
-    assert call(action="write", path="/a.md", content="x") == "Wrote 1 characters to /a.md."
-    assert call(action="write", path="/a.md/b.md", content="y") == (
+    assert await call(action="write", path="/a.md", content="x") == "Wrote 1 characters to /a.md."
+    assert await call(action="write", path="/a.md/b.md", content="y") == (
         "Error: cannot write /a.md/b.md: /a.md is a file, not a folder."
     )
-    assert call(action="append", path="/a.md/b/c.md", content="y") == (
+    assert await call(action="append", path="/a.md/b/c.md", content="y") == (
         "Error: cannot append /a.md/b/c.md: /a.md is a file, not a folder."
     )
-    assert call(action="write", path="/d/e.md", content="z") == "Wrote 1 characters to /d/e.md."
     assert (
-        call(action="write", path="/d", content="z") == "Error: /d is a folder; give a file path."
+        await call(action="write", path="/d/e.md", content="z") == "Wrote 1 characters to /d/e.md."
     )
-    assert call(action="list", path="/") == "a.md\nd/"
-    assert call(action="read", path="/a.md") == "x"
+    assert (
+        await call(action="write", path="/d", content="z")
+        == "Error: /d is a folder; give a file path."
+    )
+    assert await call(action="list", path="/") == "a.md\nd/"
+    assert await call(action="read", path="/a.md") == "x"
 
 
-def test_memory_tool_takes_storage_options_on_s3(
+async def test_memory_tool_takes_storage_options_on_s3(
     s3_root_url: str, s3_storage_options: dict[str, Any]
 ) -> None:
     tool = AnthropicMemoryTool(s3_root_url, storage_options=s3_storage_options)
-    result = run(tool.execute({"command": "create", "path": "/memories/s3.md", "file_text": "hi"}))
+    result = await tool.execute({"command": "create", "path": "/memories/s3.md", "file_text": "hi"})
     assert not result.is_error, result.content
     again = FsspecKnowledgeStore(s3_root_url, **s3_storage_options)
-    assert run(again.read("/memories/s3.md")) == "hi"
+    assert await again.read("/memories/s3.md") == "hi"
     config = KnowledgeConfig(store=s3_root_url, storage_options=s3_storage_options)
-    assert run(config.store.read("/memories/s3.md")) == "hi"
+    assert await config.store.read("/memories/s3.md") == "hi"
 
 
 # -- 13.3: lines the model did not touch keep their bytes -----------------------------------
@@ -164,7 +168,7 @@ ODD = "crlf\r\nsep\u2028arated\nnel\x85x\nvt\x0bff\x0cfs\x1cgs\x1drs\x1e!\nlast"
 
 @pytest.mark.parametrize("store_kind", ["memory", "disk"])
 @pytest.mark.parametrize("line", [0, 1, 3, 5])
-def test_insert_keeps_other_lines_byte_identical(
+async def test_insert_keeps_other_lines_byte_identical(
     tmp_path: Path, store_kind: str, line: int
 ) -> None:
     store: Any = (
@@ -174,39 +178,33 @@ def test_insert_keeps_other_lines_byte_identical(
     )
     tool = AnthropicMemoryTool(store)
     for text in (ODD, ODD + "\n"):
-        run(tool.store.delete("/memories/f.md"))
-        assert not run(
-            tool.execute({"command": "create", "path": "/memories/f.md", "file_text": text})
+        await tool.store.delete("/memories/f.md")
+        assert not (
+            await tool.execute({"command": "create", "path": "/memories/f.md", "file_text": text})
         ).is_error
-        result = run(
-            tool.execute(
-                {
-                    "command": "insert",
-                    "path": "/memories/f.md",
-                    "insert_line": line,
-                    "insert_text": "NEW",
-                }
-            )
+        result = await tool.execute(
+            {
+                "command": "insert",
+                "path": "/memories/f.md",
+                "insert_line": line,
+                "insert_text": "NEW",
+            }
         )
         assert not result.is_error, result.content
         lines = text.removesuffix("\n").split("\n")
         expected = "\n".join([*lines[:line], "NEW", *lines[line:]]) + "\n"
-        assert run(tool.store.read("/memories/f.md")) == expected
+        assert await tool.store.read("/memories/f.md") == expected
     if store_kind == "disk":  # on disk too, to the byte
         assert (tmp_path / "s" / "memories" / "f.md").read_bytes() == expected.encode()
 
 
-def test_insert_line_range_counts_newlines_only() -> None:
+async def test_insert_line_range_counts_newlines_only() -> None:
     tool = AnthropicMemoryTool(MemoryKnowledgeStore())
-    run(
-        tool.execute(
-            {"command": "create", "path": "/memories/f.md", "file_text": "a\u2028b\r\nc\n"}
-        )
+    await tool.execute(
+        {"command": "create", "path": "/memories/f.md", "file_text": "a\u2028b\r\nc\n"}
     )
-    result = run(
-        tool.execute(
-            {"command": "insert", "path": "/memories/f.md", "insert_line": 3, "insert_text": "x"}
-        )
+    result = await tool.execute(
+        {"command": "insert", "path": "/memories/f.md", "insert_line": 3, "insert_text": "x"}
     )
     assert (
         result.content
@@ -214,25 +212,23 @@ def test_insert_line_range_counts_newlines_only() -> None:
     )
 
 
-def test_view_and_str_replace_number_lines_by_newline() -> None:
+async def test_view_and_str_replace_number_lines_by_newline() -> None:
     tool = AnthropicMemoryTool(MemoryKnowledgeStore())
-    run(tool.execute({"command": "create", "path": "/memories/f.md", "file_text": ODD}))
-    view = run(tool.execute({"command": "view", "path": "/memories/f.md"})).content
+    await tool.execute({"command": "create", "path": "/memories/f.md", "file_text": ODD})
+    view = (await tool.execute({"command": "view", "path": "/memories/f.md"})).content
     assert view.split("\n")[1:] == [f"{n:>6}\t{line}" for n, line in enumerate(ODD.split("\n"), 1)]
-    edit = run(
-        tool.execute(
-            {
-                "command": "str_replace",
-                "path": "/memories/f.md",
-                "old_str": "last",
-                "new_str": "end",
-            }
-        )
+    edit = await tool.execute(
+        {
+            "command": "str_replace",
+            "path": "/memories/f.md",
+            "old_str": "last",
+            "new_str": "end",
+        }
     )
     assert edit.content.endswith("     5\tend")
-    assert run(tool.store.read("/memories/f.md")) == ODD.replace("last", "end")
+    assert await tool.store.read("/memories/f.md") == ODD.replace("last", "end")
     knowledge = KnowledgeTool(tool.store)
-    assert run(knowledge.call({"action": "read", "path": "/memories/f.md"})) == ODD.replace(
+    assert await knowledge.call({"action": "read", "path": "/memories/f.md"}) == ODD.replace(
         "last", "end"
     )
 
@@ -240,37 +236,35 @@ def test_view_and_str_replace_number_lines_by_newline() -> None:
 # -- view: fsmemory's own files never, empty folders always --------------------------------
 
 
-def test_view_lists_empty_folders_and_hides_fsmemory_files(tmp_path: Path) -> None:
+async def test_view_lists_empty_folders_and_hides_fsmemory_files(tmp_path: Path) -> None:
     tool = AnthropicMemoryTool(DiskKnowledgeStore(tmp_path, watch="none"))
-    run(tool.execute({"command": "create", "path": "/memories/a.md", "file_text": "abc"}))
-    run(
-        tool.execute(
-            {"command": "str_replace", "path": "/memories/a.md", "old_str": "b", "new_str": "B"}
-        )
+    await tool.execute({"command": "create", "path": "/memories/a.md", "file_text": "abc"})
+    await tool.execute(
+        {"command": "str_replace", "path": "/memories/a.md", "old_str": "b", "new_str": "B"}
     )
     os.makedirs(tmp_path / "memories" / "empty")
     os.makedirs(tmp_path / "memories" / "sub" / "inner")
     (tmp_path / "memories" / ".fsmemory.lock").write_text("")
-    assert run(tool.execute({"command": "view", "path": "/memories"})).content.split("\n")[1:] == [
+    assert (await tool.execute({"command": "view", "path": "/memories"})).content.split("\n")[
+        1:
+    ] == [
         "3B\t/memories",
         "3B\t/memories/a.md",
         "0B\t/memories/empty/",
         "0B\t/memories/sub/",
         "0B\t/memories/sub/inner/",
     ]
-    assert run(tool.execute({"command": "view", "path": "/memories/empty"})).content.split("\n")[
+    assert (await tool.execute({"command": "view", "path": "/memories/empty"})).content.split("\n")[
         1:
     ] == ["0B\t/memories/empty"]
-    assert run(
-        tool.execute({"command": "create", "path": "/memories/empty", "file_text": "x"})
+    assert (
+        await tool.execute({"command": "create", "path": "/memories/empty", "file_text": "x"})
     ).content == ("File /memories/empty already exists")
-    moved = run(
-        tool.execute(
-            {"command": "rename", "old_path": "/memories/sub", "new_path": "/memories/moved"}
-        )
+    moved = await tool.execute(
+        {"command": "rename", "old_path": "/memories/sub", "new_path": "/memories/moved"}
     )
     assert not moved.is_error, moved.content
-    assert run(tool.execute({"command": "delete", "path": "/memories/empty"})).content == (
+    assert (await tool.execute({"command": "delete", "path": "/memories/empty"})).content == (
         "Successfully deleted /memories/empty"
     )
     assert not (tmp_path / "memories" / "empty").exists()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -153,7 +154,7 @@ class AnthropicMemoryTool(ToolSchema):
 
     def __init__(
         self,
-        store: KnowledgeStore | str,
+        store: KnowledgeStore | str | os.PathLike[str],
         *,
         user_id: str | None = None,
         root: str | None = None,
@@ -161,8 +162,11 @@ class AnthropicMemoryTool(ToolSchema):
         max_file_chars: int = 1_000_000,
         max_attempts: int = 8,
     ) -> None:
-        if isinstance(store, str):
-            self.store: KnowledgeStore = FsspecKnowledgeStore(store, **dict(storage_options or {}))
+        if isinstance(store, str | os.PathLike):
+            options = dict(storage_options or {})
+            self.store: KnowledgeStore = FsspecKnowledgeStore(os.fspath(store), **options)
+        elif storage_options:
+            raise ValueError("storage_options is for a store given as a URL, not a store object")
         else:
             self.store = store
         if user_id is not None and (not isinstance(user_id, str) or not _USER_ID.match(user_id)):

@@ -268,3 +268,15 @@ async def test_view_lists_empty_folders_and_hides_fsmemory_files(tmp_path: Path)
         "Successfully deleted /memories/empty"
     )
     assert not (tmp_path / "memories" / "empty").exists()
+
+
+async def test_memory_tool_takes_a_path_and_refuses_options_for_a_store(tmp_path: Path) -> None:
+    tool = AnthropicMemoryTool(tmp_path / "mem")
+    assert not (
+        await tool.execute({"command": "create", "path": "/memories/p.md", "file_text": "p"})
+    ).is_error
+    assert (tmp_path / "mem" / "memories" / "p.md").read_text() == "p"
+    with pytest.raises(ValueError, match="storage_options is for a store given as a URL"):
+        AnthropicMemoryTool(MemoryKnowledgeStore(), storage_options={"anon": True})
+    with pytest.raises(ValueError, match="storage_options is for a store given as a URL"):
+        KnowledgeConfig(store=MemoryKnowledgeStore(), storage_options={"anon": True})

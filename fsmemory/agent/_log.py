@@ -12,7 +12,7 @@ from fsmemory.agent._events import CompactionCompleted, Event
 from fsmemory.store import KnowledgeStore
 
 __all__ = [
-    "LOG_DIR",
+    "EVENT_LOG_DIR",
     "check_stream_id",
     "encode_events",
     "load_history",
@@ -25,7 +25,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-LOG_DIR = "/log"
+EVENT_LOG_DIR = "/log"
 
 _STREAM_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
 
@@ -45,7 +45,7 @@ def check_stream_id(stream_id: str) -> str:
 
 def log_path(stream_id: str) -> str:
     """``/log/<stream_id>.jsonl``."""
-    return f"{LOG_DIR}/{check_stream_id(stream_id)}.jsonl"
+    return f"{EVENT_LOG_DIR}/{check_stream_id(stream_id)}.jsonl"
 
 
 def encode_events(events: Iterable[Event]) -> str:

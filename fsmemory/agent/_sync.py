@@ -9,7 +9,6 @@ from typing import Any, TypeVar
 
 from fsmemory.agent._config import KnowledgeConfig
 from fsmemory.agent._events import Event, HaltEvent, ToolCall, ToolError, ToolResult, UserMessage
-from fsmemory.agent._log import load_history
 from fsmemory.agent._policies import Assembly
 from fsmemory.agent._schema import ToolFormat
 from fsmemory.agent._session import KnowledgeSession, Subscriber
@@ -45,10 +44,9 @@ class SyncKnowledgeSession:
     def resume(cls, config: KnowledgeConfig, stream_id: str, **kwargs: Any) -> SyncKnowledgeSession:
         """A session continuing ``stream_id`` from its event log (see
         :meth:`KnowledgeSession.resume`)."""
-        sync = cls(config, stream_id=stream_id, **kwargs)
-        history = sync._run(load_history(config.store, stream_id))
-        sync.session._history = history
-        sync.session._chars = sum(len(e.text()) for e in history)
+        sync = cls.__new__(cls)
+        sync._loop = asyncio.new_event_loop()
+        sync.session = sync._run(KnowledgeSession.resume(config, stream_id, **kwargs))
         return sync
 
     def __repr__(self) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fsmemory import _jsonutil
-from fsmemory.agent._log import LOG_DIR
+from fsmemory.agent._log import EVENT_LOG_DIR
 from fsmemory.agent._schema import ToolSchema
 from fsmemory.errors import FsMemoryError, InvalidPathError
 from fsmemory.store import KnowledgeStore, normalize_path
@@ -71,7 +71,7 @@ class KnowledgeTool(ToolSchema):
         self,
         store: KnowledgeStore,
         *,
-        read_only: tuple[str, ...] = (LOG_DIR,),
+        read_only: tuple[str, ...] = (EVENT_LOG_DIR,),
         max_content_chars: int = 1_000_000,
         max_read_chars: int = 100_000,
     ) -> None:

@@ -3,7 +3,7 @@
     fsmemory [--store URL] [-o KEY=VALUE ...] COMMAND [--store URL] [-o KEY=VALUE ...] ...
 
 Commands: ``remember``, ``recall``, ``context``, ``facts``, ``recent``, ``forget``,
-``prune``, ``stats``, ``demo`` (and ``export`` when pyarrow is installed). ``--store``
+``prune``, ``stats``, ``demo``, ``mcp`` (and ``export`` when pyarrow is installed). ``--store``
 and ``-o`` are accepted before or after the command. Listings take ``--json``. Errors
 print one line on stderr and exit with status 1 (2 for usage errors). Reading a local
 store that does not exist (or is a file) is an error; only ``remember`` and ``demo``
@@ -274,6 +274,13 @@ def _count(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """Serve the memory to an MCP client over stdio until it disconnects."""
+    from fsmemory.integrations.mcp import run_mcp_command
+
+    return run_mcp_command(args, store_of(args), storage_options_of(args))
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``fsmemory`` command."""
     parser = argparse.ArgumentParser(
@@ -343,6 +350,11 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_export_parser(sub)
+    from fsmemory.integrations.mcp import add_mcp_parser
+
+    p = add_mcp_parser(sub)
+    p.set_defaults(func=cmd_mcp)
+    store_arguments(p)
     return parser
 
 

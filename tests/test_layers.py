@@ -38,7 +38,9 @@ LAYERS: dict[str, frozenset[str]] = {
     "memory": frozenset({"fs", "snapshot", "sanitizers"}),
     "agent": frozenset({"store", "memory"}),
     "export": frozenset({"fs", "memory"}),
-    "integrations": frozenset({"memory", "store", "agent"}),
+    # adapters (MCP, LangGraph); the LangGraph store writes through storage roots and
+    # the MCP server's --defang runs the pre-save sanitizers
+    "integrations": frozenset({"fs", "memory", "store", "agent", "sanitizers"}),
     # shipped test support (conformance suites, services, fault injection)
     "testing": frozenset({"fs", "store", "memory", "snapshot", "implementations", "sanitizers"}),
 }

@@ -72,7 +72,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -86,7 +86,7 @@ from fsmemory.errors import (
 )
 from fsmemory.fs import StorageRoot, open_root, validate_path
 from fsmemory.fs.base import FileInfo
-from fsmemory.memory.index import tokenize
+from fsmemory.memory.index import _STOPWORDS, tokenize
 
 try:
     from langgraph.store.base import (
@@ -109,7 +109,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingDependencyError("langgraph", "langgraph") from exc
 
-__all__ = ["FsspecStore", "item_path", "keyword_score"]
+__all__ = ["FsspecStore", "item_path", "keyword_score", "query_terms"]
 
 logger = logging.getLogger(__name__)
 
@@ -120,6 +120,7 @@ _KEY_SAFE = frozenset("-_@+=,")
 _MAX_NAME_BYTES = 200
 _HASH_MARK = "~~"
 _READ_WORKERS = 8
+_FOLDER_MEMOS = 64
 
 
 def _utcnow() -> datetime:
@@ -249,6 +250,8 @@ class _Record:
     ttl_minutes: float | None = None
     expires_at: datetime | None = None
     index: Literal[False] | list[str] | None = None
+    #: per-record derived data (search words), computed once per parsed version
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def to_bytes(self) -> bytes:
         doc: dict[str, Any] = {
@@ -314,9 +317,9 @@ class _Record:
         )
 
     def search_item(self, score: float | None = None) -> SearchItem:
-        return SearchItem(
-            self.namespace, self.key, self.value, self.created_at, self.updated_at, score
-        )
+        # A copy: the record stays cached, and a caller may change what it gets.
+        value = _jsonutil.loads(_jsonutil.dumps(self.value))
+        return SearchItem(self.namespace, self.key, value, self.created_at, self.updated_at, score)
 
 
 def _parse_time(raw: object, name: str) -> datetime:
@@ -367,6 +370,14 @@ def _matches(value: dict[str, Any], filter_: Mapping[str, Any]) -> bool:
     return all(_compare(value.get(k), v) for k, v in filter_.items())
 
 
+def query_terms(query: str) -> list[str]:
+    """The distinct tokens of ``query`` that :func:`keyword_score` matches: stopwords are
+    dropped unless nothing else is left, as ``KnowledgeMemory.recall`` does."""
+    terms = list(dict.fromkeys(tokenize(query)))
+    meaningful = [t for t in terms if t not in _STOPWORDS]
+    return meaningful or terms
+
+
 def keyword_score(query_terms: Sequence[str], text: str) -> float:
     """How well ``text`` matches the query, in [0, 1] (0: no query term occurs).
 
@@ -377,13 +388,16 @@ def keyword_score(query_terms: Sequence[str], text: str) -> float:
     and this scoring mirrors recall's keyword ranking.
 
     Args:
-        query_terms: the distinct tokens of the query.
+        query_terms: the distinct tokens of the query (see :func:`query_terms`).
         text: the item's searchable text.
     """
+    words = tokenize(text)
+    return _score_words(query_terms, words, set(words))
+
+
+def _score_words(query_terms: Sequence[str], words: list[str], vocabulary: set[str]) -> float:
     if not query_terms:
         return 0.0
-    words = tokenize(text)
-    vocabulary = set(words)
     total = 0.0
     for term in query_terms:
         if term in vocabulary:
@@ -438,6 +452,7 @@ class FsspecStore(BaseStore):
         self._clock: Clock = clock or _utcnow
         self._inline = self.root.capabilities.cheap_lock
         self._cache: dict[str, tuple[str, _Record | None]] = {}
+        self._folders: dict[str, tuple[list[tuple[str, str]], list[_Record]]] = {}
         self._cache_lock = threading.Lock()
         self._sweeper: threading.Thread | None = None
         self._stop_sweeper = threading.Event()
@@ -554,13 +569,13 @@ class FsspecStore(BaseStore):
             previous = self._parse(path, old, quiet=True)
             if previous is None or previous.created_at > now:
                 return encoded_fresh
-            return replace(fresh, created_at=previous.created_at).to_bytes()
+            return replace(fresh, created_at=previous.created_at, memo={}).to_bytes()
 
         self.root.update(path, change)
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         folder = _namespace_dir(op.namespace_prefix)
-        records = self._load(self.root.list(folder, recursive=True))
+        records = self._folder(folder)
         now = self._clock()
         omit = self._omit_expired()
         candidates = [
@@ -570,17 +585,19 @@ class FsspecStore(BaseStore):
         ]
         scored: list[tuple[float | None, _Record]]
         if op.query:
-            terms = list(dict.fromkeys(tokenize(op.query)))
+            terms = query_terms(op.query)
             scored = []
             for record in candidates:
-                text = self._searchable_text(record)
-                score = keyword_score(terms, text) if text else 0.0
+                words = record.memo.get("words")
+                if words is None:
+                    words = record.memo["words"] = tokenize(self._searchable_text(record))
+                    record.memo["vocabulary"] = set(words)
+                score = _score_words(terms, words, record.memo["vocabulary"])
                 if score > 0.0:
                     scored.append((score, record))
             scored.sort(key=lambda s: (-(s[0] or 0.0), *_recency_key(s[1])))
         else:
-            candidates.sort(key=_recency_key)
-            scored = [(None, r) for r in candidates]
+            scored = [(None, r) for r in candidates]  # _folder sorted them newest first
         offset = max(op.offset, 0)
         page = scored[offset : offset + max(op.limit, 0)]
         if op.refresh_ttl:
@@ -661,9 +678,26 @@ class FsspecStore(BaseStore):
             return None
         return record
 
+    def _folder(self, folder: str) -> list[_Record]:
+        """The items under ``folder``, newest update first, from one listing: reused as
+        they are when no file changed since the last look."""
+        infos = self.root.list(folder, recursive=True)
+        signature = [(i.path, i.token) for i in infos]
+        with self._cache_lock:
+            memo = self._folders.get(folder)
+        if memo is not None and memo[0] == signature:
+            return memo[1]
+        records = self._load(infos)
+        records.sort(key=_recency_key)
+        with self._cache_lock:
+            self._folders[folder] = (signature, records)
+            if len(self._folders) > _FOLDER_MEMOS:
+                self._folders.pop(next(iter(self._folders)))
+        return records
+
     def _load(self, infos: Iterable[FileInfo]) -> list[_Record]:
         """Parsed records of the item files in a listing, read only when changed."""
-        wanted = [i for i in infos if _namespace_of(i.path) is not None]
+        wanted = [i for i in infos if i.path.endswith(_SUFFIX)]
         with self._cache_lock:
             cache = self._cache
             misses = [i for i in wanted if (hit := cache.get(i.path)) is None or hit[0] != i.token]

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from langgraph.store.base import (  # noqa: E402
+from langgraph.store.base import (
     GetOp,
     InvalidNamespaceError,
     ListNamespacesOp,
@@ -22,9 +22,9 @@ from langgraph.store.base import (  # noqa: E402
     SearchOp,
 )
 
-from fsmemory.errors import InvalidInputError  # noqa: E402
-from fsmemory.integrations.langgraph import FsspecStore, item_path, keyword_score  # noqa: E402
-from tests.test_integrations.conftest import FakeClock  # noqa: E402
+from fsmemory.errors import InvalidInputError
+from fsmemory.integrations.langgraph import FsspecStore, item_path, keyword_score
+from tests.test_integrations.conftest import FakeClock
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -385,7 +385,9 @@ def test_compiled_state_graph_uses_the_store(tmp_path: Path) -> None:
         known: list[str]
 
     def remember(state: State, *, store: BaseStore) -> dict[str, Any]:
-        store.put(("memories", state["user"]), f"fact-{len(state['fact'])}", {"text": state["fact"]})
+        store.put(
+            ("memories", state["user"]), f"fact-{len(state['fact'])}", {"text": state["fact"]}
+        )
         return {}
 
     def recall(state: State, *, store: BaseStore) -> dict[str, Any]:
@@ -405,3 +407,12 @@ def test_compiled_state_graph_uses_the_store(tmp_path: Path) -> None:
     out = again.invoke({"user": "u1", "fact": "tea at 5pm", "known": []})
     assert sorted(out["known"]) == ["likes green tea", "tea at 5pm"]
     assert (tmp_path / "memories" / "u1" / "fact-15.json").is_file()
+
+
+def test_changing_a_returned_value_does_not_change_the_store(tmp_path: Path) -> None:
+    store = FsspecStore(tmp_path)
+    store.put(("ns",), "k", {"tags": ["a"]})
+    found = store.search(("ns",))
+    found[0].value["tags"].append("mutated")
+    assert store.search(("ns",))[0].value == {"tags": ["a"]}
+    assert store.get(("ns",), "k").value == {"tags": ["a"]}  # type: ignore[union-attr]

@@ -21,12 +21,12 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from hypothesis import HealthCheck, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test  # noqa: E402
-from langgraph.store.memory import InMemoryStore  # noqa: E402
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
+from langgraph.store.memory import InMemoryStore
 
-from fsmemory.integrations.langgraph import FsspecStore  # noqa: E402
+from fsmemory.integrations.langgraph import FsspecStore
 
 LABELS = st.sampled_from(["users", "1", "10", "docs", "a", "b", "ü"])
 NAMESPACES = st.lists(LABELS, min_size=1, max_size=3).map(tuple)
@@ -123,7 +123,9 @@ def compare_with_in_memory_store(url: str, options: dict[str, Any], examples: in
             assert len(page) == len(ref_page)
 
         @rule(
-            prefix=st.one_of(st.none(), st.lists(LABELS | st.just("*"), min_size=1, max_size=2).map(tuple)),
+            prefix=st.one_of(
+                st.none(), st.lists(LABELS | st.just("*"), min_size=1, max_size=2).map(tuple)
+            ),
             suffix=st.one_of(st.none(), st.lists(LABELS | st.just("*"), min_size=1, max_size=2)),
             max_depth=st.one_of(st.none(), st.integers(1, 3)),
             limit=st.integers(1, 20),

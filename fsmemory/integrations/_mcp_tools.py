@@ -99,7 +99,7 @@ class MemoryTools:
         if not result.stored:
             if result.rejected_by == "duplicate":
                 raise ToolError(
-                    "Not saved: a memory with the same or nearly the same content exists."
+                    "Not saved: a duplicate of an existing memory (same or nearly the same text)."
                 )
             raise ToolError(f"Not saved: rejected by the {result.rejected_by} filter.")
         where = "long-term memory (MEMORY.md)" if persistent else "memory"

@@ -58,6 +58,15 @@ def _require_sdk() -> None:
         raise MissingDependencyError("mcp", "mcp") from exc
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("fsmemory")
+    except PackageNotFoundError:
+        return ""
+
+
 def memory_from_options(
     url: str | os.PathLike[str],
     storage_options: Mapping[str, Any] | None = None,
@@ -101,12 +110,11 @@ def create_server(
         MissingDependencyError: the ``mcp`` SDK is not installed.
     """
     _require_sdk()
-    from fsmemory import __version__
     from fsmemory.integrations._mcp_tools import MemoryTools, build_server
     from fsmemory.store import FsspecKnowledgeStore
 
     store = FsspecKnowledgeStore(memory.root, watch="none") if knowledge else None
-    return build_server(MemoryTools(memory, store), name=name, version=__version__)
+    return build_server(MemoryTools(memory, store), name=name, version=_version())
 
 
 def add_mcp_parser(subparsers: Any) -> argparse.ArgumentParser:

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import copy
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from fsmemory.agent._schema import ToolSchema
 from fsmemory.errors import FsMemoryError
-from fsmemory.memory import KnowledgeMemory, escape_line
+from fsmemory.memory import KnowledgeEntry, KnowledgeMemory, escape_line
 
 __all__ = [
     "DEFAULT_RECALL_LIMIT",
@@ -38,6 +38,7 @@ __all__ = [
     "make_recall_tool",
     "make_remember_tool",
     "parse_bool",
+    "recall_text",
 ]
 
 _TRUE = {"true", "yes", "1", "y", "on"}
@@ -178,13 +179,7 @@ def make_recall_tool(km: KnowledgeMemory) -> FunctionTool:
             found = km.recall(query, limit=count)
         except (FsMemoryError, ValueError) as exc:
             return f"Error: could not search the memory: {exc}"
-        if not found:
-            return f"No memories found matching '{escape_line(query)}'."
-        noun = "memory" if len(found) == 1 else "memories"
-        lines = [f"Found {len(found)} {noun}:"]
-        for i, entry in enumerate(found, 1):
-            lines.append(f"{i}. [{entry.category}] {escape_line(entry.content)}")
-        return "\n".join(lines)
+        return recall_text(query, found)
 
     return FunctionTool(
         name="recall",
@@ -212,6 +207,19 @@ def make_recall_tool(km: KnowledgeMemory) -> FunctionTool:
         },
         function=recall,
     )
+
+
+def recall_text(query: str, found: Sequence[KnowledgeEntry], *, show_ids: bool = False) -> str:
+    """The text a recall tool returns: a numbered list, one memory per line (newlines
+    escaped, so a memory cannot forge another item), ids appended when ``show_ids``."""
+    if not found:
+        return f"No memories found matching '{escape_line(query)}'."
+    noun = "memory" if len(found) == 1 else "memories"
+    lines = [f"Found {len(found)} {noun}:"]
+    for i, entry in enumerate(found, 1):
+        suffix = f" (id: {entry.id})" if show_ids else ""
+        lines.append(f"{i}. [{entry.category}] {escape_line(entry.content)}{suffix}")
+    return "\n".join(lines)
 
 
 def _parse_limit(limit: object) -> int:

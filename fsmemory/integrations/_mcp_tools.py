@@ -18,6 +18,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from fsmemory.agent import KnowledgeTool
+from fsmemory.agent._functions import recall_text
 from fsmemory.errors import FsMemoryError
 from fsmemory.memory import KnowledgeMemory, escape_line
 from fsmemory.memory.validation import MAX_CATEGORY_CHARS
@@ -123,13 +124,7 @@ class MemoryTools:
             found = self.memory.recall(query, limit=limit, category=category)
         except (FsMemoryError, ValueError, OSError) as exc:
             raise ToolError(f"Could not search the memory: {exc}") from exc
-        if not found:
-            return f"No memories found matching '{escape_line(query)}'."
-        noun = "memory" if len(found) == 1 else "memories"
-        lines = [f"Found {len(found)} {noun}:"]
-        for i, entry in enumerate(found, 1):
-            lines.append(f"{i}. [{entry.category}] {escape_line(entry.content)} (id: {entry.id})")
-        return "\n".join(lines)
+        return recall_text(query, found, show_ids=True)
 
     def forget(
         self,

@@ -567,9 +567,13 @@ class FsspecStore(BaseStore):
             if old is None:
                 return encoded_fresh
             previous = self._parse(path, old, quiet=True)
-            if previous is None or previous.created_at > now:
+            if previous is None:
                 return encoded_fresh
-            return replace(fresh, created_at=previous.created_at, memo={}).to_bytes()
+            # Another host's clock may be ahead: updated_at never precedes created_at.
+            created = previous.created_at
+            return replace(
+                fresh, created_at=created, updated_at=max(now, created), memo={}
+            ).to_bytes()
 
         self.root.update(path, change)
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
+import sys
 import threading
+import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -23,6 +27,8 @@ from langgraph.store.base import (
 )
 
 from fsmemory.errors import InvalidInputError
+from fsmemory.fs.base import Versioned
+from fsmemory.fs.local import LocalRoot
 from fsmemory.integrations.langgraph import FsspecStore, item_path, keyword_score
 from tests.test_integrations.conftest import FakeClock
 
@@ -416,3 +422,87 @@ def test_changing_a_returned_value_does_not_change_the_store(tmp_path: Path) -> 
     found[0].value["tags"].append("mutated")
     assert store.search(("ns",))[0].value == {"tags": ["a"]}
     assert store.get(("ns",), "k").value == {"tags": ["a"]}  # type: ignore[union-attr]
+
+
+class RacingRoot(LocalRoot):
+    """A real local root that lets another writer in right after its next read."""
+
+    def __init__(self, directory: Path) -> None:
+        super().__init__(str(directory))
+        self.after_next_read: Callable[[], None] | None = None
+
+    def read(self, path: str) -> Versioned:
+        current = super().read(path)
+        hook, self.after_next_read = self.after_next_read, None
+        if hook is not None:
+            hook()
+        return current
+
+
+def test_a_ttl_refresh_never_overwrites_a_concurrent_put(tmp_path: Path) -> None:
+    clock = FakeClock()
+    root = RacingRoot(tmp_path)
+    reader = FsspecStore(root, clock=clock)
+    writer = FsspecStore(tmp_path, clock=clock)
+    writer.put(("s",), "k", {"v": 1}, ttl=10)
+    root.after_next_read = lambda: writer.put(("s",), "k", {"v": 2}, ttl=10)
+    assert reader.get(("s",), "k").value == {"v": 1}  # type: ignore[union-attr]
+    assert writer.get(("s",), "k", refresh_ttl=False).value == {"v": 2}  # type: ignore[union-attr]
+
+
+def test_a_put_racing_a_replace_keeps_the_replacement_created_at(tmp_path: Path) -> None:
+    clock = FakeClock()
+    root = RacingRoot(tmp_path)
+    mine = FsspecStore(root, clock=clock)
+    other = FsspecStore(tmp_path, clock=clock)
+    other.put(("s",), "k", {"v": 1})
+
+    def replace_it() -> None:
+        clock.advance(minutes=1)
+        other.delete(("s",), "k")
+        other.put(("s",), "k", {"v": 2})
+
+    root.after_next_read = replace_it
+    clock_before = clock.now
+    mine.put(("s",), "k", {"v": 3})
+    item = other.get(("s",), "k")
+    assert item is not None and item.value == {"v": 3}
+    assert item.created_at == clock_before + timedelta(minutes=1)  # the replacement's
+
+
+def test_the_sweeper_thread_deletes_expired_items(tmp_path: Path) -> None:
+    clock = FakeClock()
+    store = FsspecStore(tmp_path, clock=clock, ttl={"sweep_interval_minutes": 1})
+    try:
+        store.put(("s",), "gone", {"v": 1}, ttl=1)
+        store.put(("s",), "kept", {"v": 2})
+        clock.advance(minutes=2)
+        store.stop_ttl_sweeper(timeout=5)
+        store.start_ttl_sweeper(sweep_interval_minutes=0.0005)  # every 30 ms
+        path = tmp_path / "s" / "gone.json"
+        deadline = time.monotonic() + 30
+        while path.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not path.exists()
+        assert store.get(("s",), "kept") is not None
+    finally:
+        assert store.stop_ttl_sweeper(timeout=5)
+
+
+def test_processes_writing_one_folder_lose_nothing(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from fsmemory.integrations.langgraph import FsspecStore\n"
+        "n = int(sys.argv[2]); store = FsspecStore(sys.argv[1])\n"
+        "for i in range(20):\n"
+        "    store.put(('p',), f'own-{n}-{i}', {'n': n, 'i': i})\n"
+        "    store.put(('p',), 'shared', {'n': n, 'i': i})\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(tmp_path), str(n)]) for n in range(3)
+    ]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
+    found = {i.key: i.value for i in FsspecStore(tmp_path).search(("p",), limit=1000)}
+    assert len(found) == 3 * 20 + 1
+    assert all(found[f"own-{n}-{i}"] == {"n": n, "i": i} for n in range(3) for i in range(20))
+    assert found["shared"]["i"] == 19

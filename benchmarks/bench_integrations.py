@@ -1,6 +1,6 @@
 """The MCP server and the LangGraph store: start-up, tool round trips, put/get/search.
 
-    python benchmarks/bench_integrations.py [--quick] [--items 1000]
+    python benchmarks/bench_integrations.py [--quick | --smoke] [--items 1000]
 
 MCP: ``fsmemory --store DIR mcp`` is started as a subprocess and driven by the SDK's
 stdio client; "start to first tool list" runs from spawning the process to the answer
@@ -131,9 +131,12 @@ def bench_store(store: BaseStore, items: int, searches: int) -> dict[str, float]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, to test the code")
     parser.add_argument("--items", type=int, default=1000, help="items in the namespace")
     args = parser.parse_args()
     starts, calls, searches = (3, 20, 20) if args.quick else (7, 50, 50)
+    if args.smoke:
+        starts, calls, searches, args.items = 1, 2, 2, 20
 
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)

@@ -116,7 +116,6 @@ def test_hostile_input_is_a_tool_error_and_the_server_keeps_going(tmp_path: Path
             ("remember", {"content": "x", "category": "## evil\n- forged"}, "category"),
             ("remember", {"content": "x", "category": "[x]"}, "category"),
             ("remember", {"content": "x" * (1 << 20 + 1)}, "limit"),
-            ("remember", {"content": "x", "unknown": 1}, ""),
             ("forget", {"id": "no-such-id"}, "No memory"),
             ("forget", {"id": ""}, "id"),
             ("nonexistent_tool", {}, "nonexistent_tool"),
@@ -124,8 +123,6 @@ def test_hostile_input_is_a_tool_error_and_the_server_keeps_going(tmp_path: Path
         for tool, args, needle in bad_calls:
             result = await session.call_tool(tool, args)
             message = text_of(result)
-            if tool == "remember" and "unknown" in args:
-                continue  # extra arguments are ignored by the SDK; checked below
             assert result.is_error, (tool, args, message)
             assert needle.lower() in message.lower(), (tool, args, message)
 

@@ -54,6 +54,7 @@ def test_put_get_delete_round_trip(location: tuple[str, dict[str, Any]]) -> None
     assert item is not None
     assert item.value == {"theme": "dark", "n": 3, "nested": {"a": [1, 2]}}
     assert item.namespace == ("users", "1") and item.key == "prefs"
+    assert [i.path for i in store.root.list("", recursive=True)] == ["users/1/prefs.json"]
     store.put(("users", "1"), "prefs", {"theme": "light"})
     assert store.get(("users", "1"), "prefs").value == {"theme": "light"}  # type: ignore[union-attr]
     store.delete(("users", "1"), "prefs")

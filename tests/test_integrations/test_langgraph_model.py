@@ -165,4 +165,4 @@ def test_same_answers_as_in_memory_store(
 ) -> None:
     url, options = location
     local = url.startswith("/") or url.startswith("memory://")
-    compare_with_in_memory_store(url, options, examples=60 if local else 8)
+    compare_with_in_memory_store(url, options, examples=60 if local else 15)

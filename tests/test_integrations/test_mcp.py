@@ -183,6 +183,28 @@ def test_flags_after_the_subcommand_defang_dedupe_and_knowledge(tmp_path: Path) 
     assert (store / "MEMORY.md").read_bytes() == before
 
 
+@pytest.mark.s3
+def test_server_on_s3_with_storage_options(
+    tmp_path: Path, s3_root_url: str, s3_storage_options: dict[str, Any]
+) -> None:
+    options: list[str] = []
+    for key, value in s3_storage_options.items():
+        if isinstance(value, dict):
+            options += [x for k, v in value.items() for x in ("-o", f"{key}.{k}={v}")]
+        else:
+            options += ["-o", f"{key}={json.dumps(value)}"]
+
+    async def body(session: ClientSession) -> None:
+        error, text = await call(session, "remember", {"content": "Lives in the bucket"})
+        assert not error, text
+        error, text = await call(session, "recall", {"query": "bucket"})
+        assert not error and "Lives in the bucket" in text
+
+    serve(["--store", s3_root_url, *options[:2], "mcp", *options[2:]], body, tmp_path)
+    stored = KnowledgeMemory(s3_root_url, storage_options=s3_storage_options)
+    assert [e.content for e in stored.entries()] == ["Lives in the bucket"]
+
+
 def _python(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120

@@ -59,20 +59,24 @@ def run_backend(
             files = build_memory(Path(tmp) / "src", n)
             archive = pack_archive(files)
             url = url_for(n)
-            backend = FsspecBackend(url, **options)
+            backend = FsspecBackend(url, storage_options=options)
             backend.save_base(archive, folded=[], expected=SnapshotState(None))
             # restore, several times (fresh scratch folders)
             restore: list[float] = []
             floor: list[float] = []
             for k in range(5):
                 t0 = time.perf_counter()
-                KnowledgeMemory(Path(tmp) / f"r{k}", backend=FsspecBackend(url, **options))
+                KnowledgeMemory(
+                    Path(tmp) / f"r{k}", backend=FsspecBackend(url, storage_options=options)
+                )
                 restore.append(time.perf_counter() - t0)
                 t0 = time.perf_counter()
                 raw = backend.root.read_bytes(f"{backend.objects}/{backend.load_state().base_name}")
                 orjson.loads(raw)
                 floor.append(time.perf_counter() - t0)
-            km = KnowledgeMemory(Path(tmp) / "w", backend=FsspecBackend(url, **options))
+            km = KnowledgeMemory(
+                Path(tmp) / "w", backend=FsspecBackend(url, storage_options=options)
+            )
             sync = km._sync
             assert sync is not None
             per_save: list[int] = []

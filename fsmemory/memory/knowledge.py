@@ -26,6 +26,7 @@ from fsmemory import _jsonutil
 from fsmemory.errors import InvalidInputError
 from fsmemory.fs import StorageRoot, open_root
 from fsmemory.fs.base import FileInfo
+from fsmemory.memory._replica import SnapshotReplica
 from fsmemory.memory.entry import KnowledgeEntry, format_timestamp, new_entry_id
 from fsmemory.memory.index import (
     LOG_DIR,
@@ -42,7 +43,6 @@ from fsmemory.memory.markdown import (
     remove_fact,
     rewrite_memory_md,
 )
-from fsmemory.memory.sync import SnapshotSync
 from fsmemory.memory.validation import (
     DEFAULT_MAX_CONTENT_BYTES,
     check_category,
@@ -116,9 +116,14 @@ class KnowledgeMemory:
             :class:`~fsmemory.snapshot.RedisKnowledgeBackend`, or any object with
             ``load_bytes``/``save_bytes``). The folder is restored from it on
             construction and every mutation is saved back (incrementally, merging
-            concurrent writers, for incremental backends). None: files only.
+            concurrent writers, for incremental backends). Nothing already in the folder
+            is lost: an empty snapshot starts from the folder, a non-empty one is merged
+            with it. None: files only.
         on_corrupt_snapshot: ``"raise"`` (default) or ``"reset"`` (move the corrupt
-            snapshot aside and start empty).
+            snapshot aside and start again from the folder).
+        snapshot_compact_after: a save folds the snapshot's waiting deltas into a new
+            base once this many are waiting (default: the backend's ``compact_after``,
+            32 for the built-in backends).
         clock: a function returning the current aware UTC datetime (for tests).
 
     Raises:
@@ -144,6 +149,7 @@ class KnowledgeMemory:
         dedupe_window: int = 200,
         backend: KnowledgeBackend | IncrementalBackend | None = None,
         on_corrupt_snapshot: Literal["raise", "reset"] = "raise",
+        snapshot_compact_after: int | None = None,
         clock: Clock | None = None,
     ) -> None:
         if storage_dir is not None and directory is not None:
@@ -178,10 +184,15 @@ class KnowledgeMemory:
 
             self._dedupe_hook = dedupe_against(self._dedupe_candidates, dedupe_threshold)
         self.backend = backend
-        self._sync: SnapshotSync | None = None
+        self._replica: SnapshotReplica | None = None
         if backend is not None:
-            self._sync = SnapshotSync(self.root, backend, on_corrupt=on_corrupt_snapshot)
-            self._sync.restore()
+            self._replica = SnapshotReplica(
+                self.root,
+                backend,
+                on_corrupt=on_corrupt_snapshot,
+                compact_after=snapshot_compact_after,
+            )
+            self._replica.restore()
 
     # -- properties ----------------------------------------------------------------------
     @property
@@ -468,8 +479,8 @@ class KnowledgeMemory:
             self._saved()
 
     def _saved(self) -> None:
-        if self._sync is not None:
-            self._sync.save()
+        if self._replica is not None:
+            self._replica.save()
 
     def flush(self) -> int:
         """Save the folder to the backend now (e.g. after editing files by hand).
@@ -478,7 +489,7 @@ class KnowledgeMemory:
             Bytes uploaded (0 without a backend or when nothing changed).
         """
         with self._lock:
-            return 0 if self._sync is None else self._sync.save()
+            return 0 if self._replica is None else self._replica.save()
 
     # -- reads ---------------------------------------------------------------------------
     def _refresh(self) -> None:

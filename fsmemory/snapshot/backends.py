@@ -8,8 +8,11 @@ Two protocols:
 * :class:`IncrementalBackend` (fsmemory's): a snapshot is a **base** archive plus small
   **delta** objects. A save uploads only a delta under a fresh, unique name, so
   concurrent savers never overwrite each other; a restore folds the base and every delta
-  together; compaction writes a new base and moves the **head** to it with
-  compare-and-swap, then deletes the deltas it folded.
+  together; a **fold** (compaction) writes a new base and moves the **head** to it with
+  compare-and-swap, then removes the deltas it folded (one batched request where the
+  service has one). When to fold is the memory layer's decision (a save folds once
+  ``compact_after`` deltas are waiting, see :mod:`fsmemory.memory`); a backend only
+  offers ``compact_after`` as its default.
 
 :class:`FsspecBackend` implements both on any fsspec URL; :class:`RedisKnowledgeBackend`
 implements both natively in Redis (with an optional server-side TTL).
@@ -21,23 +24,27 @@ import logging
 import os
 import time
 import uuid
+import warnings
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from fsmemory import _jsonutil
 from fsmemory.errors import (
     ConflictError,
+    FsMemoryError,
     InvalidInputError,
     KeyNotFoundError,
-    MissingDependencyError,
     SnapshotError,
+    require,
 )
 from fsmemory.fs import StorageRoot, open_root
+from fsmemory.fs.errors import translated
 
 __all__ = [
+    "DEFAULT_COMPACT_AFTER",
     "HEAD_FORMAT",
     "FsspecBackend",
     "IncrementalBackend",
@@ -52,6 +59,8 @@ logger = logging.getLogger(__name__)
 HEAD_FORMAT = "fsmemory-snapshot"
 #: how many folded delta names a head remembers (crash leftovers are skipped and removed)
 _FOLDED_MEMORY = 256
+#: a save folds the waiting deltas into a new base once this many are waiting
+DEFAULT_COMPACT_AFTER = 32
 
 
 @runtime_checkable
@@ -68,12 +77,21 @@ class KnowledgeBackend(Protocol):
 @dataclass(frozen=True, slots=True)
 class SnapshotState:
     """What a restore reads: the base archive, the deltas to fold on top (in order), and
-    the head version that a compaction must compare-and-swap against."""
+    the head version that a fold must compare-and-swap against.
+
+    Attributes:
+        base: the base archive (None: nothing was folded yet).
+        deltas: ``(name, data)`` of every delta not folded into ``base``, in order.
+        version: the head's version token (None: no head yet).
+        base_name: the base object's name, when the backend stores it apart.
+        folded: names of deltas the head records as folded (a fold appends to it).
+    """
 
     base: bytes | None
     deltas: list[tuple[str, bytes]] = field(default_factory=list)
     version: str | None = None
     base_name: str | None = None
+    folded: tuple[str, ...] = ()
 
     @property
     def delta_bytes(self) -> int:
@@ -85,16 +103,28 @@ class SnapshotState:
 class IncrementalBackend(Protocol):
     """A backend that stores a base plus deltas (see the module docstring)."""
 
-    def load_state(self) -> SnapshotState:
-        """Read the head, the base and every delta not yet folded."""
+    def load_state(self, known: SnapshotState | None = None) -> SnapshotState:
+        """Read the head, the base and every delta not yet folded.
+
+        Args:
+            known: a state this process read before. What is unchanged since (the base
+                when the head still names it, deltas by name) is taken from it instead of
+                being downloaded again, so revalidating costs a head read and a listing.
+        """
 
     def save_delta(self, data: bytes) -> str:
         """Store one delta under a new unique name and return the name."""
 
-    def save_base(self, archive: bytes, *, folded: Sequence[str], expected: SnapshotState) -> bool:
-        """Compaction: make ``archive`` the new base if the head is still ``expected``.
+    def save_base(
+        self, archive: bytes, *, folded: Sequence[str], expected: SnapshotState
+    ) -> SnapshotState | None:
+        """Fold: make ``archive`` the new base if the head is still ``expected``.
 
-        Returns False (and changes nothing visible) when another writer moved the head.
+        ``folded`` names the deltas ``archive`` includes; they are removed afterwards.
+
+        Returns:
+            The new state (the new base, no deltas, the new head version), or None (and
+            nothing visible changed) when another writer moved the head first.
         """
 
 
@@ -119,23 +149,47 @@ class FsspecBackend:
 
     Objects: the head at the URL itself, and ``<url>.d/base-*.json`` /
     ``<url>.d/delta/*.json`` beside it. A head that holds a seed (version 1) archive is
-    read as a base with no deltas, so existing snapshots migrate on their next compaction.
+    read as a base with no deltas, so existing snapshots migrate on their next fold.
+
+    Requests (S3; GCS and Redis alike): a restore is one listing, one head read, then the
+    base and the deltas fetched in parallel; a save is one ``PUT`` of a delta; a fold is a
+    ``PUT`` of the base, a conditional ``PUT`` of the head and one batched delete.
 
     Args:
         url: where the snapshot lives.
-        **storage_options: fsspec options (credentials, endpoint, ...).
+        storage_options: fsspec options of the URL's filesystem (credentials, endpoint,
+            ``retry``, ...), e.g. ``{"key": ..., "secret": ..., "client_kwargs":
+            {"endpoint_url": "http://127.0.0.1:9000"}}`` for S3.
+        compact_after: a save folds the waiting deltas into a new base once this many
+            are waiting (see :class:`~fsmemory.KnowledgeMemory`'s
+            ``snapshot_compact_after``, which overrides it); at least 1.
+        **legacy_options: the old spelling of ``storage_options`` (deprecated).
+
+    Raises:
+        InvalidInputError: a URL without a parent folder and a name, or a bad option.
     """
 
-    def __init__(self, url: str | os.PathLike[str], **storage_options: Any) -> None:
+    def __init__(
+        self,
+        url: str | os.PathLike[str],
+        storage_options: Mapping[str, Any] | None = None,
+        *,
+        compact_after: int = DEFAULT_COMPACT_AFTER,
+        **legacy_options: Any,
+    ) -> None:
         text = os.fspath(url).rstrip("/")
         parent, sep, name = text.rpartition("/")
         if not sep or not name or (parent.endswith(":/") or parent.endswith(":")):
             raise InvalidInputError(f"snapshot URL needs a parent folder and a name: {text!r}")
+        options = _storage_options(storage_options, legacy_options, "FsspecBackend")
         self.url = text
-        self.root: StorageRoot = open_root(parent, storage_options)
+        self.compact_after = check_compact_after(compact_after)
+        self.root: StorageRoot = open_root(parent, options)
         self.head = name
         self.objects = f"{name}.d"
         self._names = _DeltaNamer()
+        #: identifies this snapshot within the process (URL and options)
+        self.replica_key = f"fsspec:{self.root.url}/{name}:{sorted(options.items())!r}"
 
     def __repr__(self) -> str:
         return f"FsspecBackend({self.url!r})"
@@ -159,51 +213,47 @@ class FsspecBackend:
             raise SnapshotError(f"{self.url} is not an fsmemory snapshot")
         return document, None, current.version
 
-    def load_state(self) -> SnapshotState:
-        """Read head, base and the unfolded deltas (one listing; deltas fetched in
-        parallel). If a compaction deletes a listed delta meanwhile, read again."""
+    def load_state(self, known: SnapshotState | None = None) -> SnapshotState:
+        """Read head, base and the unfolded deltas: one listing, one head read, then the
+        base and deltas in parallel. What ``known`` already holds (the same base, deltas
+        by name) is not downloaded again. If a fold removes a listed delta or the base
+        meanwhile, read again."""
         for _ in range(10):
-            state = self._load_state_once()
+            state = self._load_state_once(known)
             if state is not None:
                 return state
         raise SnapshotError(f"snapshot {self.url} keeps changing under the reader")
 
-    def _load_state_once(self) -> SnapshotState | None:
+    def _load_state_once(self, known: SnapshotState | None) -> SnapshotState | None:
+        # List before reading the head: a fold that completes in between then shows
+        # up in the head (its deltas are skipped as folded), never as deltas missing.
+        listed = sorted(i.path for i in self.root.list(f"{self.objects}/delta"))
         head, inline, version = self._read_head()
-        base = inline
         base_name = None
-        folded: set[str] = set()
+        folded: tuple[str, ...] = ()
         if head is not None:
-            base_name = head.get("base")
-            folded = set(head.get("folded") or [])
-            if base_name:
-                try:
-                    base = self.root.read_bytes(f"{self.objects}/{base_name}")
-                except KeyNotFoundError as exc:
-                    raise SnapshotError(f"snapshot base {base_name} is missing") from exc
-        paths = sorted(
-            i.path
-            for i in self.root.list(f"{self.objects}/delta")
-            if i.path.rsplit("/", 1)[-1] not in folded
-        )
-
-        def fetch(path: str) -> bytes | None:
-            try:
-                return self.root.read_bytes(path)
-            except KeyNotFoundError:
-                return None  # folded and deleted by a concurrent compaction
-
-        if len(paths) > 1:
-            with ThreadPoolExecutor(max_workers=8) as pool:
-                blobs = list(pool.map(fetch, paths))
-        else:
-            blobs = [fetch(p) for p in paths]
+            base_name = head.get("base") or None
+            folded = tuple(head.get("folded") or ())
+        skip = set(folded)
+        paths = [p for p in listed if p.rsplit("/", 1)[-1] not in skip]
+        have = dict(known.deltas) if known is not None else {}
+        wanted = [p for p in paths if p.rsplit("/", 1)[-1] not in have]
+        reuse_base = known is not None and base_name is not None and known.base_name == base_name
+        fetches = list(wanted)
+        if base_name and not reuse_base:
+            fetches.append(f"{self.objects}/{base_name}")
+        blobs = _fetch_all(self.root, fetches)
+        if any(b is None for b in blobs):
+            return None  # folded and removed by a concurrent fold: read again
+        got: dict[str, bytes] = {p: b for p, b in zip(fetches, blobs, strict=True) if b is not None}
+        base = inline
+        if base_name:
+            base = known.base if reuse_base and known is not None else got[fetches[-1]]
         deltas = []
-        for path, blob in zip(paths, blobs, strict=True):
-            if blob is None:
-                return None
-            deltas.append((path.rsplit("/", 1)[-1], blob))
-        return SnapshotState(base, deltas, version, base_name)
+        for path in paths:
+            name = path.rsplit("/", 1)[-1]
+            deltas.append((name, have[name] if name in have else got[path]))
+        return SnapshotState(base, deltas, version, base_name, folded)
 
     def load_bytes(self) -> bytes | None:
         """The seed protocol: the base archive (None if nothing was saved).
@@ -235,39 +285,38 @@ class FsspecBackend:
                 raise
         return name
 
-    def save_base(self, archive: bytes, *, folded: Sequence[str], expected: SnapshotState) -> bool:
-        """Write a new base and move the head to it with compare-and-swap."""
+    def save_base(
+        self, archive: bytes, *, folded: Sequence[str], expected: SnapshotState
+    ) -> SnapshotState | None:
+        """Write a new base, move the head to it with compare-and-swap (against
+        ``expected.version``), then remove the folded deltas and the old base in one
+        batched delete (best effort: the head already lists them as folded)."""
         base_name = f"base-{uuid.uuid4().hex}.json"
         base_path = f"{self.objects}/{base_name}"
         self.root.write(base_path, archive)
-        previous: list[str] = []
-        if expected.version is not None:
-            head, _inline, version = self._read_head()
-            if version != expected.version:
-                self.root.delete(base_path)
-                return False
-            previous = list((head or {}).get("folded") or [])
-        remembered = (previous + list(folded))[-_FOLDED_MEMORY:]
+        remembered = tuple((list(expected.folded) + list(folded))[-_FOLDED_MEMORY:])
         document = {
             "format": HEAD_FORMAT,
             "version": 2,
             "base": base_name,
-            "folded": remembered,
+            "folded": list(remembered),
             "updated_at": datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         }
         try:
             if expected.version is None:
-                self.root.write(self.head, _jsonutil.dumps(document), create_only=True)
+                version = self.root.write(self.head, _jsonutil.dumps(document), create_only=True)
             else:
-                self.root.write(self.head, _jsonutil.dumps(document), if_version=expected.version)
+                version = self.root.write(
+                    self.head, _jsonutil.dumps(document), if_version=expected.version
+                )
         except ConflictError:
-            self.root.delete(base_path)
-            return False
-        for name in folded:
-            self.root.delete(f"{self.objects}/delta/{name}")
+            _delete_all(self.root, [base_path])
+            return None
+        stale = [f"{self.objects}/delta/{name}" for name in folded]
         if expected.base_name and expected.base_name != base_name:
-            self.root.delete(f"{self.objects}/{expected.base_name}")
-        return True
+            stale.append(f"{self.objects}/{expected.base_name}")
+        _delete_all(self.root, stale)
+        return SnapshotState(archive, [], version, base_name, remembered)
 
     def save_bytes(self, data: bytes) -> None:
         """The seed protocol: replace the whole snapshot (last writer wins)."""
@@ -297,12 +346,74 @@ class FsspecBackend:
         return target
 
 
+def _fetch_all(root: StorageRoot, paths: Sequence[str]) -> list[bytes | None]:
+    """Read ``paths`` in parallel; None for a path that no longer exists."""
+
+    def fetch(path: str) -> bytes | None:
+        try:
+            return root.read_bytes(path)
+        except KeyNotFoundError:
+            return None
+
+    if len(paths) <= 1:
+        return [fetch(p) for p in paths]
+    with ThreadPoolExecutor(max_workers=min(8, len(paths))) as pool:
+        return list(pool.map(fetch, paths))
+
+
+def _delete_all(root: StorageRoot, paths: Sequence[str]) -> None:
+    """Remove objects nothing references any more, best effort (a leftover is skipped by
+    readers and removed by a later fold). On an async object store (S3, GCS) this is one
+    batched fsspec ``rm`` (``DeleteObjects`` / a batch request), elsewhere one delete each."""
+    if not paths:
+        return
+    try:
+        if getattr(root.fs, "async_impl", False):
+            with translated(paths[0]):
+                root.fs.rm([root.full_path(p) for p in paths])
+            return
+        for path in paths:
+            root.delete(path)
+    except (FsMemoryError, OSError) as exc:
+        logger.warning("could not remove %d folded snapshot object(s): %s", len(paths), exc)
+
+
+def check_compact_after(value: object) -> int:
+    """Validate a ``compact_after`` option (a positive int)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInputError(f"compact_after must be an int >= 1, got {value!r}")
+    return value
+
+
+def _storage_options(
+    storage_options: Mapping[str, Any] | None, legacy: Mapping[str, Any], owner: str
+) -> dict[str, Any]:
+    """One way in: the ``storage_options`` mapping; keyword options still work, with a
+    DeprecationWarning."""
+    if storage_options is not None and not isinstance(storage_options, Mapping):
+        raise InvalidInputError(
+            f"storage_options must be a mapping, not {type(storage_options).__name__}"
+        )
+    options = dict(storage_options or {})
+    if legacy:
+        warnings.warn(
+            f"{owner}(url, **options) is deprecated; pass storage_options={{...}}",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        clash = sorted(set(options) & set(legacy))
+        if clash:
+            raise InvalidInputError(f"options given twice: {', '.join(clash)}")
+        options.update(legacy)
+    return options
+
+
 class RedisKnowledgeBackend:
     """A snapshot stored natively in Redis (the seed's Redis backend, made incremental).
 
     Keys: ``<prefix><key>:base`` (the base archive), ``<prefix><key>:deltas`` (a list;
     ``RPUSH`` appends a delta atomically) and ``<prefix><key>:version`` (a counter moved by
-    each compaction, watched for compare-and-swap). With ``ttl`` every save refreshes a
+    each fold, watched for compare-and-swap). With ``ttl`` every save refreshes a
     server-side expiry on all three keys.
 
     Args:
@@ -311,6 +422,14 @@ class RedisKnowledgeBackend:
         prefix: key namespace.
         ttl: seconds until the snapshot expires after its last save (None: never).
         client: an existing ``redis.Redis`` client.
+        storage_options: keyword arguments of ``redis.Redis.from_url`` (timeouts, TLS
+            options, ...); not allowed together with ``client``.
+        compact_after: a save folds the waiting deltas into a new base once this many
+            are waiting (``KnowledgeMemory(snapshot_compact_after=...)`` overrides it).
+
+    Raises:
+        InvalidInputError: a bad key, ttl or option.
+        MissingDependencyError: the ``redis`` package is not installed.
     """
 
     def __init__(
@@ -321,22 +440,29 @@ class RedisKnowledgeBackend:
         ttl: int | None = None,
         *,
         client: Any = None,
+        storage_options: Mapping[str, Any] | None = None,
+        compact_after: int = DEFAULT_COMPACT_AFTER,
     ) -> None:
         if not isinstance(key, str) or not key:
             raise InvalidInputError("key must be a non-empty string")
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0):
             raise InvalidInputError("ttl must be a positive number of seconds or None")
+        options = _storage_options(storage_options, {}, "RedisKnowledgeBackend")
+        if client is not None and options:
+            raise InvalidInputError("pass client or storage_options, not both")
+        self.compact_after = check_compact_after(compact_after)
+        from_url = client is None
+        self._redis: Any = cast(Any, require("redis", "redis"))
         if client is None:
-            try:
-                import redis
-            except ImportError as exc:
-                raise MissingDependencyError("redis", "redis") from exc
-            client = redis.Redis.from_url(url)
+            client = self._redis.Redis.from_url(url, **options)
         self.client = client
         self.ttl = ttl
         self._base = f"{prefix}{key}:base"
         self._deltas = f"{prefix}{key}:deltas"
         self._version = f"{prefix}{key}:version"
+        #: identifies this snapshot within the process
+        where = url if from_url else f"client-{id(client)}"
+        self.replica_key = f"redis:{where}:{prefix}{key}"
 
     def __repr__(self) -> str:
         return f"RedisKnowledgeBackend({self._base.rsplit(':', 1)[0]!r})"
@@ -346,24 +472,33 @@ class RedisKnowledgeBackend:
             for k in (self._base, self._deltas, self._version):
                 pipe.expire(k, self.ttl)
 
-    def load_state(self) -> SnapshotState:
-        """One round trip: base, all deltas and the version, read atomically."""
-        from fsmemory.fs.errors import translated
-
+    def load_state(self, known: SnapshotState | None = None) -> SnapshotState:
+        """One round trip (a transaction): the version and the deltas, with the base
+        unless ``known`` holds the base of the same version (then only the deltas past
+        those ``known`` has are sent)."""
         with translated(self._base):
+            if known is not None and known.version is not None:
+                counter, _, count = known.version.partition(":")
+                have = int(count or 0)
+                pipe = self.client.pipeline(transaction=True)
+                pipe.get(self._version).lrange(self._deltas, have, -1)
+                version, new = pipe.execute()
+                if int(version or 0) == int(counter or 0):
+                    deltas = [d for _, d in known.deltas[:have]] + list(new)
+                    return self._state(known.base, deltas, version)
             pipe = self.client.pipeline(transaction=True)
             pipe.get(self._base).lrange(self._deltas, 0, -1).get(self._version)
             base, deltas, version = pipe.execute()
-        count = len(deltas)
-        names = [f"{i:08d}" for i in range(count)]
-        return SnapshotState(
-            base, list(zip(names, deltas, strict=True)), f"{int(version or 0)}:{count}", None
-        )
+        return self._state(base, list(deltas), version)
+
+    @staticmethod
+    def _state(base: bytes | None, deltas: list[bytes], version: Any) -> SnapshotState:
+        names = [f"{i:08d}" for i in range(len(deltas))]
+        stamp = f"{int(version or 0)}:{len(deltas)}"
+        return SnapshotState(base, list(zip(names, deltas, strict=True)), stamp, None)
 
     def save_delta(self, data: bytes) -> str:
         """``RPUSH`` one delta (and refresh the TTL) in one transaction."""
-        from fsmemory.fs.errors import translated
-
         with translated(self._deltas):
             pipe = self.client.pipeline(transaction=True)
             pipe.rpush(self._deltas, data)
@@ -371,28 +506,26 @@ class RedisKnowledgeBackend:
             length = pipe.execute()[0]
         return f"{int(length) - 1:08d}"
 
-    def save_base(self, archive: bytes, *, folded: Sequence[str], expected: SnapshotState) -> bool:
-        """Replace the base and drop the folded deltas if no compaction happened since
+    def save_base(
+        self, archive: bytes, *, folded: Sequence[str], expected: SnapshotState
+    ) -> SnapshotState | None:
+        """Replace the base and drop the folded deltas if no fold happened since
         ``expected`` was read (``WATCH`` on the version counter)."""
-        import redis
-
-        from fsmemory.fs.errors import translated
-
         expected_version = int((expected.version or "0:0").split(":")[0])
         with translated(self._base), self.client.pipeline(transaction=True) as pipe:
             try:
                 pipe.watch(self._version)
                 if int(pipe.get(self._version) or 0) != expected_version:
-                    return False
+                    return None
                 pipe.multi()
                 pipe.set(self._base, archive)
                 pipe.ltrim(self._deltas, len(folded), -1)
                 pipe.incr(self._version)
                 self._expire(pipe)
                 pipe.execute()
-            except redis.WatchError:
-                return False
-        return True
+            except self._redis.WatchError:
+                return None
+        return self._state(archive, [], expected_version + 1)
 
     def load_bytes(self) -> bytes | None:
         """The seed protocol: the base archive (None if nothing was saved).
@@ -448,4 +581,4 @@ def supabase_backend(
         "secret": secret_access_key,
         "client_kwargs": {"endpoint_url": endpoint, "region_name": region},
     }
-    return FsspecBackend(f"s3://{bucket}/{key.strip('/')}", **options)
+    return FsspecBackend(f"s3://{bucket}/{key.strip('/')}", storage_options=options)

@@ -46,7 +46,7 @@ def _writer(spec: dict[str, Any]) -> Callable[[int], str]:
         from fsmemory import KnowledgeMemory
         from fsmemory.snapshot import FsspecBackend
 
-        km = KnowledgeMemory(spec["scratch"], backend=FsspecBackend(url, **options))
+        km = KnowledgeMemory(spec["scratch"], backend=FsspecBackend(url, storage_options=options))
 
         def saved(i: int) -> str:
             return km.remember(f"{tag} entry {i}", persistent=i % 3 == 0)

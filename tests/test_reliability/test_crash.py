@@ -169,7 +169,7 @@ def _crash_snapshot(
         log.acked += _run_and_kill(spec, rng.uniform(0.25, 0.25 + max_delay), from_start=True)
         log.kills += 1
         check = KnowledgeMemory(
-            scratch / f"check-{n}", backend=FsspecBackend(snapshot_url, **options)
+            scratch / f"check-{n}", backend=FsspecBackend(snapshot_url, storage_options=options)
         )
         live = {e.id for e in check.entries()}
         lost = [i for i in log.acked if i not in live]

@@ -250,14 +250,17 @@ def test_snapshot_deltas_saved_once_under_ambiguous_faults(
         acked: dict[str, str] = {}
         for call in range(4):
             km = KnowledgeMemory(
-                tmp_path / f"scratch-{call}", backend=FsspecBackend(url, **faulty_options)
+                tmp_path / f"scratch-{call}",
+                backend=FsspecBackend(url, storage_options=faulty_options),
             )
             for j in range(3):
                 text = f"call {call} fact {j}"
                 acked[km.remember(text, persistent=j == 0)] = text
         backend.injector.set_plan(FaultPlan(rate=0.0))
         assert backend.injector.faults > 0
-        restored = KnowledgeMemory(tmp_path / "check", backend=FsspecBackend(url, **options))
+        restored = KnowledgeMemory(
+            tmp_path / "check", backend=FsspecBackend(url, storage_options=options)
+        )
         assert {i: restored.get(i).content for i in acked if restored.get(i)} == acked  # type: ignore[union-attr]
         stored = read_stored(restored.root)
         assert sorted(stored.ids) == sorted(set(stored.ids))

@@ -253,7 +253,7 @@ def test_snapshot_restore_refuses_escaping_archives(
             ).encode(),
         )
         with pytest.raises(SnapshotError):
-            KnowledgeMemory(t.url, backend=FsspecBackend(snapshot_url, **t.options))
+            KnowledgeMemory(t.url, backend=FsspecBackend(snapshot_url, storage_options=t.options))
         assert t.root().list("", recursive=True) == []
     t.base.delete("users/1.snapshot")
     for bad in HOSTILE_ARCHIVE_PATHS:
@@ -263,7 +263,7 @@ def test_snapshot_restore_refuses_escaping_archives(
             json.dumps(delta).encode(),
         )
         with pytest.raises(SnapshotError):
-            KnowledgeMemory(t.url, backend=FsspecBackend(snapshot_url, **t.options))
+            KnowledgeMemory(t.url, backend=FsspecBackend(snapshot_url, storage_options=t.options))
         assert t.root().list("", recursive=True) == []
         t.base.delete_tree("users/1.snapshot.d")
     after = {k: v for k, v in t.outside().items() if not k.startswith("users/1.snapshot")}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,15 @@ BACKENDS = [
 ]
 
 Spec = tuple[str, str, dict[str, Any]]  # (kind, url or key, options)
+
+
+def folder_files(path: Path) -> dict[str, bytes]:
+    """Every file of a local folder (fsmemory's own ``.fsmemory*`` files left out)."""
+    return {
+        str(p.relative_to(path)): p.read_bytes()
+        for p in sorted(path.rglob("*"))
+        if p.is_file() and not p.name.startswith(".fsmemory")
+    }
 
 
 def make_spec(request: pytest.FixtureRequest, kind: str, tmp_path: Any) -> Spec:
@@ -45,7 +55,7 @@ def open_backend(spec: Spec) -> Any:
     kind, location, options = spec
     if kind == "redis-native":
         return RedisKnowledgeBackend(location, url=options["url"], prefix="test:")
-    return FsspecBackend(location, **options)
+    return FsspecBackend(location, storage_options=options)
 
 
 @pytest.fixture(params=BACKENDS)

@@ -18,17 +18,9 @@ import pytest
 from fsmemory import BackendError, KnowledgeMemory, SnapshotError, _jsonutil
 from fsmemory.snapshot import FsspecBackend, pack_archive, unpack_archive
 
-from .conftest import Spec, make_spec, open_backend
+from .conftest import Spec, folder_files, make_spec, open_backend
 
 NewBackend = Callable[[], Any]
-
-
-def folder_files(path: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(path)): p.read_bytes()
-        for p in sorted(path.rglob("*"))
-        if p.is_file() and not p.name.startswith(".fsmemory")
-    }
 
 
 def test_round_trip_of_a_whole_folder(new_backend: NewBackend, tmp_path: Path) -> None:
@@ -55,25 +47,37 @@ def test_round_trip_of_a_whole_folder(new_backend: NewBackend, tmp_path: Path) -
 
 def test_saves_are_incremental(new_backend: NewBackend, tmp_path: Path) -> None:
     km = KnowledgeMemory(tmp_path / "w", backend=new_backend())
+    replica = km._replica
+    assert replica is not None
     sizes = {}
+    folds = []
     for n in range(1, 301):
         content = f"fact number {n} about the project and the user's preferences"
-        before = km._sync.bytes_uploaded  # type: ignore[union-attr]
+        before, folds_before = replica.bytes_uploaded, replica.folds
         km.remember(content, category=f"c{n % 5}", persistent=n % 2 == 0)
-        sizes[n] = km._sync.bytes_uploaded - before  # type: ignore[union-attr]
-        assert sizes[n] <= 2048 + len(content.encode())
+        sizes[n] = replica.bytes_uploaded - before
+        if replica.folds > folds_before:
+            folds.append(n)
+        else:
+            assert sizes[n] <= 2048 + len(content.encode())
+    # a fold is due once compact_after deltas would be waiting, never more often
+    step = replica.compact_after
+    assert folds == list(range(step, 301, step))
     # independent of memory size: the 300th save costs about what the 10th did
     assert abs(sizes[300] - sizes[10]) < 200 and abs(sizes[299] - sizes[9]) < 200
 
 
-def test_restore_replaces_stale_scratch_content(new_backend: NewBackend, tmp_path: Path) -> None:
+def test_unsaved_scratch_content_is_kept_and_saved(new_backend: NewBackend, tmp_path: Path) -> None:
     scratch = tmp_path / "scratch"
     km = KnowledgeMemory(scratch, backend=new_backend())
     km.remember("kept")
     (scratch / "stray.txt").write_text("left by an earlier invocation, never saved")
     again = KnowledgeMemory(scratch, backend=new_backend())
-    assert not (scratch / "stray.txt").exists()
+    assert (scratch / "stray.txt").read_text() == "left by an earlier invocation, never saved"
     assert [e.content for e in again.recall("")] == ["kept"]
+    elsewhere = tmp_path / "elsewhere"
+    KnowledgeMemory(elsewhere, backend=new_backend())
+    assert folder_files(elsewhere) == folder_files(scratch)
 
 
 def test_concurrent_functions_merge(new_backend: NewBackend, tmp_path: Path) -> None:
@@ -94,20 +98,26 @@ def test_concurrent_functions_merge(new_backend: NewBackend, tmp_path: Path) -> 
     )
 
 
-def test_compaction_folds_deltas(spec: Spec, tmp_path: Path) -> None:
-    from fsmemory.memory.sync import SnapshotSync
-
-    km = KnowledgeMemory(tmp_path / "w", backend=open_backend(spec))
+def test_a_save_after_restore_folds_the_deltas_it_found(spec: Spec, tmp_path: Path) -> None:
+    km = KnowledgeMemory(tmp_path / "w", backend=open_backend(spec), snapshot_compact_after=1000)
     for i in range(40):
         km.remember(f"fact {i}", persistent=i % 3 == 0)
-    backend = open_backend(spec)
-    assert len(backend.load_state().deltas) >= 40
-    sync = SnapshotSync(km.root.__class__(str(tmp_path / "r")), backend, compact_after=16)
-    sync.restore()
+    assert len(open_backend(spec).load_state().deltas) == 40
+    other = KnowledgeMemory(tmp_path / "r", backend=open_backend(spec))
+    assert other._replica is not None and other._replica.folds == 0
+    other.remember("the first save folds")
+    assert other._replica.folds == 1
     state = open_backend(spec).load_state()
     assert state.deltas == [] and state.base is not None
     restored = KnowledgeMemory(tmp_path / "r2", backend=open_backend(spec))
-    assert sorted(e.content for e in restored.entries()) == sorted(f"fact {i}" for i in range(40))
+    assert sorted(e.content for e in restored.entries()) == sorted(
+        [f"fact {i}" for i in range(40)] + ["the first save folds"]
+    )
+    if spec[0] != "redis-native":
+        _kind, location, options = spec
+        backend = FsspecBackend(location, storage_options=options)
+        names = [i.path for i in backend.root.list(backend.objects, recursive=True)]
+        assert len(names) == 1 and names[0].startswith(f"{backend.objects}/base-"), names
 
 
 def test_corrupt_snapshot_is_never_silently_replaced(spec: Spec, tmp_path: Path) -> None:
@@ -116,7 +126,9 @@ def test_corrupt_snapshot_is_never_silently_replaced(spec: Spec, tmp_path: Path)
         backend = open_backend(spec)
         backend.client.set(backend._base, b"\x00 not an archive")
     else:
-        FsspecBackend(location, **options).root.write(location.rsplit("/", 1)[1], b"{garbage")
+        FsspecBackend(location, storage_options=options).root.write(
+            location.rsplit("/", 1)[1], b"{garbage"
+        )
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     (scratch / "keep.txt").write_text("untouched")
@@ -128,7 +140,10 @@ def test_corrupt_snapshot_is_never_silently_replaced(spec: Spec, tmp_path: Path)
     fresh = KnowledgeMemory(scratch, backend=open_backend(spec), on_corrupt_snapshot="reset")
     assert fresh.recall("") == []
     fresh.remember("after reset")
-    names = [i.path for i in FsspecBackend(location, **options).root.list("", recursive=True)]
+    names = [
+        i.path
+        for i in FsspecBackend(location, storage_options=options).root.list("", recursive=True)
+    ]
     assert any(".corrupt-" in n for n in names), names
 
 
@@ -242,7 +257,9 @@ def test_network_error_on_load_raises(tmp_path: Path) -> None:
     scratch.mkdir()
     (scratch / "keep.txt").write_text("x")
     with pytest.raises((BackendError, OSError)):
-        KnowledgeMemory(scratch, backend=FsspecBackend("s3://nobucket/u.snapshot", **dead))
+        KnowledgeMemory(
+            scratch, backend=FsspecBackend("s3://nobucket/u.snapshot", storage_options=dead)
+        )
     assert folder_files(scratch) == {"keep.txt": b"x"}
 
 

@@ -1,0 +1,653 @@
+"""Keep a memory folder as a replica of a snapshot (restore, save, merge, fold).
+
+The folder (usually local scratch space in a serverless function) is restored from the
+backend, then every mutation saves a **delta**: the log lines appended since the last
+save, MEMORY.md bullets added or removed, and whole files put or deleted (hand edits).
+Deltas are stored under unique names, so concurrent functions never overwrite each
+other: a restore folds the base and all deltas together, which is the merge:
+
+* log lines are unioned (a line already present is not added twice), so every entry of
+  every writer survives, and forget records apply whatever their order;
+* MEMORY.md bullets are unioned by category; a removal removes one matching bullet;
+* other files: the last delta (by time) wins.
+
+**Folding is part of normal saves.** A save writes a new base (its own change included)
+instead of one more delta, and removes the folded deltas in one batched delete, when
+
+* it is the first save after a restore that found deltas (the restorer already read
+  them; folding them spares every later restore), or
+* ``compact_after`` deltas would be waiting, or they add up to more than a quarter of
+  the base (and at least 64 KiB).
+
+So a restore reads a bounded number of deltas and no invocation pays for a long chain.
+A fold that loses the compare-and-swap race to another writer's fold saves a delta
+instead (nothing is lost) and this instance stops folding until its next restore.
+
+**Nothing in the folder is ever lost.** A restore never deletes or replaces a file this
+process did not sync itself:
+
+* the folder is empty: it becomes the snapshot's content;
+* the snapshot is empty: the folder becomes the first snapshot (saved as the base);
+* both hold data and the folder was not restored by this process: they are merged the
+  way concurrent writers are (the folder's log lines and MEMORY.md bullets are added to
+  the snapshot's, files only the folder has are saved). When a file exists on both
+  sides with different content that cannot be merged (a non-log file, MEMORY.md prose,
+  a log that is not UTF-8), the restore raises :class:`~fsmemory.errors.SnapshotError`
+  naming those files, and neither the folder nor the snapshot is touched;
+* this process restored the folder before (a warm serverless container constructing
+  ``KnowledgeMemory`` again): the changes made since its last save are kept and saved,
+  and the snapshot is revalidated (a head read and a listing; the base and known deltas
+  are not downloaded again).
+
+Delta document::
+
+    {"format": "fsmemory-delta", "version": 1,
+     "append": {"logs/2026-03-13.jsonl": "<lines>"},
+     "md_add": [["preferences", "- Dark mode"]], "md_remove": [["context", "Old fact"]],
+     "put": {"notes.txt": {"encoding": "utf-8", "content": "..."}}, "delete": ["x.txt"]}
+
+A plain :class:`~fsmemory.snapshot.KnowledgeBackend` (``load_bytes``/``save_bytes``) is
+adapted by :class:`_WholeSnapshot`: every save folds (uploads the whole folder) and the
+last writer wins, as in the seed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from fsmemory import _jsonutil
+from fsmemory.errors import KeyNotFoundError, SnapshotError
+from fsmemory.fs import FileInfo, StorageRoot
+from fsmemory.fs.base import content_version
+from fsmemory.memory.index import MEMORY_FILE, log_date
+from fsmemory.memory.markdown import fact_text_of, insert_fact, outline, remove_fact
+from fsmemory.snapshot import (
+    IncrementalBackend,
+    KnowledgeBackend,
+    SnapshotState,
+    decode_file,
+    encode_file,
+    pack_archive,
+    unpack_archive,
+)
+from fsmemory.snapshot.archive import check_archive_path
+from fsmemory.snapshot.backends import DEFAULT_COMPACT_AFTER, check_compact_after
+
+__all__ = ["DELTA_FORMAT", "SnapshotReplica", "apply_delta", "fold_state"]
+
+logger = logging.getLogger(__name__)
+
+DELTA_FORMAT = "fsmemory-delta"
+_TAIL = 64
+#: a fold is also due once the waiting deltas exceed max(this, base size / 4) bytes
+_FOLD_BYTES = 64 * 1024
+#: how many restored folders a process remembers for warm revalidation
+_MEMO_LIMIT = 32
+OnCorrupt = Literal["raise", "reset"]
+
+
+def _parse_delta(name: str, data: bytes) -> dict[str, Any]:
+    try:
+        delta = _jsonutil.loads(data)
+    except ValueError as exc:
+        raise SnapshotError(f"snapshot delta {name} is not valid JSON") from exc
+    if not isinstance(delta, dict) or delta.get("format") != DELTA_FORMAT:
+        raise SnapshotError(f"snapshot delta {name} is not an fsmemory delta")
+    for key in ("append", "put"):
+        section = delta.get(key, {})
+        if not isinstance(section, dict):
+            raise SnapshotError(f"snapshot delta {name}: {key!r} is not an object")
+        for path in section:
+            check_archive_path(path)
+    for path in delta.get("delete", []):
+        check_archive_path(path)
+    for key in ("md_add", "md_remove"):
+        for item in delta.get(key, []):
+            if not (
+                isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item)
+            ):
+                raise SnapshotError(f"snapshot delta {name}: malformed {key} item")
+            if "\n" in item[0] or "\n" in item[1]:
+                raise SnapshotError(f"snapshot delta {name}: multi-line {key} item")
+    for path, text in delta.get("append", {}).items():
+        if not isinstance(text, str):
+            raise SnapshotError(f"snapshot delta {name}: append to {path!r} is not text")
+    return delta
+
+
+def _text(data: bytes) -> str:
+    """MEMORY.md as text whose invalid UTF-8 bytes survive a round trip unchanged."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+class _Folder:
+    """Files being folded: bytes per path, plus the set of lines of appended logs."""
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        self.files = files
+        self.lines: dict[str, set[bytes]] = {}
+
+    def append_lines(self, path: str, chunk: bytes) -> None:
+        existing = self.files.get(path, b"")
+        seen = self.lines.get(path)
+        if seen is None:
+            seen = self.lines[path] = set(existing.split(b"\n"))
+        new = [ln for ln in chunk.split(b"\n") if ln.strip() and ln not in seen]
+        if not new:
+            return
+        seen.update(new)
+        if existing and not existing.endswith(b"\n"):
+            existing += b"\n"
+        self.files[path] = existing + b"\n".join(new) + b"\n"
+
+    def put(self, path: str, data: bytes) -> None:
+        self.files[path] = data
+        self.lines.pop(path, None)
+
+    def delete(self, path: str) -> None:
+        self.files.pop(path, None)
+        self.lines.pop(path, None)
+
+
+def apply_delta(folder: _Folder, delta: dict[str, Any]) -> None:
+    """Apply one parsed delta to the files being folded (see the module docstring).
+
+    Order: deletes, puts, appends, then MEMORY.md bullet additions and removals. Bytes of
+    MEMORY.md that are not valid UTF-8 are kept as they are.
+    """
+    for path in delta.get("delete", []):
+        folder.delete(path)
+    for path, spec in delta.get("put", {}).items():
+        folder.put(path, decode_file(path, spec))
+    for path, text in delta.get("append", {}).items():
+        folder.append_lines(path, text.encode("utf-8"))
+    md_add = delta.get("md_add", [])
+    md_remove = delta.get("md_remove", [])
+    if md_add or md_remove:
+        text = _text(folder.files.get(MEMORY_FILE, b""))
+        present = Counter(outline(text)[0])
+        for category, line in md_add:
+            if present[(category, line)]:
+                continue
+            text = insert_fact(text, category, line)
+            present[(category, line)] += 1
+        for category, line in md_remove:
+            new = remove_fact(text, category, fact_text_of(line)) if text else None
+            if new is not None:
+                text = new
+        folder.put(MEMORY_FILE, text.encode("utf-8", "surrogateescape"))
+
+
+def fold_state(state: SnapshotState) -> dict[str, bytes]:
+    """Base + deltas -> the folder's files. Validates everything; writes nothing.
+
+    Raises:
+        SnapshotError: the base or a delta is corrupt or unsafe.
+    """
+    folder = _Folder(unpack_archive(state.base) if state.base is not None else {})
+    for name, data in state.deltas:
+        apply_delta(folder, _parse_delta(name, data))
+    return folder.files
+
+
+def merge_delta(local: dict[str, bytes], remote: dict[str, bytes]) -> dict[str, Any] | None:
+    """The delta that adds a folder's content (``local``) to a snapshot's (``remote``),
+    as if the folder were a concurrent writer that started from nothing; None when the
+    snapshot already holds all of it.
+
+    Raises:
+        SnapshotError: a file differs on both sides in a way no merge can keep whole
+            (a non-log file, MEMORY.md prose, a log that is not UTF-8).
+    """
+    append: dict[str, str] = {}
+    put: dict[str, dict[str, str]] = {}
+    md_add: list[list[str]] = []
+    conflicts: list[str] = []
+    for path in sorted(local):
+        data, theirs = local[path], remote.get(path)
+        if theirs == data:
+            continue
+        if theirs is None:
+            put[path] = encode_file(data)
+        elif path == MEMORY_FILE:
+            mine_bullets, mine_prose = outline(_text(data))
+            their_bullets, their_prose = outline(_text(theirs))
+            extra = Counter(mine_bullets) - Counter(their_bullets)
+            adds = [[c, ln] for (c, ln), n in extra.items() for _ in range(n)]
+            if not Counter(mine_prose) - Counter(their_prose) and _is_text(adds):
+                # their file keeps all of the folder's prose: add the folder's bullets
+                md_add += adds
+            elif not Counter(mine_prose) - Counter(their_prose):
+                text = _text(theirs)
+                for cat, line in adds:
+                    text = insert_fact(text, cat, line)
+                put[path] = encode_file(text.encode("utf-8", "surrogateescape"))
+            elif not Counter(their_prose) - Counter(mine_prose):
+                # the folder's file keeps all of theirs: it gets their bullets
+                text = _text(data)
+                for (cat, line), n in (Counter(their_bullets) - Counter(mine_bullets)).items():
+                    for _ in range(n):
+                        text = insert_fact(text, cat, line)
+                put[path] = encode_file(text.encode("utf-8", "surrogateescape"))
+            else:
+                conflicts.append(path)
+        elif log_date(path) is not None and _is_utf8(data) and _is_utf8(theirs):
+            append[path] = data.decode("utf-8")
+        else:
+            conflicts.append(path)
+    if conflicts:
+        raise SnapshotError(
+            "the folder and the snapshot both hold different versions of "
+            f"{', '.join(conflicts)}; nothing was changed. Move one side away (or restore "
+            "into an empty folder) and merge these files by hand"
+        )
+    return _delta(append=append, put=put, md_add=md_add)
+
+
+def _is_text(items: list[list[str]]) -> bool:
+    """True when every string can go into a JSON delta (no bytes that were not UTF-8)."""
+    try:
+        for item in items:
+            for part in item:
+                part.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _delta(**sections: Any) -> dict[str, Any] | None:
+    """A delta document of the non-empty ``sections`` (None when all are empty)."""
+    if not any(sections.values()):
+        return None
+    delta: dict[str, Any] = {"format": DELTA_FORMAT, "version": 1}
+    for key in ("append", "put", "md_add", "md_remove", "delete"):
+        if sections.get(key):
+            delta[key] = sections[key]
+    return delta
+
+
+class _WholeSnapshot:
+    """Adapts the seed's two-method :class:`~fsmemory.snapshot.KnowledgeBackend` to
+    :class:`~fsmemory.snapshot.IncrementalBackend`: the snapshot is only ever a base, so
+    every save folds (``compact_after = 1``) and the last writer wins."""
+
+    compact_after = 1
+
+    def __init__(self, backend: KnowledgeBackend) -> None:
+        self.backend = backend
+
+    def __repr__(self) -> str:
+        return repr(self.backend)
+
+    def load_state(self, known: SnapshotState | None = None) -> SnapshotState:
+        """The blob as a base without deltas; its digest is the version (two methods
+        allow no conditional read)."""
+        blob = self.backend.load_bytes()
+        return SnapshotState(blob, version=None if blob is None else content_version(blob))
+
+    def save_delta(self, data: bytes) -> str:
+        """Never called: with ``compact_after = 1`` every save folds."""
+        raise SnapshotError(f"{self.backend!r} stores whole snapshots only")
+
+    def save_base(
+        self, archive: bytes, *, folded: Sequence[str], expected: SnapshotState
+    ) -> SnapshotState:
+        """``save_bytes(archive)``: the last writer wins."""
+        self.backend.save_bytes(archive)
+        return SnapshotState(archive, version=content_version(archive))
+
+
+@dataclass(slots=True)
+class _Memo:
+    """What a replica knew after its last save, kept per (folder, snapshot) so a warm
+    process that opens the same folder again revalidates instead of downloading."""
+
+    state: SnapshotState
+    synced: dict[str, FileInfo]
+    tails: dict[str, bytes]
+    md: bytes
+    fold_next: bool
+
+
+_MEMOS: OrderedDict[tuple[str, str], _Memo] = OrderedDict()
+_MEMOS_LOCK = threading.Lock()
+
+
+class SnapshotReplica:
+    """A root kept as a replica of a snapshot: restored once, saved after each mutation.
+
+    Args:
+        root: the working folder (usually local scratch space).
+        backend: an :class:`~fsmemory.snapshot.IncrementalBackend` (deltas, merge on
+            restore) or a plain :class:`~fsmemory.snapshot.KnowledgeBackend`.
+        on_corrupt: ``"raise"`` (default): a corrupt snapshot raises
+            :class:`SnapshotError` and nothing is touched; ``"reset"``: the corrupt objects
+            are moved aside (backends with ``quarantine()``) and the snapshot starts again
+            from the folder.
+        compact_after: a save folds once this many deltas would be waiting (default: the
+            backend's ``compact_after``, else 32).
+
+    Raises:
+        InvalidInputError: a bad option.
+    """
+
+    def __init__(
+        self,
+        root: StorageRoot,
+        backend: KnowledgeBackend | IncrementalBackend,
+        *,
+        on_corrupt: OnCorrupt = "raise",
+        compact_after: int | None = None,
+    ) -> None:
+        if on_corrupt not in ("raise", "reset"):
+            raise ValueError("on_corrupt must be 'raise' or 'reset'")
+        self.root = root
+        self.backend: IncrementalBackend = (
+            backend if isinstance(backend, IncrementalBackend) else _WholeSnapshot(backend)
+        )
+        self.on_corrupt = on_corrupt
+        if compact_after is None:
+            compact_after = getattr(self.backend, "compact_after", DEFAULT_COMPACT_AFTER)
+        self.compact_after = check_compact_after(compact_after)
+        key = getattr(backend, "replica_key", None)
+        self._memo_key = (root.url, key) if isinstance(key, str) else None
+        # the snapshot as this replica knows it: base, deltas not folded yet (restored
+        # and its own), head version
+        self._state = SnapshotState(None)
+        self._fold_next = False
+        self._can_fold = True
+        self._synced: dict[str, FileInfo] = {}
+        self._tails: dict[str, bytes] = {}
+        # MEMORY.md as last synced (raw bytes; parsed only when it was rewritten)
+        self._md: bytes = b""
+        self.bytes_uploaded = 0
+        self.saves = 0
+        self.folds = 0
+
+    # -- restore -------------------------------------------------------------------------
+    def restore(self) -> None:
+        """Bring the folder and the snapshot together without losing either side.
+
+        Raises:
+            SnapshotError: the snapshot is corrupt (``on_corrupt="raise"``), or the
+                folder and the snapshot hold conflicting versions of a file; nothing was
+                written in either case.
+        """
+        memo = None
+        if self._memo_key is not None:
+            with _MEMOS_LOCK:
+                memo = _MEMOS.get(self._memo_key)
+        if memo is not None:
+            self._restore_warm(memo)
+        else:
+            self._restore_cold()
+        self._remember()
+
+    def _load(self, known: SnapshotState | None) -> tuple[SnapshotState, dict[str, bytes]]:
+        try:
+            state = self.backend.load_state(known)
+            return state, fold_state(state)
+        except SnapshotError:
+            if self.on_corrupt == "raise":
+                raise
+            quarantine = getattr(self.backend, "quarantine", None)
+            if quarantine is None:
+                raise
+            quarantine()
+            return self.backend.load_state(), {}
+
+    def _restore_cold(self) -> None:
+        for _ in range(10):
+            state, remote = self._load(None)
+            self._state = state
+            listing = self._list()
+            local = {path: self.root.read_bytes(path) for path in listing}
+            if not local:
+                self._write_folder(remote, deletable=set())
+                self._mark_synced(remote)
+                self._fold_next = bool(state.deltas)
+                return
+            if state.base is None and not state.deltas:
+                # An empty snapshot: the folder becomes its first base, untouched.
+                new = self.backend.save_base(pack_archive(local), folded=(), expected=state)
+                if new is None:
+                    continue  # another writer created it meanwhile: merge with theirs
+                self._state = new
+                self._count(len(new.base or b""), fold=True)
+                self._mark_synced(local)
+                return
+            delta = merge_delta(local, remote)
+            merged = _Folder(dict(remote))
+            if delta is not None:
+                apply_delta(merged, delta)
+            self._fold_next = bool(state.deltas)
+            if delta is not None:
+                self._upload(delta, merged.files)
+            self._write_folder(merged.files, deletable=set())
+            self._mark_synced(merged.files)
+            return
+        raise SnapshotError(f"{self.backend!r} keeps changing under the restore")
+
+    def _restore_warm(self, memo: _Memo) -> None:
+        self._state = memo.state
+        self._synced = dict(memo.synced)
+        self._tails = dict(memo.tails)
+        self._md = memo.md
+        self._fold_next = memo.fold_next
+        listing = self._list()
+        local, synced_md = self._diff(listing)
+        state, remote = self._load(memo.state)
+        if state.version == memo.state.version and _names(state) == _names(memo.state):
+            if local is not None:  # changes made after the last save: keep and save them
+                self._save_delta(local, listing, synced_md)
+            return
+        # The snapshot moved on: its content plus the folder's unsaved changes. Files
+        # the result lacks were synced unchanged (local changes are all in ``local``).
+        merged = _Folder(dict(remote))
+        if local is not None:
+            apply_delta(merged, local)
+        self._state = state
+        self._fold_next = bool(state.deltas)
+        self._can_fold = True
+        if local is not None:
+            self._upload(local, merged.files)
+        self._write_folder(merged.files, deletable=set(listing))
+        self._mark_synced(merged.files)
+
+    def _write_folder(self, files: dict[str, bytes], *, deletable: set[str]) -> None:
+        """Make the folder hold ``files``; only paths in ``deletable`` may be removed."""
+        existing = self._list()
+        for path, data in files.items():
+            info = existing.get(path)
+            if info is not None and info.size == len(data):
+                try:
+                    if self.root.read_bytes(path) == data:
+                        continue
+                except KeyNotFoundError:
+                    pass
+            self.root.write(path, data)
+        for path in existing:
+            if path not in files and path in deletable:
+                self.root.delete(path)
+
+    def _list(self) -> dict[str, FileInfo]:
+        return {i.path: i for i in self.root.list("", recursive=True)}
+
+    def _mark_synced(self, files: dict[str, bytes]) -> None:
+        """Record ``files`` (now on disk) as the synced state."""
+        self._synced = self._list()
+        self._tails = {
+            path: data[-_TAIL:] for path, data in files.items() if log_date(path) is not None
+        }
+        self._md = files.get(MEMORY_FILE, b"")
+
+    def _remember(self) -> None:
+        if self._memo_key is None:
+            return
+        memo = _Memo(self._state, self._synced, dict(self._tails), self._md, self._fold_next)
+        with _MEMOS_LOCK:
+            _MEMOS[self._memo_key] = memo
+            _MEMOS.move_to_end(self._memo_key)
+            while len(_MEMOS) > _MEMO_LIMIT:
+                _MEMOS.popitem(last=False)
+
+    # -- save ----------------------------------------------------------------------------
+    def save(self) -> int:
+        """Upload what changed since the last save; returns the bytes uploaded."""
+        listing = self._list()
+        delta, synced_md = self._diff(listing)
+        if delta is None:
+            return 0
+        size = self._save_delta(delta, listing, synced_md)
+        self._remember()
+        return size
+
+    def _save_delta(
+        self, delta: dict[str, Any], listing: dict[str, FileInfo], synced_md: bytes | None
+    ) -> int:
+        """Upload ``delta`` (a diff of the folder against the synced state) and record
+        ``listing`` as synced."""
+        size = self._upload(delta, lambda: {p: self.root.read_bytes(p) for p in listing})
+        self._synced = listing
+        for path in list(delta.get("append", {})) + list(delta.get("put", {})):
+            info = listing[path]
+            if log_date(path) is not None and info.size:
+                self._tails[path] = self.root.read_range(path, max(0, info.size - _TAIL))
+        for path in delta.get("delete", []):
+            self._tails.pop(path, None)
+        if synced_md is not None:
+            self._md = synced_md
+        return size
+
+    def _fold_due(self, delta_size: int) -> bool:
+        if not self._can_fold:
+            return False
+        if self._fold_next or len(self._state.deltas) + 1 >= self.compact_after:
+            return True
+        waiting = sum(len(d) for _, d in self._state.deltas) + delta_size
+        return waiting > max(_FOLD_BYTES, len(self._state.base or b"") // 4)
+
+    def _upload(
+        self, delta: dict[str, Any], files: dict[str, bytes] | Callable[[], dict[str, bytes]]
+    ) -> int:
+        """Save ``delta``: as one more delta, or as a fold of ``files`` (the folder's
+        content with ``delta`` applied) when one is due."""
+        data = _jsonutil.dumps(delta)
+        if self._fold_due(len(data)):
+            content = files() if callable(files) else files
+            archive = pack_archive(content)
+            folded = [name for name, _ in self._state.deltas]
+            new = self.backend.save_base(archive, folded=folded, expected=self._state)
+            if new is not None:
+                logger.debug("folded %d snapshot deltas into a new base", len(folded))
+                self._state = new
+                self._fold_next = False
+                return self._count(len(archive), fold=True)
+            # Another writer folded first: keep this change as a delta; this instance
+            # knows no current head any more, so it leaves folding to the next restore.
+            self._can_fold = False
+        name = self.backend.save_delta(data)
+        self._state = replace(self._state, deltas=[*self._state.deltas, (name, data)])
+        return self._count(len(data), fold=False)
+
+    def _count(self, size: int, *, fold: bool) -> int:
+        self.saves += 1
+        self.folds += fold
+        self.bytes_uploaded += size
+        return size
+
+    def _md_changes(
+        self, old: FileInfo | None, info: FileInfo
+    ) -> tuple[list[list[str]], list[list[str]], bytes, bool]:
+        """(bullets added, bullets removed, new content, needs a whole-file put)."""
+        synced = self._md
+        appended = None
+        if old is not None and info.size > old.size and not self.root.rewritten(old, info):
+            tail = synced[-_TAIL:]
+            data = self.root.read_range(MEMORY_FILE, len(synced) - len(tail))
+            if data[: len(tail)] == tail:
+                appended = data[len(tail) :]
+        if appended is not None:
+            # Appended bullets: parse them in the section the synced file ends in.
+            cut = synced.rfind(b"\n## ")
+            if cut < 0 and synced.startswith(b"## "):
+                cut = -1
+            elif cut < 0:
+                cut = len(synced)
+            context = synced[cut + 1 :].split(b"\n", 1)[0]
+            added, prose = outline(_text(context + b"\n" + appended))
+            adds = [[c, ln] for c, ln in added]
+            if not prose and _is_text(adds):
+                return adds, [], synced + appended, False
+        new = self.root.read_bytes(MEMORY_FILE)
+        before_bullets, before_prose = outline(_text(synced))
+        after_bullets, after_prose = outline(_text(new))
+        now, then = Counter(after_bullets), Counter(before_bullets)
+        adds = [[c, ln] for (c, ln), n in (now - then).items() for _ in range(n)]
+        removes = [[c, ln] for (c, ln), n in (then - now).items() for _ in range(n)]
+        if before_prose != after_prose or not _is_text(adds + removes):
+            return [], [], new, True
+        return adds, removes, new, False
+
+    def _diff(self, listing: dict[str, FileInfo]) -> tuple[dict[str, Any] | None, bytes | None]:
+        """The delta from the synced state to ``listing`` and MEMORY.md's new bytes."""
+        append: dict[str, str] = {}
+        put: dict[str, dict[str, str]] = {}
+        md_add: list[list[str]] = []
+        md_remove: list[list[str]] = []
+        md_text: bytes | None = None
+        for path, info in listing.items():
+            old = self._synced.get(path)
+            if old is not None and old.token == info.token and old.size == info.size:
+                continue
+            if path == MEMORY_FILE:
+                adds, removes, md_text, whole = self._md_changes(old, info)
+                if whole:
+                    put[path] = encode_file(md_text)
+                md_add += adds
+                md_remove += removes
+                continue
+            tail_bytes = self._appended(path, old, info)
+            if tail_bytes is not None:
+                try:
+                    append[path] = tail_bytes.decode("utf-8")
+                    continue
+                except UnicodeDecodeError:
+                    pass
+            put[path] = encode_file(self.root.read_bytes(path))
+        delete = sorted(p for p in self._synced if p not in listing)
+        if MEMORY_FILE in delete:
+            md_text = b""
+        delta = _delta(append=append, put=put, md_add=md_add, md_remove=md_remove, delete=delete)
+        return delta, md_text
+
+    def _appended(self, path: str, old: FileInfo | None, info: FileInfo) -> bytes | None:
+        """Bytes appended to a log since the last save (None: not a pure append)."""
+        if log_date(path) is None:
+            return None
+        if old is None:
+            return self.root.read_bytes(path)
+        if info.size <= old.size or self.root.rewritten(old, info):
+            return None
+        tail = self._tails.get(path, b"")
+        data = self.root.read_range(path, old.size - len(tail))
+        if data[: len(tail)] != tail:
+            return None
+        return data[len(tail) :]
+
+
+def _names(state: SnapshotState) -> list[str]:
+    return [name for name, _ in state.deltas]

@@ -1,0 +1,157 @@
+"""Serverless invocations: a steady number of requests, warm revalidation, options."""
+
+from __future__ import annotations
+
+import statistics
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fsmemory import InvalidInputError, KnowledgeMemory
+from fsmemory.snapshot import FsspecBackend
+from fsmemory.testing.requests import count_requests
+
+from .conftest import Spec, make_spec, open_backend
+
+COUNTED = [
+    pytest.param("s3", marks=pytest.mark.s3),
+    pytest.param("gcs", marks=pytest.mark.gcs),
+    pytest.param("redis-fs", marks=pytest.mark.redis),
+]
+# Steady-state requests per invocation: S3 batches the fold's deletes into one
+# DeleteObjects; GCS (fake-gcs-server) deletes the folded delta and the old base apart.
+STEADY = {"s3": 8, "gcs": 9, "redis-fs": 9}
+
+
+def invocation(scratch: Path, backend: FsspecBackend, i: int) -> int:
+    """One cold invocation (fresh scratch folder): its request count."""
+    with count_requests(backend.root) as requests:
+        km = KnowledgeMemory(scratch, backend=backend)
+        km.remember(f"fact {i}", category="preferences", persistent=True)
+        km.remember(f"note {i}")
+        km.build_context()
+        km.recall("fact")
+        km.flush()
+    return len(requests)
+
+
+@pytest.mark.parametrize("kind", COUNTED)
+def test_requests_per_invocation_stay_flat(
+    request: pytest.FixtureRequest, kind: str, tmp_path: Path
+) -> None:
+    spec = make_spec(request, kind, tmp_path)
+    counts = [invocation(tmp_path / f"call-{i}", open_backend(spec), i) for i in range(30)]
+    steady = counts[2:]
+    median = statistics.median(steady)
+    assert max(steady) <= 2 * median, counts
+    assert median <= STEADY[kind], counts
+    # no chain grows: the last invocations cost what the early ones did
+    assert max(counts[-5:]) <= max(counts[2:7]), counts
+    final = KnowledgeMemory(tmp_path / "final", backend=open_backend(spec))
+    assert len(final.entries()) == 30 * 2
+    assert len(open_backend(spec).load_state().deltas) <= 2
+
+
+@pytest.mark.parametrize("kind", COUNTED)
+def test_a_warm_process_revalidates_instead_of_downloading(
+    request: pytest.FixtureRequest, kind: str, tmp_path: Path
+) -> None:
+    spec = make_spec(request, kind, tmp_path)
+    scratch = tmp_path / "scratch"
+    first = KnowledgeMemory(scratch, backend=open_backend(spec))
+    first.remember("a fact worth keeping", persistent=True)
+    first.remember("and a note")
+    backend = open_backend(spec)
+    with count_requests(backend.root) as requests:
+        again = KnowledgeMemory(scratch, backend=backend)
+    # a listing and the head: the base and the known deltas are not read again
+    assert len(requests) == 2, requests.calls
+    assert {e.content for e in again.entries()} == {"a fact worth keeping", "and a note"}
+    other = KnowledgeMemory(tmp_path / "other", backend=open_backend(spec))
+    other.remember("from another function")
+    backend = open_backend(spec)
+    before = backend.load_state()
+    with count_requests(backend.root) as requests:
+        third = KnowledgeMemory(scratch, backend=backend)
+    # listing, head and the one new delta; nothing written (nothing changed locally)
+    assert len(requests) == 3, requests.calls
+    assert "from another function" in {e.content for e in third.entries()}
+    after = backend.load_state()
+    assert (after.version, after.deltas) == (before.version, before.deltas)
+
+
+def test_a_warm_reopen_keeps_changes_made_after_the_last_save(tmp_path: Path) -> None:
+    url = f"memory://warm/{tmp_path.name}.snapshot"
+    scratch = tmp_path / "scratch"
+    km = KnowledgeMemory(scratch, backend=FsspecBackend(url))
+    km.remember("saved")
+    (scratch / "later.txt").write_bytes(b"\xffwritten after the save")
+    other = KnowledgeMemory(tmp_path / "other", backend=FsspecBackend(url))
+    other.remember("concurrent")
+    KnowledgeMemory(scratch, backend=FsspecBackend(url))
+    assert (scratch / "later.txt").read_bytes() == b"\xffwritten after the save"
+    check = KnowledgeMemory(tmp_path / "check", backend=FsspecBackend(url))
+    assert (tmp_path / "check" / "later.txt").read_bytes() == b"\xffwritten after the save"
+    assert {e.content for e in check.entries()} == {"saved", "concurrent"}
+
+
+def test_compaction_threshold_is_reachable_and_checked(tmp_path: Path) -> None:
+    url = f"memory://threshold/{tmp_path.name}.snapshot"
+    km = KnowledgeMemory(tmp_path / "a", backend=FsspecBackend(url, compact_after=3))
+    assert km._replica is not None and km._replica.compact_after == 3
+    for i in range(7):
+        km.remember(f"fact {i}")
+    assert km._replica.folds == 2  # saves 3 and 6 folded
+    assert len(FsspecBackend(url).load_state().deltas) == 1
+    km2 = KnowledgeMemory(
+        tmp_path / "b", backend=FsspecBackend(url, compact_after=3), snapshot_compact_after=50
+    )
+    assert km2._replica is not None and km2._replica.compact_after == 50
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises(InvalidInputError):
+            FsspecBackend(url, compact_after=bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError):
+            KnowledgeMemory(tmp_path / "c", backend=FsspecBackend(url), snapshot_compact_after=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.s3
+def test_storage_options_mapping_reaches_s3(
+    s3_root_url: str, s3_storage_options: dict[str, Any], tmp_path: Path
+) -> None:
+    url = f"{s3_root_url}/options.snapshot"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        km = KnowledgeMemory(
+            tmp_path / "a", backend=FsspecBackend(url, storage_options=s3_storage_options)
+        )
+    km.remember("through storage_options")
+    with pytest.warns(DeprecationWarning, match="storage_options"):
+        legacy = FsspecBackend(url, **s3_storage_options)
+    restored = KnowledgeMemory(tmp_path / "b", backend=legacy)
+    assert [e.content for e in restored.entries()] == ["through storage_options"]
+    with pytest.raises(InvalidInputError, match="given twice"), pytest.warns(DeprecationWarning):
+        FsspecBackend(url, storage_options={"key": "a"}, key="b")
+    with pytest.raises(InvalidInputError, match="mapping"):
+        FsspecBackend(url, storage_options=[("key", "a")])  # type: ignore[arg-type]
+
+
+@pytest.mark.redis
+def test_redis_backend_takes_storage_options(redis_url: str, tmp_path: Path) -> None:
+    from fsmemory.snapshot import RedisKnowledgeBackend
+
+    backend = RedisKnowledgeBackend(
+        "opts-user",
+        url=f"{redis_url}/0",
+        prefix="optstest:",
+        storage_options={"socket_timeout": 5, "health_check_interval": 10},
+    )
+    KnowledgeMemory(tmp_path / "a", backend=backend).remember("kept")
+    assert backend.client.connection_pool.connection_kwargs["socket_timeout"] == 5
+    with pytest.raises(InvalidInputError, match="client or storage_options"):
+        RedisKnowledgeBackend("x", client=backend.client, storage_options={"socket_timeout": 1})
+
+
+def test_spec_fixture_is_still_usable(spec: Spec) -> None:
+    assert open_backend(spec).load_state().deltas == []

@@ -35,8 +35,8 @@ import workloads  # noqa: E402  (benchmarks/peers, the script's own folder)
 from fsmemory import KnowledgeMemory, StorageRoot, open_root  # noqa: E402
 from fsmemory._jsonutil import dumps_line  # noqa: E402
 from fsmemory.memory.entry import KnowledgeEntry  # noqa: E402
-from fsmemory.memory.index import MEMORY_FILE, log_name_for  # noqa: E402
-from fsmemory.memory.markdown import TITLE, fact_line  # noqa: E402
+from fsmemory.memory.layout import MEMORY_FILE, TITLE, log_name_for  # noqa: E402
+from fsmemory.memory.markdown import fact_line  # noqa: E402
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 

@@ -14,7 +14,8 @@ from datetime import date
 
 from fsmemory.export._schema import EVENTS_TABLE, MEMORY_TABLE
 from fsmemory.fs import FileInfo, StorageRoot
-from fsmemory.memory.index import LOG_DIR, log_date
+from fsmemory.memory.layout import DAILY_LOG_DIR as LOG_DIR
+from fsmemory.memory.layout import log_date
 
 __all__ = ["SourceFile", "discover"]
 

@@ -26,17 +26,13 @@ from fsmemory import _jsonutil
 from fsmemory.errors import InvalidInputError
 from fsmemory.fs import StorageRoot, open_root
 from fsmemory.fs.base import FileInfo
+from fsmemory.memory._index import MemoryIndex
 from fsmemory.memory._replica import SnapshotReplica
 from fsmemory.memory.entry import KnowledgeEntry, format_timestamp, new_entry_id
-from fsmemory.memory.index import (
-    LOG_DIR,
-    MEMORY_FILE,
-    MemoryIndex,
-    log_date,
-    log_name_for,
-)
+from fsmemory.memory.layout import DAILY_LOG_DIR, MEMORY_FILE, TITLE, log_date, log_name_for
 from fsmemory.memory.markdown import (
-    TITLE,
+    decode_md,
+    encode_md,
     escape_line,
     fact_line,
     insert_fact,
@@ -444,7 +440,7 @@ class KnowledgeMemory:
             now = self._clock()
             cutoff = (now - timedelta(days=days)).strftime("%Y-%m-%d")
             deleted = 0
-            for info in self.root.list(LOG_DIR):
+            for info in self.root.list(DAILY_LOG_DIR):
                 date = log_date(info.path)
                 if date is not None and date < cutoff and self.root.delete(info.path):
                     deleted += 1
@@ -455,7 +451,7 @@ class KnowledgeMemory:
             ):
                 self.root.update(
                     MEMORY_FILE,
-                    lambda old: rewrite_memory_md(old.decode(), now).encode() if old else None,
+                    lambda old: encode_md(rewrite_memory_md(decode_md(old), now)) if old else None,
                 )
             self._refresh()
             if deleted:
@@ -466,7 +462,7 @@ class KnowledgeMemory:
         """Remove all knowledge: MEMORY.md and every daily log."""
         with self._lock:
             self.root.delete(MEMORY_FILE)
-            self.root.delete_tree(LOG_DIR)
+            self.root.delete_tree(DAILY_LOG_DIR)
             self._index.reset()
             self._refresh()
             self._saved()
@@ -474,7 +470,7 @@ class KnowledgeMemory:
     def clear_logs(self) -> None:
         """Remove the daily logs only; MEMORY.md is kept."""
         with self._lock:
-            self.root.delete_tree(LOG_DIR)
+            self.root.delete_tree(DAILY_LOG_DIR)
             self._refresh()
             self._saved()
 
@@ -650,7 +646,9 @@ class KnowledgeMemory:
 
     def stats(self) -> dict[str, Any]:
         """Counts for monitoring: live entries, persistent facts, categories, log files
-        and bytes, corrupt lines skipped, and the storage URL."""
+        and bytes, corrupt lines (log lines skipped, plus MEMORY.md lines that are not
+        valid UTF-8, also counted alone as ``memory_md_invalid_lines``: they are kept
+        byte for byte and read with U+FFFD in place of the bad bytes), and the URL."""
         with self._lock:
             self._refresh()
             now = self._clock()
@@ -666,14 +664,15 @@ class KnowledgeMemory:
                 "log_files": len(logs),
                 "log_bytes": sum(i.size for i in logs),
                 "memory_md_bytes": md.size if md else 0,
-                "corrupt_lines": self._index.corrupt_lines,
+                "corrupt_lines": self._index.corrupt_lines + self._index.doc.invalid_lines,
+                "memory_md_invalid_lines": self._index.doc.invalid_lines,
             }
 
 
 def _tidy(old: bytes | None) -> bytes | None:
     if not old:
         return None
-    return rewrite_memory_md(old.decode("utf-8", errors="replace")).encode()
+    return encode_md(rewrite_memory_md(decode_md(old)))
 
 
 def _assemble(long_term: list[str], recent: list[str]) -> str:
@@ -690,8 +689,8 @@ def _earliest(current: datetime | None, candidate: datetime) -> datetime:
 
 
 def _insert(old: bytes | None, category: str, bullet: str) -> bytes:
-    text = old.decode("utf-8", errors="replace") if old else None
-    return insert_fact(text, category, bullet).encode()
+    text = decode_md(old) if old else None
+    return encode_md(insert_fact(text, category, bullet))
 
 
 def _insert_once(category: str, bullet: str) -> Callable[[bytes | None], bytes | None]:
@@ -714,8 +713,8 @@ def _insert_once(category: str, bullet: str) -> Callable[[bytes | None], bytes |
 def _remove(old: bytes | None, category: str, key_text: str) -> bytes | None:
     if not old:
         return None
-    new = remove_fact(old.decode("utf-8", errors="replace"), category, key_text)
-    return None if new is None else new.encode()
+    new = remove_fact(decode_md(old), category, key_text)
+    return None if new is None else encode_md(new)
 
 
 def _check_non_negative_int(name: str, value: object) -> None:

@@ -14,6 +14,12 @@ line-breaking characters -> ``\\xHH``/``\\uHHHH``, and ``<!--`` -> ``\\<!--`` (s
 cannot forge the expiry comment). A person can add, edit or delete bullets; the parser
 accepts ``-``/``*``/``+`` bullets, ignores other prose, and merges repeated headers of the
 same category.
+
+A person's bytes are never changed: the file is decoded with ``surrogateescape``
+(:func:`decode_md`) and encoded back the same way (:func:`encode_md`), so a line that is
+not valid UTF-8 survives every rewrite byte for byte. The parser counts such lines
+(:attr:`MemoryDocument.invalid_lines`) and shows them with U+FFFD in place of the bad
+bytes.
 """
 
 from __future__ import annotations
@@ -24,11 +30,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from fsmemory.memory.entry import format_timestamp, parse_timestamp
+from fsmemory.memory.layout import TITLE
 
 __all__ = [
     "TITLE",
     "Fact",
     "MemoryDocument",
+    "decode_md",
+    "encode_md",
     "escape_line",
     "fact_line",
     "insert_fact",
@@ -38,7 +47,6 @@ __all__ = [
     "unescape_line",
 ]
 
-TITLE = "# Agent Memory"
 DEFAULT_CATEGORY = "general"
 
 _NEEDS_ESCAPE = re.compile("[\\\\\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]|<!--")
@@ -46,6 +54,26 @@ _ESCAPE_SEQ = re.compile(r"\\(\\|n|r|<|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})")
 _EXPIRY = re.compile(r"\s*(?<!\\)<!--\s*expires:\s*(\S+)\s*-->\s*$")
 _HEADER = re.compile(r"^ {0,3}##\s+(.+?)\s*#*\s*$")
 _BULLET = re.compile(r"^ {0,3}[-*+]\s+(.*)$")
+# What surrogateescape decoding makes of bytes that are not UTF-8.
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+
+
+def decode_md(data: bytes) -> str:
+    """MEMORY.md bytes as text; invalid UTF-8 bytes become lone surrogates, so that
+    :func:`encode_md` gives the very same bytes back."""
+    return data.decode("utf-8", errors="surrogateescape")
+
+
+def encode_md(text: str) -> bytes:
+    """The inverse of :func:`decode_md` (bytes a person wrote come back unchanged)."""
+    return text.encode("utf-8", errors="surrogateescape")
+
+
+def _readable(text: str) -> str:
+    """``text`` with each escaped invalid byte shown as U+FFFD (what readers see)."""
+    if not _ESCAPED_BYTE.search(text):
+        return text
+    return encode_md(text).decode("utf-8", errors="replace")
 
 
 def _escape_char(match: re.Match[str]) -> str:
@@ -120,12 +148,14 @@ class MemoryDocument:
     """Parsed MEMORY.md: facts per category in first-appearance order.
 
     ``last_category`` is the section the file currently ends in (where an appended
-    bullet would land).
+    bullet would land). ``invalid_lines`` counts lines that are not valid UTF-8 (fed as
+    :func:`decode_md` text); they are parsed with U+FFFD in place of the bad bytes.
     """
 
     sections: dict[str, list[Fact]] = field(default_factory=dict)
     last_category: str | None = None
     header_count: int = 0
+    invalid_lines: int = 0
 
     def add(self, category: str, fact: Fact) -> None:
         """Record a bullet under ``category``."""
@@ -135,6 +165,9 @@ class MemoryDocument:
         """Parse more lines (continuing the current section)."""
         for raw in lines:
             line = raw.rstrip("\r\n")
+            if _ESCAPED_BYTE.search(line):
+                self.invalid_lines += 1
+                line = _readable(line)
             header = _HEADER.match(line)
             if header:
                 self.last_category = header.group(1).strip()
@@ -215,13 +248,14 @@ def remove_fact(text: str, category: str, fact_text: str) -> str | None:
     lines = _split_lines(text)
     spans = _section_spans(lines)
     for cat, start, end in reversed(spans):
-        if cat != category and not (cat is None and category == DEFAULT_CATEGORY):
+        name = None if cat is None else _readable(cat)
+        if name != category and not (cat is None and category == DEFAULT_CATEGORY):
             continue
         for i in range(end - 1, start - 1, -1):
             bullet = _BULLET.match(lines[i])
             if bullet is None:
                 continue
-            candidate = _EXPIRY.sub("", bullet.group(1)).strip()
+            candidate = _readable(_EXPIRY.sub("", bullet.group(1)).strip())
             if candidate == fact_text:
                 del lines[i]
                 section = lines[start + 1 : end - 1] if cat is not None else []

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from fsmemory import ContentTooLargeError, KnowledgeEntry, KnowledgeMemory
-from fsmemory.memory.index import log_name_for
+from fsmemory.memory.layout import log_name_for
 
 from .conftest import FakeClock
 

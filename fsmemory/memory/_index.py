@@ -20,23 +20,20 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from fsmemory import _jsonutil
 from fsmemory.fs.base import FileInfo, StorageRoot
+from fsmemory.memory._tail import FileCursor, read_appended
 from fsmemory.memory.entry import KnowledgeEntry, stable_id
-from fsmemory.memory.markdown import Fact, MemoryDocument, escape_line
+from fsmemory.memory.layout import MEMORY_FILE, log_date
+from fsmemory.memory.markdown import Fact, MemoryDocument, decode_md, escape_line
 
-__all__ = ["LOG_DIR", "MEMORY_FILE", "MemoryIndex", "fact_key", "log_name_for", "tokenize"]
+__all__ = ["MemoryIndex", "fact_key", "tokenize"]
 
 logger = logging.getLogger(__name__)
 
-MEMORY_FILE = "MEMORY.md"
-LOG_DIR = "logs"
-_LOG_NAME = re.compile(r"^logs/(\d{4}-\d{2}-\d{2})\.jsonl$")
 _TOKEN = re.compile(r"\w+")
-_TAIL = 64
 _STOPWORDS = frozenset(
     [
         "a",
@@ -97,25 +94,6 @@ def fact_key(category: str, content: str) -> Key:
     return (category, escape_line(content.strip()))
 
 
-def log_name_for(moment: datetime) -> str:
-    """The daily log a record written at ``moment`` belongs to (UTC date)."""
-    return f"{LOG_DIR}/{moment.astimezone(UTC).strftime('%Y-%m-%d')}.jsonl"
-
-
-def log_date(path: str) -> str | None:
-    """``"logs/2026-01-02.jsonl"`` -> ``"2026-01-02"``; None for other files."""
-    match = _LOG_NAME.match(path)
-    return match.group(1) if match else None
-
-
-@dataclass(slots=True)
-class _Cursor:
-    info: FileInfo
-    parsed_upto: int
-    tail: bytes
-    complete: bool = True
-
-
 class MemoryIndex:
     """Entries, search postings, and parse cursors for one memory root."""
 
@@ -132,8 +110,8 @@ class MemoryIndex:
         self.postings: dict[str, set[str]] = {}
         self.vocab: list[str] = []
         self.evict_heap: list[tuple[float, float, str]] = []
-        self.logs: dict[str, _Cursor] = {}
-        self.md: _Cursor | None = None
+        self.logs: dict[str, FileCursor] = {}
+        self.md: FileCursor | None = None
         self.doc = MemoryDocument()
         self.fact_counts: Counter[Key] = Counter()
         self.claimed: dict[str, Key] = {}
@@ -189,7 +167,7 @@ class MemoryIndex:
             return False
         if info.mtime is not None:
             self.md_mtime = datetime.fromtimestamp(info.mtime, tz=UTC)
-        new = self._read_increment(root, cur, info)
+        new = read_appended(root, cur, info, grows_only=False)
         if new is None:
             data = _read_or_empty(root, MEMORY_FILE)
             doc = MemoryDocument()
@@ -197,7 +175,7 @@ class MemoryIndex:
             # re-read the whole file on its next change.
             doc.feed(_decode_lines(data))
             complete = data.endswith(b"\n") or not data
-            self.md = _Cursor(info, len(data), data[-_TAIL:], complete)
+            self.md = FileCursor.after(info, data, len(data), complete)
             self._set_document(doc)
             return True
         assert cur is not None
@@ -214,8 +192,7 @@ class MemoryIndex:
             return
         before = {k: len(v) for k, v in self.doc.sections.items()}
         self.doc.feed(_decode_lines(chunk))
-        cur.parsed_upto = end
-        cur.tail = (cur.tail + chunk)[-_TAIL:]
+        cur.advance(chunk[: end - start])
         for cat, facts in self.doc.sections.items():
             for fact in facts[before.get(cat, 0) :]:
                 key = (cat, fact.text)
@@ -236,13 +213,13 @@ class MemoryIndex:
         cur = self.logs.get(info.path)
         if cur is not None and cur.info.token == info.token:
             return False
-        new = self._read_increment(root, cur, info)
+        new = read_appended(root, cur, info)
         if new is None:
             if cur is not None:
                 self._drop_file(info.path)
             data = _read_or_empty(root, info.path)
             upto = data.rfind(b"\n") + 1
-            self.logs[info.path] = _Cursor(info, upto, data[max(0, upto - _TAIL) : upto])
+            self.logs[info.path] = FileCursor.after(info, data, upto)
             self.feed_log(info.path, data[:upto], 0)
             return True
         assert cur is not None
@@ -250,36 +227,8 @@ class MemoryIndex:
         cur.info = info
         if chunk:
             self.feed_log(info.path, chunk, cur.parsed_upto)
-            cur.parsed_upto = upto
-            cur.tail = (cur.tail + chunk)[-_TAIL:]
+            cur.advance(chunk)
         return bool(chunk)
-
-    def _read_increment(
-        self, root: StorageRoot, cur: _Cursor | None, info: FileInfo
-    ) -> tuple[bytes, int] | None:
-        """New complete lines since the cursor, or None when a full re-read is needed."""
-        if (
-            cur is None
-            or not cur.complete
-            or info.size < cur.parsed_upto
-            or root.rewritten(cur.info, info)
-        ):
-            return None
-        if info.size == cur.parsed_upto:
-            # Same size, new token: a log only grows, so nothing new to read. MEMORY.md
-            # is also rewritten (forget, hand edits, compare-and-swap inserts): an
-            # equal-size rewrite must be read again.
-            return None if info.path == MEMORY_FILE else (b"", cur.parsed_upto)
-        start = cur.parsed_upto - len(cur.tail)
-        try:
-            data = root.read_range(info.path, start)
-        except FileNotFoundError:
-            return None
-        if data[: len(cur.tail)] != cur.tail:
-            return None
-        body = data[len(cur.tail) :]
-        complete = body.rfind(b"\n") + 1
-        return body[:complete], cur.parsed_upto + complete
 
     def note_append(self, path: str, offset: int, data: bytes, info: FileInfo | None) -> bool:
         """Account for bytes this process appended at ``offset``.
@@ -291,7 +240,7 @@ class MemoryIndex:
         if cur is None:
             if offset != 0 or info is None:
                 return False
-            cur = _Cursor(info, 0, b"")
+            cur = FileCursor(info, 0, b"")
             if path == MEMORY_FILE:
                 self.md = cur
             else:
@@ -302,8 +251,7 @@ class MemoryIndex:
             self.feed_md(data, offset, offset + len(data))
         else:
             self.feed_log(path, data, offset)
-            cur.parsed_upto = offset + len(data)
-            cur.tail = (cur.tail + data)[-_TAIL:]
+            cur.advance(data)
         if info is not None:
             cur.info = info
         self.generation += 1
@@ -635,5 +583,4 @@ def _read_or_empty(root: StorageRoot, path: str) -> bytes:
 
 
 def _decode_lines(data: bytes) -> list[str]:
-    text = data.decode("utf-8", errors="replace")
-    return text.split("\n")
+    return decode_md(data).split("\n")

@@ -64,8 +64,16 @@ from fsmemory import _jsonutil
 from fsmemory.errors import KeyNotFoundError, SnapshotError
 from fsmemory.fs import FileInfo, StorageRoot
 from fsmemory.fs.base import content_version
-from fsmemory.memory.index import MEMORY_FILE, log_date
-from fsmemory.memory.markdown import fact_text_of, insert_fact, outline, remove_fact
+from fsmemory.memory._tail import TAIL, FileCursor, read_appended
+from fsmemory.memory.layout import MEMORY_FILE, log_date
+from fsmemory.memory.markdown import (
+    decode_md,
+    encode_md,
+    fact_text_of,
+    insert_fact,
+    outline,
+    remove_fact,
+)
 from fsmemory.snapshot import (
     IncrementalBackend,
     KnowledgeBackend,
@@ -83,7 +91,6 @@ __all__ = ["DELTA_FORMAT", "SnapshotReplica", "apply_delta", "fold_state"]
 logger = logging.getLogger(__name__)
 
 DELTA_FORMAT = "fsmemory-delta"
-_TAIL = 64
 #: a fold is also due once the waiting deltas exceed max(this, base size / 4) bytes
 _FOLD_BYTES = 64 * 1024
 #: how many restored folders a process remembers for warm revalidation
@@ -118,11 +125,6 @@ def _parse_delta(name: str, data: bytes) -> dict[str, Any]:
         if not isinstance(text, str):
             raise SnapshotError(f"snapshot delta {name}: append to {path!r} is not text")
     return delta
-
-
-def _text(data: bytes) -> str:
-    """MEMORY.md as text whose invalid UTF-8 bytes survive a round trip unchanged."""
-    return data.decode("utf-8", "surrogateescape")
 
 
 class _Folder:
@@ -169,7 +171,7 @@ def apply_delta(folder: _Folder, delta: dict[str, Any]) -> None:
     md_add = delta.get("md_add", [])
     md_remove = delta.get("md_remove", [])
     if md_add or md_remove:
-        text = _text(folder.files.get(MEMORY_FILE, b""))
+        text = decode_md(folder.files.get(MEMORY_FILE, b""))
         present = Counter(outline(text)[0])
         for category, line in md_add:
             if present[(category, line)]:
@@ -180,7 +182,7 @@ def apply_delta(folder: _Folder, delta: dict[str, Any]) -> None:
             new = remove_fact(text, category, fact_text_of(line)) if text else None
             if new is not None:
                 text = new
-        folder.put(MEMORY_FILE, text.encode("utf-8", "surrogateescape"))
+        folder.put(MEMORY_FILE, encode_md(text))
 
 
 def fold_state(state: SnapshotState) -> dict[str, bytes]:
@@ -215,25 +217,20 @@ def merge_delta(local: dict[str, bytes], remote: dict[str, bytes]) -> dict[str, 
         if theirs is None:
             put[path] = encode_file(data)
         elif path == MEMORY_FILE:
-            mine_bullets, mine_prose = outline(_text(data))
-            their_bullets, their_prose = outline(_text(theirs))
-            extra = Counter(mine_bullets) - Counter(their_bullets)
-            adds = [[c, ln] for (c, ln), n in extra.items() for _ in range(n)]
-            if not Counter(mine_prose) - Counter(their_prose) and _is_text(adds):
+            mine_bullets, mine_prose = outline(decode_md(data))
+            their_bullets, their_prose = outline(decode_md(theirs))
+            if not Counter(mine_prose) - Counter(their_prose) and _is_utf8(data):
                 # their file keeps all of the folder's prose: add the folder's bullets
-                md_add += adds
-            elif not Counter(mine_prose) - Counter(their_prose):
-                text = _text(theirs)
-                for cat, line in adds:
-                    text = insert_fact(text, cat, line)
-                put[path] = encode_file(text.encode("utf-8", "surrogateescape"))
-            elif not Counter(their_prose) - Counter(mine_prose):
-                # the folder's file keeps all of theirs: it gets their bullets
-                text = _text(data)
+                extra = Counter(mine_bullets) - Counter(their_bullets)
+                md_add += [[c, ln] for (c, ln), n in extra.items() for _ in range(n)]
+            elif not Counter(their_prose) - Counter(mine_prose) and _is_utf8(theirs):
+                # the folder's file keeps all of theirs (and its own bytes): it gets
+                # their bullets
+                text = decode_md(data)
                 for (cat, line), n in (Counter(their_bullets) - Counter(mine_bullets)).items():
                     for _ in range(n):
                         text = insert_fact(text, cat, line)
-                put[path] = encode_file(text.encode("utf-8", "surrogateescape"))
+                put[path] = encode_file(encode_md(text))
             else:
                 conflicts.append(path)
         elif log_date(path) is not None and _is_utf8(data) and _is_utf8(theirs):
@@ -247,17 +244,6 @@ def merge_delta(local: dict[str, bytes], remote: dict[str, bytes]) -> dict[str, 
             "into an empty folder) and merge these files by hand"
         )
     return _delta(append=append, put=put, md_add=md_add)
-
-
-def _is_text(items: list[list[str]]) -> bool:
-    """True when every string can go into a JSON delta (no bytes that were not UTF-8)."""
-    try:
-        for item in items:
-            for part in item:
-                part.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _is_utf8(data: bytes) -> bool:
@@ -490,7 +476,7 @@ class SnapshotReplica:
         """Record ``files`` (now on disk) as the synced state."""
         self._synced = self._list()
         self._tails = {
-            path: data[-_TAIL:] for path, data in files.items() if log_date(path) is not None
+            path: data[-TAIL:] for path, data in files.items() if log_date(path) is not None
         }
         self._md = files.get(MEMORY_FILE, b"")
 
@@ -525,7 +511,7 @@ class SnapshotReplica:
         for path in list(delta.get("append", {})) + list(delta.get("put", {})):
             info = listing[path]
             if log_date(path) is not None and info.size:
-                self._tails[path] = self.root.read_range(path, max(0, info.size - _TAIL))
+                self._tails[path] = self.root.read_range(path, max(0, info.size - TAIL))
         for path in delta.get("delete", []):
             self._tails.pop(path, None)
         if synced_md is not None:
@@ -575,11 +561,10 @@ class SnapshotReplica:
         """(bullets added, bullets removed, new content, needs a whole-file put)."""
         synced = self._md
         appended = None
-        if old is not None and info.size > old.size and not self.root.rewritten(old, info):
-            tail = synced[-_TAIL:]
-            data = self.root.read_range(MEMORY_FILE, len(synced) - len(tail))
-            if data[: len(tail)] == tail:
-                appended = data[len(tail) :]
+        if old is not None:
+            cursor = FileCursor(old, len(synced), synced[-TAIL:])
+            got = read_appended(self.root, cursor, info, grows_only=False, whole_lines=False)
+            appended = None if got is None else got[0]
         if appended is not None:
             # Appended bullets: parse them in the section the synced file ends in.
             cut = synced.rfind(b"\n## ")
@@ -588,17 +573,18 @@ class SnapshotReplica:
             elif cut < 0:
                 cut = len(synced)
             context = synced[cut + 1 :].split(b"\n", 1)[0]
-            added, prose = outline(_text(context + b"\n" + appended))
-            adds = [[c, ln] for c, ln in added]
-            if not prose and _is_text(adds):
-                return adds, [], synced + appended, False
+            added, prose = outline(decode_md(context + b"\n" + appended))
+            if not prose and _is_utf8(appended):
+                return [[c, ln] for c, ln in added], [], synced + appended, False
         new = self.root.read_bytes(MEMORY_FILE)
-        before_bullets, before_prose = outline(_text(synced))
-        after_bullets, after_prose = outline(_text(new))
+        before_bullets, before_prose = outline(decode_md(synced))
+        after_bullets, after_prose = outline(decode_md(new))
         now, then = Counter(after_bullets), Counter(before_bullets)
         adds = [[c, ln] for (c, ln), n in (now - then).items() for _ in range(n)]
         removes = [[c, ln] for (c, ln), n in (then - now).items() for _ in range(n)]
-        if before_prose != after_prose or not _is_text(adds + removes):
+        # bullets are compared as readers see them: added ones must be valid UTF-8 to
+        # travel as text, or the whole file is saved (its bytes exactly)
+        if before_prose != after_prose or (adds and not _is_utf8(new)):
             return [], [], new, True
         return adds, removes, new, False
 
@@ -640,13 +626,9 @@ class SnapshotReplica:
             return None
         if old is None:
             return self.root.read_bytes(path)
-        if info.size <= old.size or self.root.rewritten(old, info):
-            return None
-        tail = self._tails.get(path, b"")
-        data = self.root.read_range(path, old.size - len(tail))
-        if data[: len(tail)] != tail:
-            return None
-        return data[len(tail) :]
+        cursor = FileCursor(old, old.size, self._tails.get(path, b""))
+        got = read_appended(self.root, cursor, info, grows_only=False, whole_lines=False)
+        return None if got is None else got[0]
 
 
 def _names(state: SnapshotState) -> list[str]:

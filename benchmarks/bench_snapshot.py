@@ -77,7 +77,7 @@ def run_backend(
             km = KnowledgeMemory(
                 Path(tmp) / "w", backend=FsspecBackend(url, storage_options=options)
             )
-            sync = km._sync
+            sync = km._replica
             assert sync is not None
             per_save: list[int] = []
             latency: list[float] = []

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import statistics
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -155,3 +158,45 @@ def test_redis_backend_takes_storage_options(redis_url: str, tmp_path: Path) -> 
 
 def test_spec_fixture_is_still_usable(spec: Spec) -> None:
     assert open_backend(spec).load_state().deltas == []
+
+
+@pytest.mark.s3
+def test_credentials_and_endpoint_from_the_environment(
+    s3_root_url: str, s3_storage_options: dict[str, Any], tmp_path: Path
+) -> None:
+    """``AWS_ENDPOINT_URL`` and the AWS key variables are enough (as in the README)."""
+    url = f"{s3_root_url}/from-env.snapshot"
+    code = (
+        "import sys\n"
+        "from fsmemory import KnowledgeMemory\n"
+        "from fsmemory.snapshot import FsspecBackend\n"
+        "km = KnowledgeMemory(sys.argv[2], backend=FsspecBackend(sys.argv[1]))\n"
+        "km.remember('configured by the environment')\n"
+    )
+    env = {
+        **os.environ,
+        "AWS_ENDPOINT_URL": s3_storage_options["client_kwargs"]["endpoint_url"],
+        "AWS_ACCESS_KEY_ID": s3_storage_options["key"],
+        "AWS_SECRET_ACCESS_KEY": s3_storage_options["secret"],
+    }
+    subprocess.run(
+        [sys.executable, "-c", code, url, str(tmp_path / "scratch")], env=env, check=True
+    )
+    restored = KnowledgeMemory(
+        tmp_path / "check", backend=FsspecBackend(url, storage_options=s3_storage_options)
+    )
+    assert [e.content for e in restored.entries()] == ["configured by the environment"]
+
+
+@pytest.mark.s3
+def test_serverless_benchmark_runs(tmp_path: Path) -> None:
+    """The benchmark's code path (no timing is checked)."""
+    bench = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_serverless.py"
+    done = subprocess.run(
+        [sys.executable, str(bench), "--entries", "20", "--invocations", "1"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "| fsmemory handler |" in done.stdout and "| boto3 one blob |" in done.stdout

@@ -1,0 +1,289 @@
+"""Serverless invocations on S3 (moto): fsmemory's handler vs a hand-rolled boto3 one.
+
+    python benchmarks/bench_serverless.py [--quick] [--entries N] [--invocations N]
+
+Both handlers serve the same user with the same data (10k entries, every 2nd a
+persistent fact) and do the same work per invocation: load the memory, remember two
+facts, recall, build a context, save. Each invocation is a **fresh process** (a cold
+start), and the two handlers alternate so that drift on the machine hits both alike.
+
+* fsmemory: ``examples/serverless_handler.py`` (``KnowledgeMemory`` on a fresh scratch
+  folder with an ``FsspecBackend`` snapshot): restore, two saves, a fold per invocation.
+* boto3: ``GetObject`` of one JSON blob, ``json.loads``, append, ``json.dumps``,
+  ``PutObject`` (two requests; no merge of concurrent writers: the last one wins).
+
+Printed: wall time per invocation (process start to exit, as the platform bills it),
+the time inside the process, requests per invocation and the max/median over the
+invocations in a row, then where fsmemory's time goes. Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import time
+
+T0 = time.perf_counter()
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+BUCKET = "serverless-bench"
+USER = "user-1"
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 2)
+
+
+# -- the two handlers (run in fresh processes) -------------------------------------------
+def fsmemory_worker(cfg: dict[str, Any]) -> dict[str, Any]:
+    phases: dict[str, float] = {}
+    t = time.perf_counter()
+    sys.path[:0] = [str(ROOT), str(ROOT / "examples")]
+    import serverless_handler as example
+
+    from fsmemory.snapshot import FsspecBackend
+    from fsmemory.testing.requests import count_requests
+
+    phases["import fsmemory + handler"] = time.perf_counter() - t
+    t = time.perf_counter()
+    import s3fs  # noqa: F401  (imported on first use of an s3:// URL; timed apart here)
+
+    phases["import s3fs"] = time.perf_counter() - t
+    example.SNAPSHOT_ROOT = f"s3://{BUCKET}/users"
+    example.SCRATCH = cfg["scratch"]
+    example.STORAGE_OPTIONS = cfg["options"]
+    t = time.perf_counter()
+    # the handler's backend reuses this filesystem (fsspec caches it): count its requests
+    probe = FsspecBackend(f"s3://{BUCKET}/users/{USER}.snapshot", storage_options=cfg["options"])
+    phases["open backend"] = time.perf_counter() - t
+    with count_requests(probe.root) as requests:
+        t = time.perf_counter()
+        memory = example.memory_for(USER)
+        phases["restore"] = time.perf_counter() - t
+        t = time.perf_counter()
+        for fact in cfg["facts"]:
+            memory.remember(
+                fact["content"], category=fact["category"], persistent=fact["persistent"]
+            )
+        phases["remember x2 (saves)"] = time.perf_counter() - t
+        t = time.perf_counter()
+        found = memory.recall(cfg["query"])
+        memory.flush()
+        context = memory.build_context()
+        phases["recall + flush + build_context"] = time.perf_counter() - t
+    assert found and context
+    return {
+        "inside_ms": _ms(time.perf_counter() - T0),
+        "requests": len(requests),
+        "phases": {k: _ms(v) for k, v in phases.items()},
+        "folds": memory._replica.folds if memory._replica else 0,
+    }
+
+
+def boto3_worker(cfg: dict[str, Any]) -> dict[str, Any]:
+    import boto3
+
+    options = cfg["options"]
+    client = boto3.client(
+        "s3",
+        endpoint_url=options["client_kwargs"]["endpoint_url"],
+        aws_access_key_id=options["key"],
+        aws_secret_access_key=options["secret"],
+        region_name="us-east-1",
+    )
+    sent: list[str] = []
+    client.meta.events.register("before-send.s3", lambda request, **_: sent.append(request.method))
+    key = f"users/{USER}.json"
+    body = client.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+    data = json.loads(body)
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    for i, fact in enumerate(cfg["facts"]):
+        record = {"id": f"{time.time_ns()}-{i}", "timestamp": now, **fact}
+        data["entries"].append(record)
+        if fact["persistent"]:
+            data["facts"].setdefault(fact["category"], []).append(fact["content"])
+    words = cfg["query"].lower().split()
+    found = [e for e in data["entries"] if all(w in e["content"].lower() for w in words)][:5]
+    facts = "\n".join(
+        f"## {c}\n" + "\n".join(f"- {f}" for f in fs) for c, fs in data["facts"].items()
+    )
+    recent = "\n".join(
+        f"- [{e['timestamp'][:16]}] ({e['category']}) {e['content']}" for e in data["entries"][-50:]
+    )
+    context = f"[Long-term Memory]\n{facts}\n\n[Recent Memory]\n{recent}"
+    client.put_object(Bucket=BUCKET, Key=key, Body=json.dumps(data).encode())
+    assert found and context
+    return {"inside_ms": _ms(time.perf_counter() - T0), "requests": len(sent), "phases": {}}
+
+
+# -- the driver --------------------------------------------------------------------------
+def build_data(n: int, folder: Path) -> tuple[dict[str, bytes], dict[str, Any]]:
+    """The same memory as a folder (for the snapshot) and as one JSON document."""
+    sys.path.insert(0, str(ROOT))
+    from fsmemory import KnowledgeMemory
+
+    km = KnowledgeMemory(folder, max_log_days=100000)
+    for i in range(n):
+        km.remember(
+            f"fact {i}: the user mentioned project atlas and prefers python for scripts",
+            category=f"cat{i % 8}",
+            persistent=i % 2 == 0,
+            importance=(i % 10) / 10,
+        )
+    files = {i.path: km.root.read_bytes(i.path) for i in km.root.list("", recursive=True)}
+    entries = [
+        json.loads(line)
+        for path, data in sorted(files.items())
+        if path.startswith("logs/")
+        for line in data.splitlines()
+        if line.strip()
+    ]
+    return files, {"facts": km.get_persistent_facts(), "entries": entries}
+
+
+def run_worker(kind: str, cfg: dict[str, Any]) -> dict[str, Any]:
+    t = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--worker", kind, json.dumps(cfg)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    result["wall_ms"] = _ms(time.perf_counter() - t)
+    return result
+
+
+def summarize(name: str, runs: list[dict[str, Any]]) -> list[str]:
+    wall = [r["wall_ms"] for r in runs]
+    inside = [r["inside_ms"] for r in runs]
+    req = [r["requests"] for r in runs]
+    med = statistics.median(wall)
+    return [
+        name,
+        f"{med:.0f}",
+        f"{statistics.median(inside):.0f}",
+        f"{max(wall) / med:.2f}x",
+        f"{statistics.median(req):.0f}",
+        f"{max(req)}",
+        f"{max(req) / statistics.median(req):.2f}x",
+    ]
+
+
+def table(header: list[str], rows: list[list[str]]) -> None:
+    print("\n| " + " | ".join(header) + " |")
+    print("|" + "|".join("---" for _ in header) + "|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--entries", type=int)
+    parser.add_argument("--invocations", type=int)
+    parser.add_argument("--worker", nargs=2, metavar=("KIND", "CONFIG"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        kind, config = args.worker
+        worker = fsmemory_worker if kind == "fsmemory" else boto3_worker
+        print(json.dumps(worker(json.loads(config))))
+        return
+    entries = args.entries or (1000 if args.quick else 10000)
+    invocations = args.invocations or (6 if args.quick else 24)
+    sys.path.insert(0, str(ROOT))
+    from fsmemory import _jsonutil
+    from fsmemory.fs.s3 import S3Root
+    from fsmemory.snapshot import FsspecBackend, SnapshotState, pack_archive
+    from fsmemory.testing.cloud_services import start_moto
+
+    service = start_moto()
+    try:
+        options = service.s3_storage_options()
+        S3Root.from_url(f"s3://{BUCKET}", options).fs.mkdir(BUCKET)
+        with tempfile.TemporaryDirectory() as tmp:
+            files, document = build_data(entries, Path(tmp) / "source")
+            archive = pack_archive(files)
+            backend = FsspecBackend(f"s3://{BUCKET}/users/{USER}.snapshot", storage_options=options)
+            backend.save_base(archive, folded=(), expected=SnapshotState(None))
+            blob = _jsonutil.dumps(document)
+            backend.root.fs.pipe(f"{BUCKET}/users/{USER}.json", blob)
+            print(
+                f"{entries:,} entries: snapshot base {len(archive) / 1e6:.2f} MB, "
+                f"boto3 blob {len(blob) / 1e6:.2f} MB; {invocations} invocations each, "
+                "fresh processes, alternating (after one warm-up each)"
+            )
+            runs: dict[str, list[dict[str, Any]]] = {"fsmemory": [], "boto3": []}
+            for i in range(invocations + 1):
+                for kind in ("fsmemory", "boto3"):
+                    cfg = {
+                        "options": options,
+                        "scratch": str(Path(tmp) / f"scratch-{kind}-{i}"),
+                        "facts": [
+                            {
+                                "content": f"invocation {i} prefers dark mode",
+                                "category": "preferences",
+                                "persistent": True,
+                            },
+                            {
+                                "content": f"invocation {i} asked about invoice {i}",
+                                "category": "context",
+                                "persistent": False,
+                            },
+                        ],
+                        "query": "invoice",
+                    }
+                    result = run_worker(kind, cfg)
+                    if i:
+                        runs[kind].append(result)
+    finally:
+        service.stop()
+    fs_runs, b3_runs = runs["fsmemory"], runs["boto3"]
+    header = [
+        "handler",
+        "wall ms (median)",
+        "in-process ms",
+        "max/median wall",
+        "requests/invocation",
+        "max requests",
+        "max/median requests",
+    ]
+    table(header, [summarize("fsmemory handler", fs_runs), summarize("boto3 one blob", b3_runs)])
+    ratio = statistics.median(r["wall_ms"] for r in fs_runs) / statistics.median(
+        r["wall_ms"] for r in b3_runs
+    )
+    inside = statistics.median(r["inside_ms"] for r in fs_runs) / statistics.median(
+        r["inside_ms"] for r in b3_runs
+    )
+    req = statistics.median(r["requests"] for r in fs_runs)
+    max_wall = max(r["wall_ms"] for r in fs_runs) / statistics.median(r["wall_ms"] for r in fs_runs)
+    table(
+        ["target", "measured", "target value"],
+        [
+            ["fsmemory / boto3, wall (median)", f"{ratio:.2f}x", "<= 1.5x"],
+            ["fsmemory / boto3, in-process (median)", f"{inside:.2f}x", "<= 1.5x"],
+            ["S3 requests per invocation (median)", f"{req:.0f}", "<= 8"],
+            [f"max / median wall over {len(fs_runs)} in a row", f"{max_wall:.2f}x", "<= 2x"],
+        ],
+    )
+    phases = list(fs_runs[0]["phases"])
+    table(
+        ["fsmemory phase", "median ms"],
+        [[p, f"{statistics.median(r['phases'][p] for r in fs_runs):.1f}"] for p in phases]
+        + [["folds per invocation", f"{statistics.median(r['folds'] for r in fs_runs):.0f}"]],
+    )
+    print("\nrequests per invocation, in order:")
+    print("  fsmemory:", [r["requests"] for r in fs_runs])
+    print("  boto3:   ", [r["requests"] for r in b3_runs])
+
+
+if __name__ == "__main__":
+    main()

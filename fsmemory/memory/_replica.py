@@ -69,6 +69,7 @@ from fsmemory.memory.layout import MEMORY_FILE, log_date
 from fsmemory.memory.markdown import (
     decode_md,
     encode_md,
+    escape_line,
     fact_text_of,
     insert_fact,
     outline,
@@ -202,6 +203,9 @@ def merge_delta(local: dict[str, bytes], remote: dict[str, bytes]) -> dict[str, 
     as if the folder were a concurrent writer that started from nothing; None when the
     snapshot already holds all of it.
 
+    A MEMORY.md bullet of an entry that either side's logs record as forgotten is not
+    brought back (and is removed from the snapshot's MEMORY.md).
+
     Raises:
         SnapshotError: a file differs on both sides in a way no merge can keep whole
             (a non-log file, MEMORY.md prose, a log that is not UTF-8).
@@ -209,7 +213,9 @@ def merge_delta(local: dict[str, bytes], remote: dict[str, bytes]) -> dict[str, 
     append: dict[str, str] = {}
     put: dict[str, dict[str, str]] = {}
     md_add: list[list[str]] = []
+    md_remove: list[list[str]] = []
     conflicts: list[str] = []
+    forgotten = _forgotten_facts(local) | _forgotten_facts(remote)
     for path in sorted(local):
         data, theirs = local[path], remote.get(path)
         if theirs == data:
@@ -219,9 +225,10 @@ def merge_delta(local: dict[str, bytes], remote: dict[str, bytes]) -> dict[str, 
         elif path == MEMORY_FILE:
             mine_bullets, mine_prose = outline(decode_md(data))
             their_bullets, their_prose = outline(decode_md(theirs))
+            kept = [b for b in mine_bullets if (b[0], fact_text_of(b[1])) not in forgotten]
             if not Counter(mine_prose) - Counter(their_prose) and _is_utf8(data):
                 # their file keeps all of the folder's prose: add the folder's bullets
-                extra = Counter(mine_bullets) - Counter(their_bullets)
+                extra = Counter(kept) - Counter(their_bullets)
                 md_add += [[c, ln] for (c, ln), n in extra.items() for _ in range(n)]
             elif not Counter(their_prose) - Counter(mine_prose) and _is_utf8(theirs):
                 # the folder's file keeps all of theirs (and its own bytes): it gets
@@ -230,6 +237,9 @@ def merge_delta(local: dict[str, bytes], remote: dict[str, bytes]) -> dict[str, 
                 for (cat, line), n in (Counter(their_bullets) - Counter(mine_bullets)).items():
                     for _ in range(n):
                         text = insert_fact(text, cat, line)
+                for cat, line in mine_bullets:
+                    if (cat, fact_text_of(line)) in forgotten:
+                        text = remove_fact(text, cat, fact_text_of(line)) or text
                 put[path] = encode_file(encode_md(text))
             else:
                 conflicts.append(path)
@@ -243,7 +253,42 @@ def merge_delta(local: dict[str, bytes], remote: dict[str, bytes]) -> dict[str, 
             f"{', '.join(conflicts)}; nothing was changed. Move one side away (or restore "
             "into an empty folder) and merge these files by hand"
         )
-    return _delta(append=append, put=put, md_add=md_add)
+    if MEMORY_FILE not in put:
+        theirs_md = remote.get(MEMORY_FILE)
+        for cat, line in outline(decode_md(theirs_md))[0] if theirs_md else []:
+            if (cat, fact_text_of(line)) in forgotten:
+                md_remove.append([cat, line])
+    return _delta(append=append, put=put, md_add=md_add, md_remove=md_remove)
+
+
+def _forgotten_facts(files: dict[str, bytes]) -> set[tuple[str, str]]:
+    """``(category, escaped fact text)`` of the persistent entries the logs in ``files``
+    record as forgotten (a ``forget`` record after the entry's own record)."""
+    facts: dict[str, tuple[str, str]] = {}
+    forgotten: set[str] = set()
+    for path in sorted(files):
+        if log_date(path) is None:
+            continue
+        for line in files[path].split(b"\n"):
+            if not (
+                b'"forget"' in line or b'"persistent": true' in line or b'"persistent":true' in line
+            ):
+                continue
+            try:
+                record = _jsonutil.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(record, dict) or not isinstance(record.get("id"), str):
+                continue
+            if record.get("op") == "forget":
+                forgotten.add(record["id"])
+            elif record.get("persistent") is True and isinstance(record.get("content"), str):
+                category = record.get("category")
+                facts[record["id"]] = (
+                    category if isinstance(category, str) else "general",
+                    escape_line(record["content"].strip()),
+                )
+    return {facts[i] for i in forgotten if i in facts}
 
 
 def _is_utf8(data: bytes) -> bool:
@@ -436,6 +481,11 @@ class SnapshotReplica:
         listing = self._list()
         local, synced_md = self._diff(listing)
         state, remote = self._load(memo.state)
+        if state.base is None and not state.deltas and listing:
+            # The snapshot is gone (deleted, expired, moved aside): never let that empty
+            # the folder. It starts again from the folder, as a cold restore would.
+            self._restore_cold()
+            return
         if state.version == memo.state.version and _names(state) == _names(memo.state):
             if local is not None:  # changes made after the last save: keep and save them
                 self._save_delta(local, listing, synced_md)

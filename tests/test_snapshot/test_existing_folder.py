@@ -186,3 +186,47 @@ def test_plain_two_method_backend_keeps_an_existing_folder(tmp_path: Path) -> No
     open_km(other, DictBackend(store))
     assert (other / "extra.txt").read_bytes() == b"\x80only here"
     assert unpack_archive(store["blob"]) == {**files, "extra.txt": b"\x80only here"}
+
+
+def forget_process_memory() -> None:
+    """What a new process knows about folders it restored: nothing."""
+    from fsmemory.memory import _replica
+
+    _replica._MEMOS.clear()
+
+
+def test_a_stale_scratch_folder_of_a_dead_process_keeps_forgets(spec: Spec, tmp_path: Path) -> None:
+    scratch = tmp_path / "scratch"
+    km = open_km(scratch, open_backend(spec))
+    secret = km.remember("a secret to forget", category="private", persistent=True)
+    km.remember("a note")
+    forget_process_memory()
+    other = open_km(tmp_path / "other", open_backend(spec))
+    assert other.forget(secret)
+    other.remember("written elsewhere", persistent=True)
+    (scratch / "unsaved.txt").write_bytes(b"\x00written after the last save")
+    forget_process_memory()
+    reopened = open_km(scratch, open_backend(spec))
+    facts = reopened.get_persistent_facts()
+    assert "a secret to forget" not in facts.get("private", [])
+    assert "written elsewhere" in facts["general"]
+    assert (scratch / "unsaved.txt").read_bytes() == b"\x00written after the last save"
+    fresh = open_km(tmp_path / "fresh", open_backend(spec))
+    assert "a secret to forget" not in str(fresh.get_persistent_facts())
+    assert {e.content for e in fresh.entries()} == {"a note", "written elsewhere"}
+
+
+def test_a_vanished_snapshot_never_empties_a_warm_folder(tmp_path: Path) -> None:
+    url = f"memory://vanish/{tmp_path.name}.snapshot"
+    scratch = tmp_path / "scratch"
+    km = open_km(scratch, FsspecBackend(url))
+    km.remember("only the folder will have this", persistent=True)
+    files = folder_files(scratch)
+    backend = FsspecBackend(url)
+    backend.root.delete(backend.head)
+    backend.root.delete_tree(backend.objects)
+    open_km(scratch, FsspecBackend(url))  # warm: this process restored it before
+    assert folder_files(scratch) == files
+    fresh = tmp_path / "fresh"
+    open_km(fresh, FsspecBackend(url))
+    assert folder_files(fresh) == files

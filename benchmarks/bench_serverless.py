@@ -127,18 +127,13 @@ def boto3_worker(cfg: dict[str, Any]) -> dict[str, Any]:
 # -- the driver --------------------------------------------------------------------------
 def build_data(n: int, folder: Path) -> tuple[dict[str, bytes], dict[str, Any]]:
     """The same memory as a folder (for the snapshot) and as one JSON document."""
-    sys.path.insert(0, str(ROOT))
+    sys.path[:0] = [str(ROOT), str(HERE)]
+    from bench_snapshot import build_memory
+
     from fsmemory import KnowledgeMemory
 
+    files = build_memory(folder, n)
     km = KnowledgeMemory(folder, max_log_days=100000)
-    for i in range(n):
-        km.remember(
-            f"fact {i}: the user mentioned project atlas and prefers python for scripts",
-            category=f"cat{i % 8}",
-            persistent=i % 2 == 0,
-            importance=(i % 10) / 10,
-        )
-    files = {i.path: km.root.read_bytes(i.path) for i in km.root.list("", recursive=True)}
     entries = [
         json.loads(line)
         for path, data in sorted(files.items())

@@ -66,3 +66,16 @@ def spec(request: pytest.FixtureRequest, tmp_path: Any) -> Spec:
 @pytest.fixture
 def new_backend(spec: Spec) -> Callable[[], Any]:
     return lambda: open_backend(spec)
+
+
+class DictBackend:
+    """The seed's two-method protocol, as a user would write it."""
+
+    def __init__(self, store: dict[str, bytes]) -> None:
+        self.store = store
+
+    def load_bytes(self) -> bytes | None:
+        return self.store.get("blob")
+
+    def save_bytes(self, data: bytes) -> None:
+        self.store["blob"] = data

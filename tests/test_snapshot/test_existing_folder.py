@@ -11,7 +11,7 @@ import pytest
 from fsmemory import KnowledgeMemory, SnapshotError
 from fsmemory.snapshot import FsspecBackend, pack_archive, unpack_archive
 
-from .conftest import Spec, folder_files, open_backend
+from .conftest import DictBackend, Spec, folder_files, open_backend
 
 HAND_MEMORY = (
     "# Agent Memory\n\n"
@@ -155,19 +155,6 @@ def test_invalid_utf8_in_memory_md_survives_a_merge(tmp_path: Path) -> None:
     open_km(fresh, FsspecBackend(url))
     assert (fresh / "MEMORY.md").read_bytes() == merged
     assert "remote fact" in km.get_persistent_facts()["people"]
-
-
-class DictBackend:
-    """The seed's two-method protocol, as a user would write it."""
-
-    def __init__(self, store: dict[str, bytes]) -> None:
-        self.store = store
-
-    def load_bytes(self) -> bytes | None:
-        return self.store.get("blob")
-
-    def save_bytes(self, data: bytes) -> None:
-        self.store["blob"] = data
 
 
 def test_plain_two_method_backend_keeps_an_existing_folder(tmp_path: Path) -> None:

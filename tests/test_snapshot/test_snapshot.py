@@ -18,7 +18,7 @@ import pytest
 from fsmemory import BackendError, KnowledgeMemory, SnapshotError, _jsonutil
 from fsmemory.snapshot import FsspecBackend, pack_archive, unpack_archive
 
-from .conftest import Spec, folder_files, make_spec, open_backend
+from .conftest import DictBackend, Spec, folder_files, make_spec, open_backend
 
 NewBackend = Callable[[], Any]
 
@@ -208,19 +208,6 @@ def test_seed_archive_migrates(tmp_path: Path) -> None:
     km.remember("new")
     again = KnowledgeMemory(tmp_path / "w2", backend=FsspecBackend(url), max_log_days=100000)
     assert {e.content for e in again.entries()} == {"Python", "seed note", "new"}
-
-
-class DictBackend:
-    """The seed's two-method protocol, as a user would write it."""
-
-    def __init__(self, store: dict[str, bytes]) -> None:
-        self.store = store
-
-    def load_bytes(self) -> bytes | None:
-        return self.store.get("blob")
-
-    def save_bytes(self, data: bytes) -> None:
-        self.store["blob"] = data
 
 
 def test_plain_two_method_backend(tmp_path: Path) -> None:

@@ -94,8 +94,10 @@ logger = logging.getLogger(__name__)
 DELTA_FORMAT = "fsmemory-delta"
 #: a fold is also due once the waiting deltas exceed max(this, base size / 4) bytes
 _FOLD_BYTES = 64 * 1024
-#: how many restored folders a process remembers for warm revalidation
+#: how many restored folders a process remembers for warm revalidation, and how many
+#: bytes of snapshot bases it keeps for them (least recently used are forgotten first)
 _MEMO_LIMIT = 32
+_MEMO_BYTES = 32 * 1024 * 1024
 OnCorrupt = Literal["raise", "reset"]
 
 
@@ -369,7 +371,7 @@ class SnapshotReplica:
             are moved aside (backends with ``quarantine()``) and the snapshot starts again
             from the folder.
         compact_after: a save folds once this many deltas would be waiting (default: the
-            backend's ``compact_after``, else 32).
+            backend's ``compact_after``, else 32; always 1 for a two-method backend).
 
     Raises:
         InvalidInputError: a bad option.
@@ -393,6 +395,8 @@ class SnapshotReplica:
         if compact_after is None:
             compact_after = getattr(self.backend, "compact_after", DEFAULT_COMPACT_AFTER)
         self.compact_after = check_compact_after(compact_after)
+        if isinstance(self.backend, _WholeSnapshot):
+            self.compact_after = 1  # a whole-snapshot backend stores no deltas
         key = getattr(backend, "replica_key", None)
         self._memo_key = (root.url, key) if isinstance(key, str) else None
         # the snapshot as this replica knows it: base, deltas not folded yet (restored
@@ -537,8 +541,9 @@ class SnapshotReplica:
         with _MEMOS_LOCK:
             _MEMOS[self._memo_key] = memo
             _MEMOS.move_to_end(self._memo_key)
-            while len(_MEMOS) > _MEMO_LIMIT:
-                _MEMOS.popitem(last=False)
+            held = sum(_memo_bytes(m) for m in _MEMOS.values())
+            while len(_MEMOS) > 1 and (len(_MEMOS) > _MEMO_LIMIT or held > _MEMO_BYTES):
+                held -= _memo_bytes(_MEMOS.popitem(last=False)[1])
 
     # -- save ----------------------------------------------------------------------------
     def save(self) -> int:
@@ -679,6 +684,10 @@ class SnapshotReplica:
         cursor = FileCursor(old, old.size, self._tails.get(path, b""))
         got = read_appended(self.root, cursor, info, grows_only=False, whole_lines=False)
         return None if got is None else got[0]
+
+
+def _memo_bytes(memo: _Memo) -> int:
+    return len(memo.state.base or b"") + memo.state.delta_bytes + len(memo.md)
 
 
 def _names(state: SnapshotState) -> list[str]:

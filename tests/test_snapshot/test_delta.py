@@ -160,3 +160,33 @@ def test_replica_rejects_bad_options(tmp_path: Any) -> None:
         SnapshotReplica(root, Blob(), on_corrupt="ignore")  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError):
         SnapshotReplica(root, Blob(), compact_after=0)
+
+
+def test_a_two_method_backend_folds_every_save_whatever_the_threshold(tmp_path: Any) -> None:
+    from fsmemory import KnowledgeMemory
+    from fsmemory.snapshot import unpack_archive
+
+    blob = Blob()
+    km = KnowledgeMemory(tmp_path / "a", backend=blob, snapshot_compact_after=50)
+    assert km._replica is not None and km._replica.compact_after == 1
+    km.remember("one")
+    km.remember("two")
+    assert km._replica.folds == 2
+    assert blob.data is not None
+    log = next(v for k, v in unpack_archive(blob.data).items() if k.startswith("logs/"))
+    assert b"one" in log and b"two" in log
+
+
+def test_warm_memos_are_bounded_in_bytes(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    from fsmemory import KnowledgeMemory
+    from fsmemory.memory import _replica
+    from fsmemory.snapshot import FsspecBackend
+
+    monkeypatch.setattr(_replica, "_MEMO_BYTES", 1)
+    monkeypatch.setattr(_replica, "_MEMOS", _replica.OrderedDict())
+    for user in ("u1", "u2", "u3"):
+        url = f"memory://memos/{tmp_path.name}/{user}.snapshot"
+        km = KnowledgeMemory(tmp_path / user, backend=FsspecBackend(url))
+        km.remember(f"fact of {user}")
+        km.remember(f"second fact of {user}")
+    assert len(_replica._MEMOS) == 1  # only the most recent folder is remembered

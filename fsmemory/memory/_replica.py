@@ -94,6 +94,8 @@ logger = logging.getLogger(__name__)
 DELTA_FORMAT = "fsmemory-delta"
 #: a fold is also due once the waiting deltas exceed max(this, base size / 4) bytes
 _FOLD_BYTES = 64 * 1024
+#: up to this many appended lines are looked up in the log's bytes, not in a line set
+_FEW_LINES = 16
 #: how many restored folders a process remembers for warm revalidation, and how many
 #: bytes of snapshot bases it keeps for them (least recently used are forgotten first)
 _MEMO_LIMIT = 32
@@ -139,13 +141,19 @@ class _Folder:
 
     def append_lines(self, path: str, chunk: bytes) -> None:
         existing = self.files.get(path, b"")
+        lines = [ln for ln in chunk.split(b"\n") if ln.strip()]
         seen = self.lines.get(path)
-        if seen is None:
-            seen = self.lines[path] = set(existing.split(b"\n"))
-        new = [ln for ln in chunk.split(b"\n") if ln.strip() and ln not in seen]
+        if seen is None and len(lines) <= _FEW_LINES:
+            # A few lines (one save's worth): search the file instead of indexing it.
+            framed = b"\n" + existing + b"\n"
+            new = [ln for ln in lines if b"\n" + ln + b"\n" not in framed]
+        else:
+            if seen is None:
+                seen = self.lines[path] = set(existing.split(b"\n"))
+            new = [ln for ln in lines if ln not in seen]
+            seen.update(new)
         if not new:
             return
-        seen.update(new)
         if existing and not existing.endswith(b"\n"):
             existing += b"\n"
         self.files[path] = existing + b"\n".join(new) + b"\n"

@@ -190,3 +190,17 @@ def test_warm_memos_are_bounded_in_bytes(monkeypatch: pytest.MonkeyPatch, tmp_pa
         km.remember(f"fact of {user}")
         km.remember(f"second fact of {user}")
     assert len(_replica._MEMOS) == 1  # only the most recent folder is remembered
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_append_union_is_the_same_for_few_and_many_lines(many: bool) -> None:
+    path = "logs/2026-01-01.jsonl"
+    base = b"".join(b'{"id": "%d"}\n' % i for i in range(40))
+    extra = [b'{"id": "%d"}' % i for i in range(35, 35 + (30 if many else 6))]
+    folder = _Folder({path: base})
+    apply_delta(folder, delta(append={path: (b"\n".join(extra) + b"\n").decode()}))
+    lines = folder.files[path].split(b"\n")[:-1]
+    assert lines == [b'{"id": "%d"}' % i for i in range(35 + len(extra))]
+    apply_delta(folder, delta(append={path: '{"id": "0"}\n{"id": "new"}\n'}))
+    assert folder.files[path].split(b"\n")[-2:] == [b'{"id": "new"}', b""]
+    assert folder.files[path].count(b'{"id": "0"}\n') == 1

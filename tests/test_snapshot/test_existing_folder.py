@@ -217,3 +217,35 @@ def test_a_vanished_snapshot_never_empties_a_warm_folder(tmp_path: Path) -> None
     fresh = tmp_path / "fresh"
     open_km(fresh, FsspecBackend(url))
     assert folder_files(fresh) == files
+
+
+class RacingBackend(FsspecBackend):
+    """Lets another folder become the first snapshot just before this one's first fold."""
+
+    def __init__(self, url: str, rival: Path) -> None:
+        super().__init__(url)
+        self.rival: Path | None = rival
+
+    def save_base(self, archive: bytes, **kwargs: Any) -> Any:
+        rival, self.rival = self.rival, None
+        if rival is not None:
+            open_km(rival, FsspecBackend(self.url))
+        return super().save_base(archive, **kwargs)
+
+
+def test_two_folders_attached_at_once_are_both_kept(tmp_path: Path) -> None:
+    url = f"memory://race/{tmp_path.name}.snapshot"
+    first, second = tmp_path / "first", tmp_path / "second"
+    open_km(first, None).remember("only in the first folder", persistent=True)
+    open_km(second, None).remember("only in the second folder", persistent=True)
+    km = open_km(second, RacingBackend(url, rival=first))
+    facts = km.get_persistent_facts()["general"]
+    assert sorted(facts) == ["only in the first folder", "only in the second folder"]
+    fresh = open_km(tmp_path / "fresh", FsspecBackend(url))
+    assert sorted(e.content for e in fresh.entries() if not e.id.startswith("md-")) == [
+        "only in the first folder",
+        "only in the second folder",
+    ]
+    backend = FsspecBackend(url)
+    bases = [i.path for i in backend.root.list(backend.objects) if "base-" in i.path]
+    assert len(bases) == 1, bases  # the losing base object was removed

@@ -433,9 +433,11 @@ class SnapshotReplica:
         if self._memo_key is not None:
             with _MEMOS_LOCK:
                 memo = _MEMOS.get(self._memo_key)
-        if memo is not None:
+        if memo is not None and _recognised(memo, self._list()):
             self._restore_warm(memo)
         else:
+            # Never restored here, or the folder was emptied or replaced since (a handler
+            # that cleans its scratch space): its files are not "deleted by hand".
             self._restore_cold()
         self._remember()
 
@@ -498,7 +500,9 @@ class SnapshotReplica:
             # the folder. It starts again from the folder, as a cold restore would.
             self._restore_cold()
             return
-        if state.version == memo.state.version and _names(state) == _names(memo.state):
+        if state.version == memo.state.version and sorted(_names(state)) == sorted(
+            _names(memo.state)
+        ):
             if local is not None:  # changes made after the last save: keep and save them
                 self._save_delta(local, listing, synced_md)
             return
@@ -692,6 +696,15 @@ class SnapshotReplica:
         cursor = FileCursor(old, old.size, self._tails.get(path, b""))
         got = read_appended(self.root, cursor, info, grows_only=False, whole_lines=False)
         return None if got is None else got[0]
+
+
+def _recognised(memo: _Memo, listing: dict[str, FileInfo]) -> bool:
+    """True when ``listing`` still holds a file exactly as ``memo`` synced it."""
+    return any(
+        (old := memo.synced.get(path)) is not None
+        and (old.token, old.size) == (info.token, info.size)
+        for path, info in listing.items()
+    )
 
 
 def _memo_bytes(memo: _Memo) -> int:

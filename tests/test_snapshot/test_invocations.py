@@ -200,3 +200,25 @@ def test_serverless_benchmark_runs(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "| fsmemory handler |" in done.stdout and "| boto3 one blob |" in done.stdout
+
+
+def test_a_scratch_folder_cleaned_between_warm_invocations_is_restored(tmp_path: Path) -> None:
+    import shutil
+
+    url = f"memory://cleaned/{tmp_path.name}.snapshot"
+    scratch = tmp_path / "scratch"
+    km = KnowledgeMemory(scratch, backend=FsspecBackend(url))
+    km.remember("kept across invocations", persistent=True)
+    shutil.rmtree(scratch)  # the handler frees its scratch space
+    again = KnowledgeMemory(scratch, backend=FsspecBackend(url))
+    assert [e.content for e in again.entries()] == ["kept across invocations"]
+    scratch_files = sorted(p.name for p in scratch.rglob("*") if p.is_file())
+    shutil.rmtree(scratch)
+    scratch.mkdir()
+    (scratch / "other.txt").write_text("a different folder now")
+    third = KnowledgeMemory(scratch, backend=FsspecBackend(url))
+    assert [e.content for e in third.entries()] == ["kept across invocations"]
+    assert (scratch / "other.txt").read_text() == "a different folder now"
+    check = KnowledgeMemory(tmp_path / "check", backend=FsspecBackend(url))
+    assert [e.content for e in check.entries()] == ["kept across invocations"]
+    assert scratch_files

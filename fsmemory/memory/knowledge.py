@@ -20,14 +20,13 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from fsmemory import _jsonutil
 from fsmemory.errors import InvalidInputError
 from fsmemory.fs import StorageRoot, open_root
 from fsmemory.fs.base import FileInfo
 from fsmemory.memory._index import MemoryIndex
-from fsmemory.memory._replica import SnapshotReplica
 from fsmemory.memory.entry import KnowledgeEntry, format_timestamp, new_entry_id
 from fsmemory.memory.layout import DAILY_LOG_DIR, MEMORY_FILE, TITLE, log_date, log_name_for
 from fsmemory.memory.markdown import (
@@ -48,7 +47,10 @@ from fsmemory.memory.validation import (
     check_ttl_days,
 )
 from fsmemory.sanitizers import PreSaveHook, run_pre_save
-from fsmemory.snapshot import IncrementalBackend, KnowledgeBackend
+
+if TYPE_CHECKING:  # the snapshot modules load only when a backend is given
+    from fsmemory.memory._replica import SnapshotReplica
+    from fsmemory.snapshot import IncrementalBackend, KnowledgeBackend
 
 __all__ = ["KnowledgeMemory", "RememberResult"]
 
@@ -182,6 +184,8 @@ class KnowledgeMemory:
         self.backend = backend
         self._replica: SnapshotReplica | None = None
         if backend is not None:
+            from fsmemory.memory._replica import SnapshotReplica
+
             self._replica = SnapshotReplica(
                 self.root,
                 backend,

@@ -510,7 +510,13 @@ class RedisKnowledgeBackend:
         self, archive: bytes, *, folded: Sequence[str], expected: SnapshotState
     ) -> SnapshotState | None:
         """Replace the base and drop the folded deltas if no fold happened since
-        ``expected`` was read (``WATCH`` on the version counter)."""
+        ``expected`` was read (``WATCH`` on the version counter).
+
+        The list can only be trimmed from its head, so ``folded`` must be its first
+        entries (``00000000``, ``00000001``, ...): a delta another writer pushed between
+        them is not in ``archive``, and then nothing is changed (None)."""
+        if list(folded) != [f"{i:08d}" for i in range(len(folded))]:
+            return None
         expected_version = int((expected.version or "0:0").split(":")[0])
         with translated(self._base), self.client.pipeline(transaction=True) as pipe:
             try:

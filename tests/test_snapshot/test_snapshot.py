@@ -347,3 +347,26 @@ def test_redis_backend_sets_a_server_side_ttl(redis_url: str, tmp_path: Path) ->
     assert no_ttl.client.ttl(no_ttl._deltas) == -1
     with pytest.raises(ValueError):
         RedisKnowledgeBackend("x", url=f"{redis_url}/0", ttl=0)
+
+
+@pytest.mark.redis
+def test_redis_fold_never_trims_a_delta_it_did_not_fold(redis_url: str, tmp_path: Path) -> None:
+    from fsmemory.snapshot import RedisKnowledgeBackend
+
+    def backend() -> RedisKnowledgeBackend:
+        return RedisKnowledgeBackend("trim-user", url=f"{redis_url}/0", prefix="trimtest:")
+
+    mine = KnowledgeMemory(tmp_path / "mine", backend=backend(), snapshot_compact_after=3)
+    other = KnowledgeMemory(tmp_path / "other", backend=backend(), snapshot_compact_after=100)
+    mine.remember("mine 1")  # delta 00000000
+    other.remember("pushed between")  # delta 00000001: not in mine's folder
+    mine.remember("mine 2")  # delta 00000002
+    mine.remember("mine 3")  # 3 waiting: a fold of 0 and 2 would trim 1 away
+    assert mine._replica is not None and mine._replica.folds == 0
+    final = KnowledgeMemory(tmp_path / "final", backend=backend())
+    assert {e.content for e in final.entries()} == {
+        "mine 1",
+        "pushed between",
+        "mine 2",
+        "mine 3",
+    }

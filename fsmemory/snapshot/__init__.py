@@ -15,6 +15,7 @@ from fsmemory.snapshot.archive import (
     unpack_archive,
 )
 from fsmemory.snapshot.backends import (
+    DEFAULT_COMPACT_AFTER,
     FsspecBackend,
     IncrementalBackend,
     KnowledgeBackend,
@@ -26,6 +27,7 @@ from fsmemory.snapshot.backends import (
 __all__ = [
     "ARCHIVE_FORMAT",
     "ARCHIVE_VERSION",
+    "DEFAULT_COMPACT_AFTER",
     "FsspecBackend",
     "IncrementalBackend",
     "KnowledgeBackend",

@@ -86,7 +86,7 @@ from fsmemory.errors import (
 )
 from fsmemory.fs import StorageRoot, open_root, validate_path
 from fsmemory.fs.base import FileInfo
-from fsmemory.memory.index import _STOPWORDS, tokenize
+from fsmemory.memory._index import _STOPWORDS, tokenize
 
 try:
     from langgraph.store.base import (
@@ -384,7 +384,7 @@ def keyword_score(query_terms: Sequence[str], text: str) -> float:
     Each query term scores 1 when it is a word of ``text`` and 0.6 when it is the start
     of one (terms of 3+ characters); with several terms the whole phrase adds 0.5. The
     sum is divided by the best possible sum. Words come from
-    :func:`fsmemory.memory.index.tokenize`, the tokenizer of ``KnowledgeMemory.recall``,
+    :func:`fsmemory.memory._index.tokenize`, the tokenizer of ``KnowledgeMemory.recall``,
     and this scoring mirrors recall's keyword ranking.
 
     Args:

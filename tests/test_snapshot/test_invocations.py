@@ -16,7 +16,7 @@ from fsmemory import InvalidInputError, KnowledgeMemory
 from fsmemory.snapshot import FsspecBackend
 from fsmemory.testing.requests import count_requests
 
-from .conftest import Spec, make_spec, open_backend
+from .conftest import make_spec, open_backend
 
 COUNTED = [
     pytest.param("s3", marks=pytest.mark.s3),
@@ -154,10 +154,6 @@ def test_redis_backend_takes_storage_options(redis_url: str, tmp_path: Path) -> 
     assert backend.client.connection_pool.connection_kwargs["socket_timeout"] == 5
     with pytest.raises(InvalidInputError, match="client or storage_options"):
         RedisKnowledgeBackend("x", client=backend.client, storage_options={"socket_timeout": 1})
-
-
-def test_spec_fixture_is_still_usable(spec: Spec) -> None:
-    assert open_backend(spec).load_state().deltas == []
 
 
 @pytest.mark.s3

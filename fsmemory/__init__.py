@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from fsmemory.errors import (
     BackendError,
+    BucketNotFoundError,
     ConflictError,
     ContentTooLargeError,
     FsMemoryError,
@@ -31,6 +32,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BackendError",
+    "BucketNotFoundError",
     "ConflictError",
     "ContentTooLargeError",
     "FsMemoryError",

@@ -1,21 +1,39 @@
-"""Plumbing shared by the object-store roots (S3, GCS): keys under a bucket prefix and
-running the async filesystem's coroutines."""
+"""What the object-store roots (S3, GCS) share: keys under a bucket prefix, running the
+async filesystem's coroutines, listing, ``stat``, ranged reads, exclusive creates and
+telling a missing bucket from a missing key.
+
+A service supplies only its requests: :meth:`BucketRoot._list_page` (one page of a
+listing), :meth:`BucketRoot._head` (an object's metadata), :meth:`BucketRoot._info_of`
+(metadata -> :class:`~fsmemory.fs.base.FileInfo`), :meth:`BucketRoot._get_range` (one
+ranged download), :meth:`BucketRoot._bucket_exists` and :meth:`BucketRoot._put`.
+
+A missing bucket: S3 names it in most error replies (``NoSuchBucket``), but a
+``HeadObject`` answers a bare 404 and GCS answers 404 for a missing bucket and a missing
+object alike. So the first "not found" of a root whose bucket was never seen to exist
+costs one bucket request; when the bucket is missing every call raises
+:class:`~fsmemory.errors.BucketNotFoundError` naming it, never a missing key.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+import builtins
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from fsmemory.errors import InvalidPathError
-from fsmemory.fs.base import Capabilities
+from fsmemory.errors import BucketNotFoundError, ConflictError, InvalidPathError, KeyNotFoundError
+from fsmemory.fs.base import Capabilities, FileInfo
+from fsmemory.fs.errors import http_status, translated
 from fsmemory.fs.generic import FsspecRoot
 from fsmemory.fs.paths import validate_path
-from fsmemory.fs.retry import RetryPolicy, policy_from_options
+from fsmemory.fs.retry import RetryPolicy, idempotent
 
 __all__ = ["BucketRoot"]
 
 _T = TypeVar("_T")
-_B = TypeVar("_B", bound="BucketRoot")
+
+#: HTTP status of a range that starts at or past the end of the object
+_RANGE_NOT_SATISFIABLE = 416
 
 
 class BucketRoot(FsspecRoot):
@@ -52,27 +70,59 @@ class BucketRoot(FsspecRoot):
         self.bucket: str = bucket
         #: the key prefix of the root inside the bucket ("" for the bucket itself)
         self.prefix: str = key.strip("/")
+        self._bucket_seen = False
 
     @classmethod
-    def _open(cls: type[_B], url: str, options: Mapping[str, Any] | None, fs_class: Any) -> _B:
-        """Build the filesystem for ``url`` (our retries only, no stale listings) and the
-        root on it; ``retry`` in ``options`` is this root's policy."""
+    def _connect(cls, url: str, options: dict[str, Any]) -> tuple[Any, str]:
+        """Build the filesystem for ``url`` (our retries only, no stale listings)."""
+        fs_class = cls._fs_class()
         opts: dict[str, Any] = dict(fs_class._get_kwargs_from_urls(url))
-        opts.update(options or {})
+        opts.update(options)
         if not fs_class._strip_protocol(url).strip("/").split("/", 1)[0]:
             # Before the filesystem exists: building it may look for credentials.
             raise InvalidPathError(f"{cls.service} URLs need a bucket: {url!r}")
-        policy = policy_from_options(opts)
         opts.setdefault("use_listings_cache", False)
         cls._configure(opts)
         fs = fs_class(**opts)
-        root = fs._strip_protocol(url).rstrip("/")
-        return cls(fs, root, url=url, retry=policy)
+        return fs, fs._strip_protocol(url).rstrip("/")
+
+    @staticmethod
+    def _fs_class() -> Any:
+        """The filesystem class :meth:`_connect` builds (a subclass hook)."""
+        raise NotImplementedError
 
     @staticmethod
     def _configure(opts: dict[str, Any]) -> None:
         """Adjust the filesystem options before it is built (a subclass hook)."""
 
+    # -- hooks for the services ----------------------------------------------------------
+    async def _list_page(
+        self, key_prefix: str, delimiter: bool, token: str | None
+    ) -> tuple[builtins.list[dict[str, Any]], builtins.list[str], str | None]:
+        """One page of a listing: ``(objects, common prefixes, next page token)``."""
+        raise NotImplementedError
+
+    def _info_of(self, rel: str, obj: dict[str, Any]) -> FileInfo:
+        """The :class:`FileInfo` of a listed object or of :meth:`_head`'s metadata."""
+        raise NotImplementedError
+
+    def _key_of(self, obj: dict[str, Any]) -> str:
+        """The key of a listed object."""
+        raise NotImplementedError
+
+    async def _head(self, key: str) -> dict[str, Any]:
+        """The object's metadata (one request); raises FileNotFoundError when missing."""
+        raise NotImplementedError
+
+    async def _get_range(self, key: str, start: int, end: int | None) -> bytes:
+        """Bytes ``[start, end)`` of the object in one request (``start < end``)."""
+        raise NotImplementedError
+
+    async def _bucket_exists(self) -> bool:
+        """Whether the bucket exists (one request)."""
+        raise NotImplementedError
+
+    # -- plumbing ----------------------------------------------------------------------
     def _split(self, full: str) -> tuple[str, str]:
         """``(bucket, key)`` of a path inside the filesystem."""
         bucket, _, key = full.lstrip("/").partition("/")
@@ -106,3 +156,123 @@ class BucketRoot(FsspecRoot):
             return validate_path(key)
         except InvalidPathError:
             return None
+
+    @contextmanager
+    def _translated(self, path: str) -> Iterator[None]:
+        """:func:`~fsmemory.fs.errors.translated`, telling a missing bucket apart from a
+        missing key (see the module docs)."""
+        try:
+            with translated(path):
+                yield
+        except BucketNotFoundError as exc:
+            raise BucketNotFoundError(self.bucket, self.service) from exc
+        except KeyNotFoundError:
+            if not self._bucket_seen:
+                with translated(self.bucket):
+                    exists = self._run(self._bucket_exists)
+                if not exists:
+                    raise BucketNotFoundError(self.bucket, self.service) from None
+                self._bucket_seen = True
+            raise
+        self._bucket_seen = True
+
+    def _list_all(
+        self, key_prefix: str, delimiter: bool
+    ) -> tuple[builtins.list[dict[str, Any]], builtins.list[str]]:
+        async def pages() -> tuple[builtins.list[dict[str, Any]], builtins.list[str]]:
+            objects: builtins.list[dict[str, Any]] = []
+            prefixes: builtins.list[str] = []
+            token: str | None = None
+            while True:
+                page, common, token = await self._list_page(key_prefix, delimiter, token)
+                objects.extend(page)
+                prefixes.extend(common)
+                if not token:
+                    return objects, prefixes
+
+        return self._run(pages)
+
+    # -- StorageRoot -------------------------------------------------------------------
+    @idempotent
+    def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
+        """One ranged download; a range past the end reads as ``b""``."""
+        if start < 0 or (end is not None and end < 0):
+            raise ValueError("offsets must be >= 0")
+        key = self._key(path)
+        if end is not None and end <= start:
+            if self.stat(path) is None:
+                raise KeyNotFoundError(path)
+            return b""
+        with self._translated(path):
+            try:
+                return self._run(self._get_range, key, start, end)
+            except Exception as exc:
+                # 416: the object exists but ends before ``start`` (or is empty).
+                if http_status(exc) == _RANGE_NOT_SATISFIABLE:
+                    return b""
+                raise
+
+    @idempotent
+    def stat(self, path: str) -> FileInfo | None:
+        """One metadata request; None when the object does not exist."""
+        key = self._key(path)
+        try:
+            with self._translated(path):
+                meta = self._run(self._head, key)
+        except KeyNotFoundError:
+            return None
+        return self._info_of(path, meta)
+
+    @idempotent
+    def list(self, prefix: str = "", *, recursive: bool = False) -> builtins.list[FileInfo]:
+        """One listing request per 1000 keys, straight from the service (never cached)."""
+        key_prefix = self._dir_key(prefix)
+        with self._translated(prefix):
+            objects, _ = self._list_all(key_prefix, not recursive)
+        out = []
+        for obj in objects:
+            key = self._key_of(obj)
+            if key.endswith("/"):
+                continue  # a "directory marker" made by some tools
+            rel = self._rel(key)
+            if rel is not None:
+                out.append(self._info_of(rel, obj))
+        out.sort(key=lambda i: i.path)
+        return out
+
+    @idempotent
+    def list_dirs(self, prefix: str = "") -> builtins.list[str]:
+        """Immediate subdirectories: the common prefixes of one delimited listing."""
+        return sorted(self.list_names(prefix)[1])
+
+    @idempotent
+    def list_names(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:
+        """Files and subdirectories of ``prefix`` from one delimited listing."""
+        key_prefix = self._dir_key(prefix)
+        with self._translated(prefix):
+            objects, prefixes = self._list_all(key_prefix, True)
+        files = []
+        for obj in objects:
+            name = self._key_of(obj)[len(key_prefix) :]
+            if name and _valid_name(name):
+                files.append(name)
+        dirs = {name for p in prefixes if _valid_name(name := p[len(key_prefix) :].rstrip("/"))}
+        return files, builtins.list(dirs)
+
+    def _create_exclusive(self, full: str, data: bytes) -> bool:
+        try:
+            self._put(full, full, data, None, True)
+        except ConflictError:
+            return False
+        return True
+
+
+def _valid_name(name: str) -> bool:
+    """True for one visible path segment (not a reserved or malformed name)."""
+    if "/" in name:
+        return False
+    try:
+        validate_path(name)
+    except InvalidPathError:
+        return False
+    return True

@@ -13,12 +13,12 @@ import hashlib
 import random
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from fsmemory.errors import ConflictError, KeyNotFoundError
+from fsmemory.errors import ConflictError, InvalidInputError, KeyNotFoundError, NotAFileError
 from fsmemory.fs.paths import validate_path
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "StorageRoot",
     "Versioned",
     "check_condition",
+    "check_options",
     "content_version",
 ]
 
@@ -71,6 +72,10 @@ class Capabilities:
         watch: change notifications are available without polling.
         cheap_lock: :meth:`StorageRoot.lock` is an in-process or OS lock costing
             microseconds (local folders, memory), not a network lease.
+        local_io: every call is a short local operation (syscalls, memory, SQLite) that
+            costs less than a thread hop; the path store runs it inline on the event
+            loop. Such a root raises :class:`fsmemory.fs._nowait.WouldBlock` instead of
+            waiting for a lock while :func:`fsmemory.fs._nowait.no_wait` is active.
     """
 
     conditional_write: bool
@@ -79,12 +84,31 @@ class Capabilities:
     ranged_read: bool = True
     watch: bool = False
     cheap_lock: bool = False
+    local_io: bool = False
 
 
 def check_condition(if_version: str | None, create_only: bool) -> None:
     """The one rule for write conditions: at most one of them."""
     if create_only and if_version is not None:
         raise ValueError("pass if_version or create_only, not both")
+
+
+def check_options(kind: str, options: Mapping[str, Any], known: Iterable[str]) -> None:
+    """Refuse storage options a root does not understand (instead of dropping them).
+
+    ``retry`` is understood everywhere: a root without a network has nothing to retry,
+    so the same options can serve a local folder and a bucket.
+
+    Raises:
+        InvalidInputError: ``options`` holds a key outside ``known`` and ``retry``.
+    """
+    allowed = {*known, "retry"}
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        accepted = ", ".join(sorted(allowed)) or "none"
+        raise InvalidInputError(
+            f"unknown storage option(s) for {kind}: {', '.join(unknown)} (accepted: {accepted})"
+        )
 
 
 def content_version(data: bytes) -> str:
@@ -107,6 +131,25 @@ class StorageRoot(ABC):
     #: the root directory inside ``fs`` (no trailing slash)
     root: str
     capabilities: Capabilities
+
+    @classmethod
+    def from_url(cls, url: str, options: Mapping[str, Any] | None = None) -> StorageRoot:
+        """Open the root at ``url`` with ``storage_options`` (what :func:`open_root` calls).
+
+        Args:
+            url: the URL (or local path) to open.
+            options: the storage options; the ``retry`` option has already been taken
+                out by :func:`~fsmemory.fs.open_root` and is set on the root afterwards.
+
+        Raises:
+            InvalidInputError: an option this root does not understand.
+        """
+        raise NotImplementedError(f"{cls.__name__} cannot be opened from a URL")
+
+    def storage_key(self) -> tuple[str, ...]:
+        """What identifies the files this root addresses: two roots of this process with
+        equal keys see the same files (the path store shares change notifications by it)."""
+        return (type(self).__qualname__, self.root, str(id(self.fs)))
 
     # -- paths -------------------------------------------------------------------------
     def full_path(self, path: str) -> str:
@@ -163,6 +206,20 @@ class StorageRoot(ABC):
     @abstractmethod
     def list_dirs(self, prefix: str = "") -> builtins.list[str]:
         """Names of the immediate subdirectories of ``prefix`` (implied or real)."""
+
+    def list_names(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:
+        """Names of the immediate files and subdirectories of ``prefix``, unsorted.
+
+        The same entries as :meth:`list` + :meth:`list_dirs`, names only: roots answer it
+        without per-file metadata (one scan, no stat per file) where they can.
+        """
+        files = [info.path.rsplit("/", 1)[-1] for info in self.list(prefix)]
+        return files, self.list_dirs(prefix)
+
+    def has_entries(self, prefix: str) -> bool:
+        """True when the directory ``prefix`` holds anything :meth:`list_names` shows."""
+        files, dirs = self.list_names(prefix)
+        return bool(files or dirs)
 
     # -- writes ------------------------------------------------------------------------
     @abstractmethod
@@ -221,6 +278,23 @@ class StorageRoot(ABC):
             if self.delete(info.path):
                 count += 1
         return count
+
+    def remove(self, path: str) -> int:
+        """Delete the file ``path`` and every file under the directory ``path``
+        (``""``: everything); returns the count of files deleted."""
+        if not path:
+            removed = sum(bool(self.delete(info.path)) for info in self.list(""))
+            return removed + sum(self.delete_tree(name) for name in self.list_dirs(""))
+        try:
+            removed = int(self.delete(path))
+        except NotAFileError:  # a directory: only its contents go
+            removed = 0
+        if removed and self._file_or_dir:
+            return removed
+        return removed + self.delete_tree(path)
+
+    #: a file and a directory can never share a name (so deleting a file ends a remove)
+    _file_or_dir = False
 
     # -- compare-and-swap helpers ------------------------------------------------------
     def update(

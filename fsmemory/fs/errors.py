@@ -2,8 +2,13 @@
 
 Storage roots wrap their calls in :func:`translated`; the mapping is:
 
-* missing object (``FileNotFoundError``, HTTP 404, ``NoSuchKey``/``NoSuchBucket``)
-  -> :class:`KeyNotFoundError`
+* missing object (``FileNotFoundError``, HTTP 404, ``NoSuchKey``) -> :class:`KeyNotFoundError`
+* a directory where a file is expected, or a file where a directory is (``EISDIR``,
+  ``ENOTDIR``) -> :class:`NotAFileError` (a :class:`KeyNotFoundError`: reading it finds
+  no file); the path store refuses to write such a path
+* missing bucket (``NoSuchBucket``) -> :class:`BucketNotFoundError`, a
+  :class:`BackendError` naming the bucket (the bucket roots also check the bucket once
+  when a service answers a bare 404, see :mod:`fsmemory.fs._bucket`)
 * failed precondition (HTTP 412, ``PreconditionFailed``, a create-only write that found
   the object) -> :class:`ConflictError`
 * anything else the service raises (auth, network, 5xx, timeouts, a 4xx that gcsfs
@@ -39,18 +44,26 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from fsmemory.errors import BackendError, ConflictError, FsMemoryError, KeyNotFoundError
+from fsmemory.errors import (
+    BackendError,
+    BucketNotFoundError,
+    ConflictError,
+    FsMemoryError,
+    KeyNotFoundError,
+    NotAFileError,
+)
 
 __all__ = [
     "http_status",
     "is_precondition_failure",
     "is_transient",
+    "missing_bucket",
     "translate_error",
     "translated",
 ]
 
 _PRECONDITION_CODES = {"PreconditionFailed", "ConditionalRequestConflict", "412"}
-_NOT_FOUND_CODES = {"NoSuchKey", "NoSuchBucket", "NotFound", "404"}
+_NOT_FOUND_CODES = {"NoSuchKey", "NotFound", "404"}
 
 # gcsfs turns some 400 responses into ValueError with this prefix.
 _GCSFS_BAD_REQUEST = "Bad Request:"
@@ -178,6 +191,16 @@ def is_transient(exc: BaseException) -> bool:
     return False
 
 
+def missing_bucket(exc: BaseException) -> str | None:
+    """The bucket name when ``exc`` (or its cause chain) is an S3 ``NoSuchBucket``
+    (``""`` when the response does not name it), else None."""
+    for cur in _chain(exc):
+        if _error_code_of(cur) == "NoSuchBucket":
+            response: Any = getattr(cur, "response", None)
+            return str((response.get("Error") or {}).get("BucketName") or "")
+    return None
+
+
 def _is_not_found(exc: BaseException) -> bool:
     for cur in _chain(exc):
         if isinstance(cur, FileNotFoundError):
@@ -206,10 +229,14 @@ def translate_error(exc: BaseException, path: str = "") -> BaseException:
         return ConflictError(f"{path}: already exists")
     if is_precondition_failure(exc):
         return ConflictError(f"{path}: precondition failed (changed concurrently)")
+    if isinstance(exc, IsADirectoryError | NotADirectoryError):
+        what = "is a directory" if isinstance(exc, IsADirectoryError) else "a parent is a file"
+        return NotAFileError(f"{path}: {what}")
+    bucket = missing_bucket(exc)
+    if bucket is not None:
+        return BucketNotFoundError(bucket or path)
     if _is_not_found(exc) or (isinstance(exc, OSError) and exc.errno == errno.ENOENT):
         return KeyNotFoundError(path or str(exc))
-    if isinstance(exc, IsADirectoryError):  # a directory is not a file: "no such file"
-        return KeyNotFoundError(f"{path}: is a directory")
     return BackendError(f"{path}: {type(exc).__name__}: {exc}")
 
 

@@ -42,21 +42,13 @@ import asyncio
 import builtins
 import os
 import uuid
-from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
-from fsmemory.errors import (
-    BackendError,
-    ConflictError,
-    InvalidPathError,
-    KeyNotFoundError,
-    MissingDependencyError,
-)
+from fsmemory.errors import BackendError, ConflictError, KeyNotFoundError, MissingDependencyError
 from fsmemory.fs._bucket import BucketRoot
 from fsmemory.fs.base import FileInfo, Versioned
-from fsmemory.fs.errors import http_status, translated
 from fsmemory.fs.generic import _mtime
 from fsmemory.fs.paths import validate_path
 from fsmemory.fs.retry import idempotent
@@ -171,23 +163,16 @@ class GCSRoot(BucketRoot):
 
     service = "GCS"
 
-    @classmethod
-    def from_url(cls, url: str, options: Mapping[str, Any] | None = None) -> GCSRoot:
-        """Open ``gs://bucket[/prefix]`` (or ``gcs://``) with gcsfs ``storage_options``.
-
-        Args:
-            url: the bucket URL.
-            options: passed to ``gcsfs.GCSFileSystem`` (``token``, ``project``,
-                ``endpoint_url``, ``requests_timeout``, ...), except ``retry``: a
-                :class:`~fsmemory.fs.retry.RetryPolicy` (or a dict of its fields) for
-                this root.
+    @staticmethod
+    def _fs_class() -> Any:
+        """gcsfs's filesystem, tried once per request (see the module docs). Storage
+        options are gcsfs's (``token``, ``project``, ``endpoint_url``,
+        ``requests_timeout``, ...) plus ``retry`` (:meth:`FsspecRoot.from_url`).
 
         Raises:
             MissingDependencyError: gcsfs is not installed (``pip install 'fsmemory[gcs]'``).
-            InvalidPathError: the URL names no bucket.
-            InvalidInputError: a malformed ``retry`` option.
         """
-        return cls._open(url, options, _single_try_class())
+        return _single_try_class()
 
     @staticmethod
     def _configure(opts: dict[str, Any]) -> None:
@@ -251,21 +236,19 @@ class GCSRoot(BucketRoot):
     def _read_versioned(self, full: str, path: str) -> Versioned:
         """One media ``GET``: content and generation from the same response."""
         bucket, key = self._split(full)
-        with translated(path):
+        with self._translated(path):
             data, gen = self._run(self._read_pinned, bucket, key)
         return Versioned(data, gen)
 
     def _put(self, full: str, path: str, data: bytes, if_version: str | None, create: bool) -> str:
         """One multipart upload, with ``ifGenerationMatch`` when conditional."""
-        if create and if_version is not None:
-            raise ValueError("create_only and if_version cannot be combined")
         bucket, key = self._split(full)
         if if_version is not None and not (if_version.isascii() and if_version.isdigit()):
             # Generations are integers: any other token can never match.
             raise ConflictError(f"{path!r} has no version {if_version!r}")
         condition = "0" if create else if_version
         try:
-            with translated(path):
+            with self._translated(path):
                 meta = self._run(self._upload, bucket, key, data, condition)
         except ConflictError as exc:
             if if_version is not None:
@@ -281,116 +264,53 @@ class GCSRoot(BucketRoot):
     def _token(self, info: dict[str, Any]) -> str:
         return str(info.get("generation", ""))
 
-    def _create_exclusive(self, full: str, data: bytes) -> bool:
-        try:
-            self._put(full, full, data, None, True)
-        except ConflictError:
-            return False
-        return True
+    # -- BucketRoot hooks --------------------------------------------------------------
+    async def _list_page(
+        self, key_prefix: str, delimiter: bool, token: str | None
+    ) -> tuple[builtins.list[dict[str, Any]], builtins.list[str], str | None]:
+        page = await self.fs._call(
+            "GET",
+            "b/{}/o",
+            self.bucket,
+            json_out=True,
+            prefix=key_prefix or None,
+            delimiter="/" if delimiter else None,
+            pageToken=token,
+            maxResults=1000,
+            fields=_LIST_FIELDS,
+        )
+        return page.get("items", []), page.get("prefixes", []), page.get("nextPageToken")
 
-    # -- StorageRoot -------------------------------------------------------------------
-    @idempotent
-    def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
-        """One ranged media ``GET``; a range past the end reads as ``b""``."""
-        if start < 0 or (end is not None and end < 0):
-            raise ValueError("offsets must be >= 0")
-        key = self._key(path)
-        if end is not None and end <= start:
-            if self.stat(path) is None:
-                raise KeyNotFoundError(path)
-            return b""
+    def _key_of(self, obj: dict[str, Any]) -> str:
+        return str(obj["name"])
+
+    def _info_of(self, rel: str, obj: dict[str, Any]) -> FileInfo:
+        return FileInfo(rel, int(obj.get("size") or 0), _mtime(obj), str(obj.get("generation", "")))
+
+    async def _head(self, key: str) -> dict[str, Any]:
+        return await self._metadata(self.bucket, key)
+
+    async def _get_range(self, key: str, start: int, end: int | None) -> bytes:
         if start == 0 and end is None:
-            return self.read_bytes(path)
+            return (await self._download(self.bucket, key, None))[0]
         # Ask for one byte before ``start``: reading exactly at the end of the object (a
         # reader tailing a log) then gets that byte back instead of an HTTP 416, which
         # gcsfs logs as an error with a traceback.
         lo = start - 1 if start > 0 else 0
         byte_range = f"bytes={lo}-" if end is None else f"bytes={lo}-{end - 1}"
-        with translated(path):
-            try:
-                data, _, whole = self._run(self._download, self.bucket, key, byte_range)
-            except Exception as exc:
-                # 416: the object ends before ``start`` (or is empty).
-                if http_status(exc) == 416:
-                    return b""
-                raise
+        data, _, whole = await self._download(self.bucket, key, byte_range)
         if whole:  # the server ignored Range and sent everything
             return data[start:end]
         return data[start - lo :]
 
-    @idempotent
-    def stat(self, path: str) -> FileInfo | None:
-        """One metadata ``GET``; None when the object does not exist."""
-        key = self._key(path)
+    async def _bucket_exists(self) -> bool:
         try:
-            with translated(path):
-                meta = self._run(self._metadata, self.bucket, key)
-        except KeyNotFoundError:
-            return None
-        return self._info(path, meta)
+            await self.fs._call("GET", "b/{}", self.bucket, json_out=True)
+        except FileNotFoundError:
+            return False
+        return True
 
-    def _info(self, rel: str, meta: dict[str, Any]) -> FileInfo:
-        return FileInfo(
-            rel, int(meta.get("size") or 0), _mtime(meta), str(meta.get("generation", ""))
-        )
-
-    async def _list_names(
-        self, name_prefix: str, delimiter: bool
-    ) -> tuple[list[dict[str, Any]], list[str]]:
-        items: list[dict[str, Any]] = []
-        prefixes: list[str] = []
-        token: str | None = None
-        while True:
-            page = await self.fs._call(
-                "GET",
-                "b/{}/o",
-                self.bucket,
-                json_out=True,
-                prefix=name_prefix or None,
-                delimiter="/" if delimiter else None,
-                pageToken=token,
-                maxResults=1000,
-                fields=_LIST_FIELDS,
-            )
-            items.extend(page.get("items", []))
-            prefixes.extend(page.get("prefixes", []))
-            token = page.get("nextPageToken")
-            if not token:
-                return items, prefixes
-
-    @idempotent
-    def list(self, prefix: str = "", *, recursive: bool = False) -> list[FileInfo]:
-        """One objects ``list`` per 1000 names, straight from GCS (never cached)."""
-        name_prefix = self._dir_key(prefix)
-        with translated(prefix):
-            items, _ = self._run(self._list_names, name_prefix, not recursive)
-        out = []
-        for item in items:
-            name = item["name"]
-            if name.endswith("/"):
-                continue  # a "directory placeholder" made by some tools
-            rel = self._rel(name)
-            if rel is not None:
-                out.append(self._info(rel, item))
-        out.sort(key=lambda i: i.path)
-        return out
-
-    @idempotent
-    def list_dirs(self, prefix: str = "") -> builtins.list[str]:
-        """Immediate subdirectories: the ``prefixes`` of one delimited listing."""
-        name_prefix = self._dir_key(prefix)
-        with translated(prefix):
-            _, prefixes = self._run(self._list_names, name_prefix, True)
-        names = set()
-        for p in prefixes:
-            name = p[len(name_prefix) :].rstrip("/")
-            try:
-                validate_path(name)
-            except InvalidPathError:
-                continue
-            names.add(name)
-        return sorted(names)
-
+    # -- StorageRoot -------------------------------------------------------------------
     async def _delete_key(self, key: str) -> bool:
         try:
             await self.fs._call("DELETE", "b/{}/o/{}", self.bucket, key)
@@ -403,10 +323,13 @@ class GCSRoot(BucketRoot):
         """One ``DELETE``; False when the object did not exist (404)."""
         key = self._key(path)
         try:
-            with translated(path):
-                return self._run(self._delete_key, key)
+            with self._translated(path):
+                self._run(self.fs._call, "DELETE", "b/{}/o/{}", self.bucket, key)
+        except KeyNotFoundError:
+            return False
         finally:
             self.fs.invalidate_cache(f"{self.bucket}/{key}")
+        return True
 
     @idempotent
     def delete_tree(self, prefix: str) -> int:
@@ -427,7 +350,7 @@ class GCSRoot(BucketRoot):
         if not keys:
             return 0
         try:
-            with translated(prefix):
+            with self._translated(prefix):
                 return self._run(delete_all)
         finally:
             self.fs.invalidate_cache(self.root)

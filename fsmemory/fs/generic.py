@@ -23,13 +23,18 @@ import builtins
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import orjson
 
-from fsmemory.errors import ConflictError, KeyNotFoundError, LockTimeoutError
+from fsmemory.errors import (
+    ConflictError,
+    KeyNotFoundError,
+    LockTimeoutError,
+    MissingDependencyError,
+)
 from fsmemory.fs.base import (
     Capabilities,
     FileInfo,
@@ -40,13 +45,15 @@ from fsmemory.fs.base import (
 )
 from fsmemory.fs.errors import translated
 from fsmemory.fs.paths import RESERVED_PREFIX, is_reserved_name, validate_path
-from fsmemory.fs.retry import DEFAULT_RETRY, RetryPolicy, idempotent
+from fsmemory.fs.retry import DEFAULT_RETRY, RetryPolicy, idempotent, policy_from_options
 
 __all__ = ["FsspecRoot"]
 
 logger = logging.getLogger(__name__)
 
 LEASE_SECONDS = 30.0
+
+_F = TypeVar("_F", bound="FsspecRoot")
 
 
 class FsspecRoot(StorageRoot):
@@ -77,6 +84,38 @@ class FsspecRoot(StorageRoot):
         self.url = url if url is not None else fs.unstrip_protocol(self.root)
         if retry is not None:
             self.retry = retry
+
+    @classmethod
+    def from_url(cls: type[_F], url: str, options: Mapping[str, Any] | None = None) -> _F:
+        """Open ``url`` with fsspec ``storage_options``.
+
+        Every option goes to the filesystem except ``retry``: a
+        :class:`~fsmemory.fs.retry.RetryPolicy` (or a dict of its fields, or an attempt
+        count) for this root's network calls -- read here, the one place for every
+        fsspec-based root.
+
+        Raises:
+            InvalidInputError: a malformed ``retry`` option.
+            MissingDependencyError: the protocol's fsspec implementation is missing.
+        """
+        opts = dict(options or {})
+        policy = policy_from_options(opts)
+        fs, path = cls._connect(url, opts)
+        return cls(fs, path, url=url, retry=policy)
+
+    @classmethod
+    def _connect(cls, url: str, options: dict[str, Any]) -> tuple[Any, str]:
+        """The filesystem and the root's path inside it (a subclass hook)."""
+        import fsspec
+
+        try:
+            fs, path = fsspec.url_to_fs(url, **options)
+        except ImportError as exc:
+            protocol = url.partition("://")[0]
+            raise MissingDependencyError(
+                str(exc.name or protocol), None, hint=str(exc) or None
+            ) from exc
+        return fs, str(path)
 
     # -- hooks for subclasses ----------------------------------------------------------
     def _read_versioned(self, full: str, path: str) -> Versioned:
@@ -226,6 +265,34 @@ class FsspecRoot(StorageRoot):
                 if not is_reserved_name(name):
                     names.append(name)
         return sorted(set(names))
+
+    @idempotent
+    def list_names(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:
+        """One ``ls(detail=True)`` instead of the two of :meth:`list` + :meth:`list_dirs`."""
+        validate_path(prefix, allow_empty=True)
+        base = f"{self.root}/{prefix}" if prefix and self.root else (prefix or self.root)
+        try:
+            with translated(prefix):
+                entries = self.fs.ls(base, detail=True)
+        except KeyNotFoundError:
+            return [], []
+        strip = self.fs._strip_protocol
+        itself = strip(base).rstrip("/")
+        files: builtins.list[str] = []
+        dirs: set[str] = set()
+        for info in entries:
+            full = strip(str(info["name"])).rstrip("/")
+            if full == itself:
+                continue  # ls of a file lists the file itself: it has no children
+            name = full.rsplit("/", 1)[-1]
+            if not name or is_reserved_name(name):
+                continue
+            kind = info.get("type")
+            if kind == "file":
+                files.append(name)
+            elif kind == "directory":
+                dirs.add(name)
+        return files, builtins.list(dirs)
 
     def _relative(self, name: str) -> str | None:
         name = self.fs._strip_protocol(name).rstrip("/")

@@ -23,19 +23,29 @@ import stat as stat_mod
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from typing import Any
 
-from fsmemory.errors import ConflictError, InvalidPathError, KeyNotFoundError, LockTimeoutError
+from fsmemory.errors import (
+    BackendError,
+    ConflictError,
+    InvalidPathError,
+    KeyNotFoundError,
+    LockTimeoutError,
+    NotAFileError,
+)
+from fsmemory.fs._nowait import WouldBlock, must_not_wait
 from fsmemory.fs.base import (
     Capabilities,
     FileInfo,
     StorageRoot,
     Versioned,
     check_condition,
+    check_options,
     content_version,
 )
+from fsmemory.fs.errors import translated
 from fsmemory.fs.paths import RESERVED_PREFIX, is_reserved_name, validate_path
 
 __all__ = ["LocalRoot"]
@@ -59,19 +69,48 @@ class LocalRoot(StorageRoot):
     """
 
     capabilities = Capabilities(
-        conditional_write=True, native_append=True, atomic_write=True, watch=True, cheap_lock=True
+        conditional_write=True,
+        native_append=True,
+        atomic_write=True,
+        watch=True,
+        cheap_lock=True,
+        local_io=True,
     )
+    _file_or_dir = True
 
     def __init__(self, directory: str, *, url: str | None = None, durable: bool = False) -> None:
-        import fsspec
-
         self.root = os.path.abspath(os.path.expanduser(directory)).rstrip(os.sep) or os.sep
         self.url = url if url is not None else self.root
-        self.fs: Any = fsspec.filesystem("file")
         self.durable = durable
         self._real_root: str | None = None
         self._thread_lock = threading.RLock()
         self._lock_depth = 0
+
+    @classmethod
+    def from_url(cls, url: str, options: Mapping[str, Any] | None = None) -> LocalRoot:
+        """Open a local path or ``file://`` URL; the one option is ``durable`` (``fsync``
+        files and directories after writes).
+
+        Raises:
+            InvalidInputError: any other option.
+        """
+        opts = dict(options or {})
+        check_options("local folders", opts, ("durable",))
+        _, sep, rest = url.partition("://")
+        directory = (rest if sep else url) or "."
+        return cls(directory, url=url, durable=bool(opts.get("durable", False)))
+
+    def storage_key(self) -> tuple[str, ...]:
+        """The folder itself."""
+        return ("local", self.root)
+
+    @property
+    def fs(self) -> Any:  # type: ignore[override]
+        """fsspec's local filesystem (imported on first use: the root itself never
+        needs it)."""
+        import fsspec
+
+        return fsspec.filesystem("file")
 
     # -- paths -------------------------------------------------------------------------
     def full_path(self, path: str) -> str:
@@ -110,7 +149,9 @@ class LocalRoot(StorageRoot):
         Re-entrant within a thread of this process. ``name`` is accepted for API
         symmetry with lease locks; one lock guards the whole root.
         """
-        with self._thread_lock:
+        if not self._thread_lock.acquire(blocking=not must_not_wait()):
+            raise WouldBlock(f"the lock of {self.url} is held by another thread")
+        try:
             if self._lock_depth:
                 self._lock_depth += 1
                 try:
@@ -130,14 +171,16 @@ class LocalRoot(StorageRoot):
                     fcntl.flock(fd, fcntl.LOCK_UN)
             finally:
                 os.close(fd)
+        finally:
+            self._thread_lock.release()
 
-    @staticmethod
-    def _flock(fd: int, timeout: float) -> None:
+    def _flock(self, fd: int, timeout: float) -> None:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return
         except BlockingIOError:
-            pass
+            if must_not_wait():
+                raise WouldBlock(f"the lock of {self.url} is held by another process") from None
         deadline = time.monotonic() + timeout
         delay = 0.0005
         while True:
@@ -146,7 +189,7 @@ class LocalRoot(StorageRoot):
                 return
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    raise LockTimeoutError(f"could not lock the root within {timeout}s") from None
+                    raise LockTimeoutError(f"could not lock {self.url} within {timeout}s") from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.02)
 
@@ -162,14 +205,14 @@ class LocalRoot(StorageRoot):
         except FileNotFoundError:
             raise KeyNotFoundError(path) from None
         except NotADirectoryError:
-            raise KeyNotFoundError(path) from None
+            raise NotAFileError(f"{path}: a parent is a file") from None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise InvalidPathError(f"{path!r} is a symlink") from exc
-            raise
+            raise BackendError(f"{path}: {exc}") from exc
         if not stat_mod.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
-            raise KeyNotFoundError(path)
+            raise NotAFileError(f"{path}: is a directory")
         return fd
 
     def read_bytes(self, path: str) -> bytes:
@@ -232,6 +275,47 @@ class LocalRoot(StorageRoot):
         dirs: list[str] = []
         self._scan(prefix, False, None, dirs)
         return sorted(dirs)
+
+    def _names_dir(self, prefix: str) -> str | None:
+        """The folder of ``prefix``, or None when it resolves outside the root (a
+        symlinked directory lists nothing of what lies outside)."""
+        validate_path(prefix, allow_empty=True)
+        if not prefix:
+            return self.root
+        base = self.full_path(prefix)
+        real_root = os.path.realpath(self.root)
+        real = os.path.realpath(base)
+        if real != real_root and not real.startswith(real_root + os.sep):
+            return None
+        return base
+
+    def _entries(self, prefix: str) -> Iterator[os.DirEntry[str]]:
+        """The visible entries (regular files and real directories) of ``prefix``."""
+        base = self._names_dir(prefix)
+        if base is None:
+            return
+        try:
+            it = os.scandir(base)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        with it:
+            for entry in it:
+                if not is_reserved_name(entry.name) and (
+                    entry.is_dir(follow_symlinks=False) or entry.is_file(follow_symlinks=False)
+                ):
+                    yield entry
+
+    def list_names(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:
+        """One ``scandir`` using the entries' types only (no stat per file)."""
+        files: builtins.list[str] = []
+        dirs: builtins.list[str] = []
+        for entry in self._entries(prefix):
+            (dirs if entry.is_dir(follow_symlinks=False) else files).append(entry.name)
+        return files, dirs
+
+    def has_entries(self, prefix: str) -> bool:
+        """True when the folder ``prefix`` holds a file or a directory (stops early)."""
+        return next(self._entries(prefix), None) is not None
 
     def _scan(
         self,
@@ -298,6 +382,10 @@ class LocalRoot(StorageRoot):
     ) -> str:
         """Atomic write through a temp file + rename (see :meth:`StorageRoot.write`)."""
         check_condition(if_version, create_only)
+        with translated(path):
+            return self._write(path, data, if_version, create_only)
+
+    def _write(self, path: str, data: bytes, if_version: str | None, create_only: bool) -> str:
         full = self._confined(path)
         tmp = self._write_temp(full, data)
         try:
@@ -333,6 +421,10 @@ class LocalRoot(StorageRoot):
 
         ``unique`` is accepted and ignored: this append is never retried.
         """
+        with translated(path):
+            return self._append(path, data, line_safe)
+
+    def _append(self, path: str, data: bytes, line_safe: bool) -> int:
         full = self._confined(path)
         with self.lock():
             flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC

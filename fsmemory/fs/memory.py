@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -22,8 +22,9 @@ from fsmemory.fs.base import (
     StorageRoot,
     Versioned,
     check_condition,
+    check_options,
 )
-from fsmemory.fs.paths import is_reserved_name, validate_path
+from fsmemory.fs.paths import children, is_reserved_name, validate_path
 
 __all__ = ["MemoryRoot"]
 
@@ -47,7 +48,12 @@ class MemoryRoot(StorageRoot):
     """
 
     capabilities = Capabilities(
-        conditional_write=True, native_append=True, atomic_write=True, watch=False, cheap_lock=True
+        conditional_write=True,
+        native_append=True,
+        atomic_write=True,
+        watch=False,
+        cheap_lock=True,
+        local_io=True,
     )
 
     def __init__(self, root: str, *, url: str | None = None) -> None:
@@ -58,6 +64,17 @@ class MemoryRoot(StorageRoot):
         self.root = stripped if stripped.startswith("/") else "/" + stripped
         self.root = self.root.rstrip("/")
         self.url = url if url is not None else f"memory://{self.root}"
+
+    @classmethod
+    def from_url(cls, url: str, options: Mapping[str, Any] | None = None) -> MemoryRoot:
+        """Open ``memory://name``; memory roots take no storage options.
+
+        Raises:
+            InvalidInputError: any option.
+        """
+        check_options("memory://", dict(options or {}), ())
+        _, _, rest = url.partition("://")
+        return cls(rest, url=url)
 
     @contextmanager
     def lock(self, name: str = "", *, timeout: float = 30.0) -> Iterator[None]:
@@ -142,16 +159,16 @@ class MemoryRoot(StorageRoot):
 
     def list_dirs(self, prefix: str = "") -> builtins.list[str]:
         """Immediate subdirectories implied by the files under ``prefix``."""
+        return sorted(self.list_names(prefix)[1])
+
+    def list_names(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:
+        """One pass over the memory filesystem's keys, names only."""
         validate_path(prefix, allow_empty=True)
         base = f"{self.root}/{prefix}/" if prefix else f"{self.root}/"
-        names: set[str] = set()
+        cut = len(base)
         with _LOCK:
-            for full in list(self.fs.store):
-                if full.startswith(base):
-                    rest = full[len(base) :]
-                    if "/" in rest:
-                        names.add(rest.split("/", 1)[0])
-        return sorted(n for n in names if not is_reserved_name(n))
+            keys = builtins.list(self.fs.store)
+        return children(key[cut:] for key in keys if key.startswith(base))
 
     def write(
         self,

@@ -12,19 +12,23 @@ from fsmemory.fs.base import StorageRoot
 
 __all__ = ["ROOT_CLASSES", "open_root", "split_protocol"]
 
-#: protocol -> ("module:Class", extra) of the root that knows that backend's quirks.
-#: Protocols not listed use :class:`fsmemory.fs.generic.FsspecRoot`.
-ROOT_CLASSES: dict[str, tuple[str, str]] = {
+#: protocol (None: a bare local path) -> ("module:Class", extra) of the root that knows
+#: that backend's quirks; the extra is None when the root needs no optional package.
+#: Protocols not listed use :class:`fsmemory.fs.generic.FsspecRoot` (any fsspec URL).
+ROOT_CLASSES: dict[str | None, tuple[str, str | None]] = {
+    None: ("fsmemory.fs.local:LocalRoot", None),
+    "file": ("fsmemory.fs.local:LocalRoot", None),
+    "local": ("fsmemory.fs.local:LocalRoot", None),
+    "memory": ("fsmemory.fs.memory:MemoryRoot", None),
+    "sqlite": ("fsmemory.fs.sqlite:SqliteRoot", None),
     "s3": ("fsmemory.fs.s3:S3Root", "s3"),
     "s3a": ("fsmemory.fs.s3:S3Root", "s3"),
     "gs": ("fsmemory.fs.gcs:GCSRoot", "gcs"),
     "gcs": ("fsmemory.fs.gcs:GCSRoot", "gcs"),
     "redis": ("fsmemory.fs.redis:RedisRoot", "redis"),
     "rediss": ("fsmemory.fs.redis:RedisRoot", "redis"),
-    "sqlite": ("fsmemory.fs.sqlite:SqliteRoot", "sqlite"),
 }
-
-_BACKEND_MODULES = {"s3": "s3fs", "gcs": "gcsfs", "redis": "redis"}
+_GENERIC = ("fsmemory.fs.generic:FsspecRoot", None)
 
 
 def split_protocol(url: str) -> tuple[str | None, str]:
@@ -35,22 +39,45 @@ def split_protocol(url: str) -> tuple[str | None, str]:
     return None, url
 
 
+def _root_class(protocol: str | None) -> type[StorageRoot]:
+    target, extra = ROOT_CLASSES.get(protocol, _GENERIC)
+    module_name, _, cls_name = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:  # a package the root module imports is missing
+        missing = (exc.name or module_name).partition(".")[0]
+        if extra is None:
+            raise MissingDependencyError(
+                missing, None, hint=f"Python's {missing!r} module is missing"
+            ) from exc
+        raise MissingDependencyError(missing, extra) from exc
+    cls: type[StorageRoot] = getattr(module, cls_name)
+    return cls
+
+
 def open_root(
     url: str | os.PathLike[str] | StorageRoot,
     storage_options: Mapping[str, Any] | None = None,
     *,
-    durable: bool = False,
+    durable: bool | None = None,
 ) -> StorageRoot:
     """Open the storage root at ``url``.
 
     Args:
         url: a local path, ``file://``, ``memory://``, ``s3://``, ``gs://``,
-            ``redis://`` or any other fsspec URL. An existing root is returned as is.
-        storage_options: passed to the fsspec filesystem (credentials, endpoint, ...).
-        durable: on local folders, ``fsync`` after writes.
+            ``redis://``, ``sqlite://`` or any other fsspec URL. An existing root is
+            returned as is.
+        storage_options: the backend's options (credentials, endpoint, ...), plus
+            ``retry`` for network roots (:meth:`fsmemory.fs.generic.FsspecRoot.from_url`).
+            Local folders take ``durable`` (``fsync`` after writes), ``sqlite://`` takes
+            ``durable`` and ``timeout``, ``memory://`` takes none; an option a local
+            root does not understand is refused, never dropped.
+        durable: ``True`` is the same as the ``durable`` storage option (kept for
+            existing callers).
 
     Raises:
         InvalidPathError: the URL is empty or malformed.
+        InvalidInputError: an option the root does not understand, or a malformed one.
         MissingDependencyError: the backend's optional extra is not installed.
     """
     if isinstance(url, StorageRoot):
@@ -61,36 +88,7 @@ def open_root(
     if "\x00" in text:
         raise InvalidPathError("storage URL contains NUL")
     options = dict(storage_options or {})
-    protocol, rest = split_protocol(text)
-    if protocol in (None, "file", "local"):
-        from fsmemory.fs.local import LocalRoot
-
-        return LocalRoot(rest or ".", url=text, durable=durable)
-    if protocol == "memory":
-        from fsmemory.fs.memory import MemoryRoot
-
-        return MemoryRoot(rest, url=text)
-    if protocol in ROOT_CLASSES:
-        target, extra = ROOT_CLASSES[protocol]
-        module_name, _, cls_name = target.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            missing = exc.name or ""
-            if missing == module_name:
-                module = None
-            else:
-                raise MissingDependencyError(_BACKEND_MODULES.get(extra, missing), extra) from exc
-        if module is not None:
-            cls = getattr(module, cls_name)
-            root: StorageRoot = cls.from_url(text, options)
-            return root
-    import fsspec
-
-    from fsmemory.fs.generic import FsspecRoot
-
-    try:
-        fs, path = fsspec.url_to_fs(text, **options)
-    except ImportError as exc:
-        raise MissingDependencyError(str(exc.name or protocol), str(protocol)) from exc
-    return FsspecRoot(fs, path, url=text)
+    if durable:
+        options["durable"] = True
+    protocol, _ = split_protocol(text)
+    return _root_class(protocol).from_url(text, options)

@@ -10,11 +10,12 @@ namespace fsmemory reserves for its own lock and temp files (``.fsmemory*``).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from urllib.parse import unquote
 
 from fsmemory.errors import InvalidPathError
 
-__all__ = ["RESERVED_PREFIX", "is_reserved_name", "join_path", "validate_path"]
+__all__ = ["RESERVED_PREFIX", "children", "is_reserved_name", "join_path", "validate_path"]
 
 #: Names starting with this are fsmemory's own (locks, temp files); never user data.
 RESERVED_PREFIX = ".fsmemory"
@@ -88,3 +89,22 @@ def _check_segment(segment: str, path: str) -> None:
 def join_path(*parts: str) -> str:
     """Join relative path parts with ``/``, skipping empty parts (no validation)."""
     return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
+
+
+def children(rests: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Immediate file and directory names from paths relative to one directory.
+
+    ``["a", "b/c", "b/d", ".fsmemory.lock"]`` -> ``(["a"], ["b"])`` (directories once,
+    reserved names never; both lists unsorted).
+    """
+    files: list[str] = []
+    dirs: set[str] = set()
+    for rest in rests:
+        head, sep, _ = rest.partition("/")
+        if not head or is_reserved_name(head):
+            continue
+        if sep:
+            dirs.add(head)
+        else:
+            files.append(head)
+    return files, list(dirs)

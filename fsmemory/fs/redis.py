@@ -12,20 +12,38 @@ conditional write whose reply was lost being resolved by reading the file back. 
 append is retried only with ``unique=True``, after a read shows that the failed try did
 not land; any other append is tried once, because a reset connection may have lost the
 reply of an ``APPEND`` that ran (the :class:`~fsmemory.errors.BackendError` says so).
+
+The Redis client helpers of :mod:`fsmemory.implementations.redis_client` are re-exported
+here for the layers above storage (the path store's lock, the snapshot backend).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from contextlib import suppress
 from typing import Any
 
+from fsmemory.errors import require
 from fsmemory.fs.base import Capabilities, Versioned
 from fsmemory.fs.errors import translated
 from fsmemory.fs.generic import FsspecRoot, _find_at_line_start
-from fsmemory.fs.retry import policy_from_options
+from fsmemory.implementations.redis_client import (
+    client_from_url,
+    convert_client,
+    is_async_client,
+    new_client,
+    redis_errors,
+    redis_module,
+)
 
-__all__ = ["RedisRoot"]
+__all__ = [
+    "RedisRoot",
+    "client_from_url",
+    "convert_client",
+    "is_async_client",
+    "new_client",
+    "redis_errors",
+    "redis_module",
+]
 
 
 class RedisRoot(FsspecRoot):
@@ -36,24 +54,20 @@ class RedisRoot(FsspecRoot):
     )
 
     @classmethod
-    def from_url(cls, url: str, options: Mapping[str, Any]) -> RedisRoot:
-        """Open ``url`` with fsspec storage options (``prefix``, ``password``, ``client``,
-        ...), plus ``retry``: a :class:`~fsmemory.fs.retry.RetryPolicy` (or a dict of its
-        fields) for this root.
+    def _connect(cls, url: str, options: dict[str, Any]) -> tuple[Any, str]:
+        """A :class:`~fsmemory.implementations.redis.RedisFileSystem` for ``url`` (options:
+        ``prefix``, ``password``, ``client``, ...; see :meth:`FsspecRoot.from_url` for
+        ``retry``).
 
         Raises:
-            InvalidInputError: a malformed ``retry`` option.
+            MissingDependencyError: redis-py is missing (``pip install 'fsmemory[redis]'``).
         """
-        import fsspec
-
+        require("redis", "redis")
         from fsmemory.implementations import register
 
         with suppress(ValueError):  # another implementation was registered deliberately
             register(clobber=False)
-        opts = dict(options)
-        policy = policy_from_options(opts)
-        fs, path = fsspec.url_to_fs(url, **opts)
-        return cls(fs, path, url=url, retry=policy)
+        return super()._connect(url, options)
 
     def _read_versioned(self, full: str, path: str) -> Versioned:
         with translated(path):

@@ -48,18 +48,12 @@ from __future__ import annotations
 import asyncio
 import builtins
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, ClassVar
 
-from fsmemory.errors import (
-    ConflictError,
-    InvalidPathError,
-    KeyNotFoundError,
-    MissingDependencyError,
-)
+from fsmemory.errors import ConflictError, KeyNotFoundError, MissingDependencyError
 from fsmemory.fs._bucket import BucketRoot
 from fsmemory.fs.base import FileInfo, Versioned
-from fsmemory.fs.errors import http_status, translated
 from fsmemory.fs.generic import _mtime
 from fsmemory.fs.paths import validate_path
 from fsmemory.fs.retry import idempotent
@@ -114,14 +108,6 @@ def _quote_etag(version: str) -> str:
     return version if version.startswith('"') else f'"{version}"'
 
 
-def _is_missing_key(exc: BaseException) -> bool:
-    """True for a 404 about the key itself (not a missing bucket)."""
-    cause = exc.__cause__
-    response: Any = getattr(cause, "response", None)
-    code = (response.get("Error") or {}).get("Code") if isinstance(response, dict) else None
-    return isinstance(exc, FileNotFoundError) and code != "NoSuchBucket"
-
-
 class S3Root(BucketRoot):
     """A prefix in an S3 bucket (``s3://bucket/prefix``) with native compare-and-swap.
 
@@ -139,23 +125,17 @@ class S3Root(BucketRoot):
     # aiohttp resends a PUT once on a dropped kept-alive connection (see the module doc).
     _hidden_retries: ClassVar[bool] = True
 
-    @classmethod
-    def from_url(cls, url: str, options: Mapping[str, Any] | None = None) -> S3Root:
-        """Open ``s3://bucket[/prefix]`` with s3fs ``storage_options``.
-
-        Args:
-            url: ``s3://`` or ``s3a://`` URL.
-            options: passed to ``s3fs.S3FileSystem`` (``key``, ``secret``, ``anon``,
-                ``client_kwargs={"endpoint_url": ...}``, ...), except ``retry``: a
-                :class:`~fsmemory.fs.retry.RetryPolicy` (or a dict of its fields) for
-                this root.
+    @staticmethod
+    def _fs_class() -> Any:
+        """s3fs's filesystem, tried once per request (see the module docs). Storage
+        options are s3fs's (``key``, ``secret``, ``anon``,
+        ``client_kwargs={"endpoint_url": ...}``, ...) plus ``retry``
+        (:meth:`FsspecRoot.from_url`).
 
         Raises:
             MissingDependencyError: s3fs is not installed (``pip install 'fsmemory[s3]'``).
-            InvalidPathError: the URL names no bucket.
-            InvalidInputError: a malformed ``retry`` option.
         """
-        return cls._open(url, options, _single_try_class())
+        return _single_try_class()
 
     @staticmethod
     def _configure(opts: dict[str, Any]) -> None:
@@ -194,7 +174,7 @@ class S3Root(BucketRoot):
     def _read_versioned(self, full: str, path: str) -> Versioned:
         """One ``GetObject``: content and ETag from the same response."""
         bucket, key = self._split(full)
-        with translated(path):
+        with self._translated(path):
             data, etag, _ = self._run(self._get, bucket, key, None)
         return Versioned(data, etag)
 
@@ -210,8 +190,6 @@ class S3Root(BucketRoot):
     ) -> str:
         """One ``PutObject``, conditional on ``If-Match``/``If-None-Match`` when asked,
         tagged with ``marker`` in its user metadata when given."""
-        if create and if_version is not None:
-            raise ValueError("create_only and if_version cannot be combined")
         bucket, key = self._split(full)
         kwargs: dict[str, Any] = {}
         if marker is not None:
@@ -221,14 +199,10 @@ class S3Root(BucketRoot):
         if if_version is not None:
             kwargs["IfMatch"] = _quote_etag(if_version)
         try:
-            with translated(path):
+            with self._translated(path):
                 resp = self.fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, **kwargs)
         except KeyNotFoundError as exc:
-            if (
-                if_version is not None
-                and exc.__cause__ is not None
-                and _is_missing_key(exc.__cause__)
-            ):
+            if if_version is not None:
                 raise ConflictError(f"{path!r} no longer exists (version {if_version})") from exc
             raise
         finally:
@@ -246,7 +220,7 @@ class S3Root(BucketRoot):
         bucket, key = self._split(full)
 
         def probe() -> tuple[bool, str]:
-            with translated(path):
+            with self._translated(path):
                 head = self.fs.call_s3("head_object", Bucket=bucket, Key=key)
             metadata = head.get("Metadata") or {}
             return metadata.get(WRITE_MARKER) == marker, _strip_etag(head.get("ETag", ""))
@@ -256,116 +230,57 @@ class S3Root(BucketRoot):
     def _token(self, info: dict[str, Any]) -> str:
         return _strip_etag(info.get("ETag") or info.get("etag") or "")
 
-    def _create_exclusive(self, full: str, data: bytes) -> bool:
+    # -- BucketRoot hooks --------------------------------------------------------------
+    async def _list_page(
+        self, key_prefix: str, delimiter: bool, token: str | None
+    ) -> tuple[builtins.list[dict[str, Any]], builtins.list[str], str | None]:
+        kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": key_prefix}
+        if delimiter:
+            kwargs["Delimiter"] = "/"
+        if token:
+            kwargs["ContinuationToken"] = token
+        page = await self.fs._call_s3("list_objects_v2", **kwargs)
+        prefixes = [p["Prefix"] for p in page.get("CommonPrefixes", [])]
+        following = page.get("NextContinuationToken") if page.get("IsTruncated") else None
+        return page.get("Contents", []), prefixes, following
+
+    def _key_of(self, obj: dict[str, Any]) -> str:
+        return str(obj["Key"])
+
+    def _info_of(self, rel: str, obj: dict[str, Any]) -> FileInfo:
+        size = obj.get("Size", obj.get("ContentLength"))
+        return FileInfo(rel, int(size or 0), _mtime(obj), _strip_etag(obj.get("ETag", "")))
+
+    async def _head(self, key: str) -> dict[str, Any]:
+        head: dict[str, Any] = await self.fs._call_s3("head_object", Bucket=self.bucket, Key=key)
+        return head
+
+    async def _get_range(self, key: str, start: int, end: int | None) -> bytes:
+        byte_range = f"bytes={start}-" if end is None else f"bytes={start}-{end - 1}"
+        data, _, whole = await self._get(self.bucket, key, byte_range)
+        # A server that ignores Range sends the whole object (200, no Content-Range).
+        return data[start:end] if whole else data
+
+    async def _bucket_exists(self) -> bool:
         try:
-            self._put(full, full, data, None, True)
-        except ConflictError:
+            await self.fs._call_s3("head_bucket", Bucket=self.bucket)
+        except FileNotFoundError:
             return False
         return True
 
     # -- StorageRoot -------------------------------------------------------------------
-    @idempotent
-    def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
-        """One ranged ``GetObject``; a range past the end reads as ``b""``."""
-        if start < 0 or (end is not None and end < 0):
-            raise ValueError("offsets must be >= 0")
-        key = self._key(path)
-        if end is not None and end <= start:
-            if self.stat(path) is None:
-                raise KeyNotFoundError(path)
-            return b""
-        byte_range = f"bytes={start}-" if end is None else f"bytes={start}-{end - 1}"
-        with translated(path):
-            try:
-                data, _, whole = self._run(self._get, self.bucket, key, byte_range)
-            except Exception as exc:
-                # 416: the object exists but ends before ``start`` (or is empty).
-                if http_status(exc) == 416:
-                    return b""
-                raise
-        # A server that ignores Range sends the whole object (200, no Content-Range).
-        return data[start:end] if whole else data
-
-    @idempotent
-    def stat(self, path: str) -> FileInfo | None:
-        """One ``HeadObject``; None when the key does not exist."""
-        key = self._key(path)
-        try:
-            with translated(path):
-                head = self.fs.call_s3("head_object", Bucket=self.bucket, Key=key)
-        except KeyNotFoundError:
-            return None
-        return FileInfo(
-            path,
-            int(head.get("ContentLength") or 0),
-            _mtime(head),
-            _strip_etag(head.get("ETag", "")),
-        )
-
-    async def _list_keys(
-        self, key_prefix: str, delimiter: bool
-    ) -> tuple[list[dict[str, Any]], list[str]]:
-        kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": key_prefix}
-        if delimiter:
-            kwargs["Delimiter"] = "/"
-        files: list[dict[str, Any]] = []
-        dirs: list[str] = []
-        while True:
-            page = await self.fs._call_s3("list_objects_v2", **kwargs)
-            files.extend(page.get("Contents", []))
-            dirs.extend(p["Prefix"] for p in page.get("CommonPrefixes", []))
-            if not page.get("IsTruncated"):
-                return files, dirs
-            kwargs["ContinuationToken"] = page["NextContinuationToken"]
-
-    @idempotent
-    def list(self, prefix: str = "", *, recursive: bool = False) -> list[FileInfo]:
-        """One ``ListObjectsV2`` per 1000 keys, straight from S3 (never cached)."""
-        key_prefix = self._dir_key(prefix)
-        with translated(prefix):
-            files, _ = self._run(self._list_keys, key_prefix, not recursive)
-        out = []
-        for obj in files:
-            key = obj["Key"]
-            if key.endswith("/"):
-                continue  # a "directory marker" made by some tools
-            rel = self._rel(key)
-            if rel is None:
-                continue
-            out.append(
-                FileInfo(rel, int(obj.get("Size") or 0), _mtime(obj), _strip_etag(obj["ETag"]))
-            )
-        out.sort(key=lambda i: i.path)
-        return out
-
-    @idempotent
-    def list_dirs(self, prefix: str = "") -> builtins.list[str]:
-        """Immediate subdirectories: the ``CommonPrefixes`` of one delimited listing."""
-        key_prefix = self._dir_key(prefix)
-        with translated(prefix):
-            _, dirs = self._run(self._list_keys, key_prefix, True)
-        names = set()
-        for d in dirs:
-            name = d[len(key_prefix) :].rstrip("/")
-            try:
-                validate_path(name)
-            except InvalidPathError:
-                continue
-            names.add(name)
-        return sorted(names)
-
     @idempotent
     def delete(self, path: str) -> bool:
         """``HeadObject`` (S3 deletes missing keys silently) then ``DeleteObject``."""
         key = self._key(path)
         full = f"{self.bucket}/{key}"
         try:
-            with translated(path):
+            with self._translated(path):
                 self.fs.call_s3("head_object", Bucket=self.bucket, Key=key)
         except KeyNotFoundError:
             return False
         try:
-            with translated(path):
+            with self._translated(path):
                 self.fs.call_s3("delete_object", Bucket=self.bucket, Key=key)
         finally:
             self.fs.invalidate_cache(full)
@@ -395,7 +310,7 @@ class S3Root(BucketRoot):
 
         if keys:
             try:
-                with translated(prefix):
+                with self._translated(prefix):
                     self._run(delete_all)
             finally:
                 self.fs.invalidate_cache(self.root)

@@ -21,6 +21,13 @@ Design:
 * Versions are random 63-bit integers drawn per write, so a compare-and-swap cannot be
   fooled by a delete and re-create (no ABA).
 * Each thread (and each process after a ``fork``) gets its own connection.
+* Calls are short and local, so the path store runs them inline on its event loop; there
+  (inside :func:`fsmemory.fs._nowait.no_wait`) a transaction that finds another
+  connection holding the write lock fails at once with
+  :class:`~fsmemory.fs._nowait.WouldBlock` and the store repeats the call in a worker
+  thread, where it waits up to ``timeout``. A wait that runs out raises
+  :class:`~fsmemory.errors.LockTimeoutError`; any other SQLite failure
+  :class:`~fsmemory.errors.BackendError`.
 
 There is no fsspec filesystem behind this root: :attr:`SqliteRoot.fs` is ``None``.
 """
@@ -38,9 +45,16 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from typing import Any
 
-from fsmemory.errors import ConflictError, InvalidPathError, KeyNotFoundError, LockTimeoutError
-from fsmemory.fs.base import Capabilities, FileInfo, StorageRoot, Versioned
-from fsmemory.fs.paths import RESERVED_PREFIX, is_reserved_name, validate_path
+from fsmemory.errors import (
+    BackendError,
+    ConflictError,
+    InvalidPathError,
+    KeyNotFoundError,
+    LockTimeoutError,
+)
+from fsmemory.fs._nowait import WouldBlock, must_not_wait
+from fsmemory.fs.base import Capabilities, FileInfo, StorageRoot, Versioned, check_options
+from fsmemory.fs.paths import RESERVED_PREFIX, children, is_reserved_name, validate_path
 
 __all__ = ["SqliteRoot"]
 
@@ -102,6 +116,11 @@ def _compact(conn: sqlite3.Connection, path: str) -> None:
     conn.execute("INSERT INTO chunks (path, start, data) VALUES (?, 0, ?)", (path, data))
 
 
+def _busy(exc: sqlite3.Error) -> bool:
+    """True for "database is locked" / "database table is locked" (SQLITE_BUSY/LOCKED)."""
+    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+
+
 def _upper(prefix: str) -> str:
     """Exclusive upper bound of the paths under ``prefix/`` ('/' + 1 == '0')."""
     return prefix + "0"
@@ -119,7 +138,7 @@ class SqliteRoot(StorageRoot):
     """
 
     capabilities = Capabilities(
-        conditional_write=True, native_append=True, atomic_write=True, watch=False
+        conditional_write=True, native_append=True, atomic_write=True, watch=False, local_io=True
     )
 
     def __init__(
@@ -146,14 +165,16 @@ class SqliteRoot(StorageRoot):
         self._pid = os.getpid()
 
     @classmethod
-    def from_url(cls, url: str, options: Mapping[str, Any]) -> SqliteRoot:
-        """Open ``sqlite:///path/to/file.db`` (options: ``durable``, ``timeout``)."""
+    def from_url(cls, url: str, options: Mapping[str, Any] | None = None) -> SqliteRoot:
+        """Open ``sqlite:///path/to/file.db`` (options: ``durable``, ``timeout``).
+
+        Raises:
+            InvalidInputError: any other option.
+        """
         _, _, rest = url.partition("://")
         rest = rest.split("?", 1)[0]
-        opts = dict(options)
-        unknown = set(opts) - {"durable", "timeout"}
-        if unknown:
-            raise TypeError(f"unknown sqlite storage options: {sorted(unknown)}")
+        opts = dict(options or {})
+        check_options("sqlite://", opts, ("durable", "timeout"))
         return cls(
             rest,
             url=url,
@@ -171,54 +192,88 @@ class SqliteRoot(StorageRoot):
                 self._local = threading.local()
                 self._pid = os.getpid()
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        quick = must_not_wait()
         if conn is None:
-            conn = self._connect()
+            conn = self._connect(quick)
             self._local.conn = conn
+            self._local.quick = quick
             with self._guard:
                 self._connections.append(conn)
+        elif quick != self._local.quick:
+            # Inline on an event loop: never wait for the write lock, fail at once.
+            wait_ms = 0 if quick else int(self.timeout * 1000)
+            conn.execute(f"PRAGMA busy_timeout = {wait_ms}")
+            self._local.quick = quick
         return conn
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, quick: bool) -> sqlite3.Connection:
         os.makedirs(os.path.dirname(self.database), exist_ok=True)
-        conn = sqlite3.connect(
-            self.database, timeout=self.timeout, isolation_level=None, check_same_thread=False
-        )
-        conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+        with self._errors():
+            conn = sqlite3.connect(
+                self.database, timeout=self.timeout, isolation_level=None, check_same_thread=False
+            )
+        conn.execute(f"PRAGMA busy_timeout = {0 if quick else int(self.timeout * 1000)}")
         deadline = time.monotonic() + self.timeout
         while True:
             try:
-                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-                if str(mode).lower() != "wal":  # pragma: no cover - exotic filesystems
-                    raise sqlite3.OperationalError(f"WAL mode unavailable ({mode})")
-                conn.execute("PRAGMA synchronous = " + ("FULL" if self.durable else "NORMAL"))
-                conn.executescript(_SCHEMA)
+                with self._errors():
+                    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                    if str(mode).lower() != "wal":  # pragma: no cover - exotic filesystems
+                        raise sqlite3.OperationalError(f"WAL mode unavailable ({mode})")
+                    conn.execute("PRAGMA synchronous = " + ("FULL" if self.durable else "NORMAL"))
+                    conn.executescript(_SCHEMA)
                 break
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or time.monotonic() > deadline:
+            except LockTimeoutError:
+                if quick or time.monotonic() > deadline:
                     conn.close()
                     raise
                 time.sleep(0.01)
+            except BaseException:
+                conn.close()
+                raise
         return conn
 
     @contextmanager
-    def _write_tx(self) -> Iterator[sqlite3.Connection]:
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
+    def _errors(self) -> Iterator[None]:
+        """SQLite failures as fsmemory errors: a held write lock is a lock timeout (or,
+        inline on an event loop, :class:`WouldBlock`), anything else a backend error."""
         try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+            yield
+        except sqlite3.Error as exc:
+            if not _busy(exc):
+                raise BackendError(f"{self.url}: {type(exc).__name__}: {exc}") from exc
+            if must_not_wait():
+                raise WouldBlock(f"{self.url}: another connection holds the write lock") from exc
+            raise LockTimeoutError(
+                f"{self.url}: another connection held the write lock for {self.timeout} s"
+            ) from exc
+
+    @contextmanager
+    def _write_tx(self) -> Iterator[sqlite3.Connection]:
+        with self._errors():
+            conn = self._conn()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
 
     @contextmanager
     def _read_tx(self) -> Iterator[sqlite3.Connection]:
-        conn = self._conn()
-        conn.execute("BEGIN")
-        try:
-            yield conn
-        finally:
-            conn.execute("COMMIT")
+        with self._errors():
+            conn = self._conn()
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                conn.execute("COMMIT")
+
+    def _query(self, sql: str, args: Any) -> builtins.list[Any]:
+        """The rows of one read-only statement (outside a transaction)."""
+        with self._errors():
+            return self._conn().execute(sql, args).fetchall()
 
     # -- reads -------------------------------------------------------------------------
     def read(self, path: str) -> Versioned:
@@ -262,14 +317,11 @@ class SqliteRoot(StorageRoot):
     def stat(self, path: str) -> FileInfo | None:
         """Size, mtime and version (the token is the compare-and-swap version)."""
         validate_path(path)
-        row = (
-            self._conn()
-            .execute("SELECT size, mtime, version FROM files WHERE path = ?", (path,))
-            .fetchone()
-        )
-        if row is None:
+        rows = self._query("SELECT size, mtime, version FROM files WHERE path = ?", (path,))
+        if not rows:
             return None
-        return FileInfo(path, int(row[0]), float(row[1]), str(row[2]))
+        size, mtime, version = rows[0]
+        return FileInfo(path, int(size), float(mtime), str(version))
 
     def list(self, prefix: str = "", *, recursive: bool = False) -> list[FileInfo]:
         """Files under ``prefix`` in path order (one index range scan)."""
@@ -287,7 +339,7 @@ class SqliteRoot(StorageRoot):
         cut = len(lo)
         return [
             FileInfo(p, int(size), float(mtime), str(version))
-            for p, size, mtime, version in self._conn().execute(sql, args)
+            for p, size, mtime, version in self._query(sql, args)
             if RESERVED_PREFIX not in p or not _has_reserved(p[cut:])
         ]
 
@@ -304,9 +356,7 @@ class SqliteRoot(StorageRoot):
         if prefix:
             sql += " AND path >= ? AND path < ?"
             args += (lo, _upper(prefix))
-        return sorted(
-            str(r[0]) for r in self._conn().execute(sql, args) if not is_reserved_name(str(r[0]))
-        )
+        return sorted(str(r[0]) for r in self._query(sql, args) if not is_reserved_name(str(r[0])))
 
     def list_names(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:
         """Names of the immediate files and subdirectories of ``prefix``, unsorted.
@@ -321,17 +371,7 @@ class SqliteRoot(StorageRoot):
         if prefix:
             sql += " WHERE path >= ? AND path < ?"
             args += (lo, _upper(prefix))
-        files: builtins.list[str] = []
-        dirs: set[str] = set()
-        for (rest,) in self._conn().execute(sql, args):
-            head, sep, _ = rest.partition("/")
-            if is_reserved_name(head):
-                continue
-            if sep:
-                dirs.add(head)
-            else:
-                files.append(head)
-        return files, builtins.list(dirs)
+        return children(rest for (rest,) in self._query(sql, args))
 
     # -- writes ------------------------------------------------------------------------
     def write(
@@ -455,6 +495,8 @@ class SqliteRoot(StorageRoot):
                         (name, owner, now + LEASE_SECONDS),
                     )
                     break
+            if must_not_wait():
+                raise WouldBlock(f"lock {name!r} on {self.url} is held by another writer")
             if time.monotonic() >= deadline:
                 raise LockTimeoutError(f"lock {name!r} on {self.url} is held by another writer")
             time.sleep(delay)

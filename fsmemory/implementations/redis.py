@@ -39,12 +39,12 @@ import errno
 import io
 import logging
 import os
+import re
 import threading
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, ClassVar, NoReturn
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 from fsspec.callbacks import DEFAULT_CALLBACK
 from fsspec.spec import AbstractBufferedFile, AbstractFileSystem, make_instance
@@ -58,14 +58,12 @@ from fsmemory.errors import (
     MissingDependencyError,
 )
 from fsmemory.implementations._redis_lua import SCRIPTS
+from fsmemory.implementations.redis_client import new_client, redis_errors
 
 try:
     import redis
-    import redis.exceptions
-    from redis.backoff import NoBackoff
     from redis.commands.core import Script
-    from redis.retry import Retry
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
+except ImportError as exc:  # exercised by the missing-extra tests
     raise MissingDependencyError("redis", "redis") from exc
 
 __all__ = ["DEFAULT_PREFIX", "BytesLike", "RedisFile", "RedisFileSystem"]
@@ -106,6 +104,29 @@ def _split_db(path: str) -> tuple[int | None, str]:
     if head.isascii() and head.isdigit():
         return int(head), rest
     return None, path.lstrip("/")
+
+
+_PREFIX_QUERY = re.compile(r"\?prefix=([^/?#]*)\Z")
+
+
+def _split_url(url: str) -> tuple[SplitResult, str, str | None]:
+    """Split a ``redis://`` URL into its authority, its path and its ``?prefix=`` option.
+
+    Unlike :func:`urllib.parse.urlsplit`, ``?`` and ``#`` inside the path are part of
+    the file name (``notes/what?.md``, ``c#sharp.md``): Redis URLs have no fragment, and
+    the only query they know is a trailing ``?prefix=TENANT``.
+    """
+    scheme, _, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    prefix = None
+    found = _PREFIX_QUERY.search(authority if not slash else path)
+    if found is not None:
+        prefix = unquote(found.group(1))
+        if slash:
+            path = path[: found.start()]
+        else:
+            authority = authority[: found.start()]
+    return urlsplit(f"{scheme}://{authority}"), path, prefix
 
 
 class RedisFileSystem(AbstractFileSystem):  # type: ignore[misc]
@@ -192,11 +213,10 @@ class RedisFileSystem(AbstractFileSystem):  # type: ignore[misc]
                         "ssl": self.ssl,
                         "socket_timeout": self._socket_timeout,
                         "socket_connect_timeout": self._socket_connect_timeout,
-                        "retry": Retry(NoBackoff(), 0),
                     }
                     kwargs.update(self._connection_kwargs)
                     logger.debug("connecting to redis %s:%s/%s", self.host, self.port, self.db)
-                    self._client = redis.Redis(**kwargs)
+                    self._client = new_client(**kwargs)
         return self._client
 
     def _script(self, name: str) -> Script:
@@ -206,17 +226,8 @@ class RedisFileSystem(AbstractFileSystem):  # type: ignore[misc]
             self._scripts[name] = script
         return script
 
-    @contextmanager
-    def _backend(self) -> Iterator[None]:
-        """Translate every redis-py failure into :class:`BackendError` (the one place)."""
-        try:
-            yield
-        except redis.exceptions.RedisError as exc:
-            where = f"redis {self.host}:{self.port}/{self.db}"
-            raise BackendError(f"{where}: {type(exc).__name__}: {exc}") from exc
-
     def _call(self, name: str, path: str, *args: str | bytes | int) -> list[Any]:
-        with self._backend():
+        with redis_errors(f"redis {self.host}:{self.port}/{self.db}"):
             reply = self._script(name)(keys=[self._seq_key], args=[self._base, path, *args])
         if not isinstance(reply, list) or not reply:
             raise BackendError(f"unexpected reply from Redis script {name!r}: {reply!r}")
@@ -260,7 +271,7 @@ class RedisFileSystem(AbstractFileSystem):  # type: ignore[misc]
                 text = text[len(proto) + 2 :]
                 break
         if text.startswith(("redis://", "rediss://")):
-            text = _split_db(urlsplit(text).path)[1]
+            text = _split_db(_split_url(text)[1])[1]
         return "/".join(seg for seg in text.split("/") if seg)
 
     @staticmethod
@@ -268,7 +279,7 @@ class RedisFileSystem(AbstractFileSystem):  # type: ignore[misc]
         """Constructor kwargs (host, port, db, username, password, ssl, prefix) of a URL."""
         if not isinstance(path, str) or not path.startswith(("redis://", "rediss://")):
             return {}
-        url = urlsplit(path)
+        url, url_path, prefix = _split_url(path)
         out: dict[str, Any] = {}
         if url.hostname:
             out["host"] = url.hostname
@@ -282,14 +293,13 @@ class RedisFileSystem(AbstractFileSystem):  # type: ignore[misc]
             out["username"] = unquote(url.username)
         if url.password is not None:
             out["password"] = unquote(url.password)
-        db, _ = _split_db(url.path)
+        db, _ = _split_db(url_path)
         if db is not None:
             out["db"] = db
         if url.scheme == "rediss":
             out["ssl"] = True
-        query = parse_qs(url.query)
-        if "prefix" in query:
-            out["prefix"] = query["prefix"][-1]
+        if prefix is not None:
+            out["prefix"] = prefix
         return out
 
     def unstrip_protocol(self, name: str) -> str:
@@ -323,10 +333,23 @@ class RedisFileSystem(AbstractFileSystem):  # type: ignore[misc]
         raw = stringify_path(path)
         if "\x00" in raw:
             raise InvalidPathError(f"NUL byte in path {raw!r}")
+        if raw.startswith(("redis://", "rediss://")):
+            self._check_same_storage(raw)
         norm: str = self._strip_protocol(raw)
         if any(seg in (".", "..") for seg in norm.split("/")):
             raise InvalidPathError(f"'.' and '..' segments are not allowed: {raw!r}")
         return norm
+
+    def _check_same_storage(self, url: str) -> None:
+        """Refuse a URL naming another database or tenant than this filesystem's: its
+        path would otherwise silently address a key of this one."""
+        _, url_path, prefix = _split_url(url)
+        db, _ = _split_db(url_path)
+        if (db is not None and db != self.db) or (prefix is not None and prefix != self.prefix):
+            raise InvalidPathError(
+                f"{url!r} names another Redis database or prefix than this filesystem's "
+                f"({self.db}, {self.prefix!r})"
+            )
 
     @staticmethod
     def _join(parent: str, name: str) -> str:

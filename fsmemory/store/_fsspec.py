@@ -6,23 +6,18 @@ import asyncio
 import contextlib
 import os
 import uuid
+import warnings
 import weakref
-from typing import Any, Literal
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, TypeVar
 
-from fsmemory.errors import (
-    ContentTooLargeError,
-    InvalidInputError,
-    InvalidPathError,
-    KeyNotFoundError,
-    require,
-)
+from fsmemory.errors import InvalidInputError, InvalidPathError
+from fsmemory.fs._nowait import WouldBlock, call_without_waiting
 from fsmemory.fs.base import Capabilities, StorageRoot
-from fsmemory.fs.errors import translated
 from fsmemory.fs.open import open_root
-from fsmemory.fs.paths import is_reserved_name, validate_path
+from fsmemory.store._core import StoreCore
 from fsmemory.store._paths import split
 from fsmemory.store._protocol import ChangeCallback, StoreStat
-from fsmemory.store._redis import is_async_client, rebuild_client
 from fsmemory.store._watch import Subscription, hub_for, make_watcher
 
 __all__ = [
@@ -38,180 +33,24 @@ __all__ = [
 #: ``"poll"``: always poll; ``"none"``: only changes made through a store in this process.
 WatchMode = Literal["auto", "poll", "none"]
 
-_LOCAL_ROOTS = frozenset({"fsmemory.fs.local.LocalRoot"})
-_INLINE_ROOTS = frozenset(
-    {
-        "fsmemory.fs.local.LocalRoot",
-        "fsmemory.fs.memory.MemoryRoot",
-        "fsmemory.fs.sqlite.SqliteRoot",
-    }
-)
-_CONTINUATION_MASK = 0xC0
-_CONTINUATION = 0x80
+_T = TypeVar("_T")
 
 
-def _is_dir_error(exc: BaseException) -> bool:
-    """A directory where a file was expected: OSError(EISDIR/ENOTDIR), also when a root
-    wrapped it in a BackendError."""
-    seen = 0
-    cur: BaseException | None = exc
-    while cur is not None and seen < 5:
-        if isinstance(cur, IsADirectoryError | NotADirectoryError):
-            return True
-        cur = cur.__cause__
-        seen += 1
-    return False
-
-
-def _kinds(root: StorageRoot) -> set[str]:
-    return {f"{cls.__module__}.{cls.__qualname__}" for cls in type(root).__mro__}
-
-
-def _listing_kind(root: StorageRoot, kinds: set[str]) -> str:
-    """Which names-only listing shortcut fits ``root`` (see ``_names``)."""
-    name = f"{type(root).__module__}.{type(root).__qualname__}"
-    if name == "fsmemory.fs.local.LocalRoot":
-        return "local"
-    if name == "fsmemory.fs.memory.MemoryRoot":
-        return "memory"
-    if "fsmemory.fs.generic.FsspecRoot" in kinds:
-        from fsmemory.fs.generic import FsspecRoot
-
-        cls = type(root)
-        if cls.list is FsspecRoot.list and cls.list_dirs is FsspecRoot.list_dirs:
-            return "fsspec"
-    return "generic"
-
-
-def _local_dir(root: Any, rel: str) -> str | None:
-    """The folder of ``rel``, or None when it resolves outside the root (a symlinked
-    directory must not list what lies outside)."""
-    if not rel:
-        return str(root.root)
-    base = str(root.full_path(rel))
-    real_root = os.path.realpath(root.root)
-    real = os.path.realpath(base)
-    if real != real_root and not real.startswith(real_root + os.sep):
-        return None
-    return base
-
-
-def _local_names(root: Any, rel: str) -> tuple[list[str], list[str]]:
-    """One ``scandir`` using d_type only (no stat): same entries as LocalRoot.list."""
-    base = _local_dir(root, rel)
-    files: list[str] = []
-    dirs: list[str] = []
-    if base is None:
-        return files, dirs
-    try:
-        it = os.scandir(base)
-    except (FileNotFoundError, NotADirectoryError):
-        return files, dirs
-    with it:
-        for entry in it:
-            name = entry.name
-            if is_reserved_name(name):
-                continue
-            if entry.is_dir(follow_symlinks=False):
-                dirs.append(name)
-            elif entry.is_file(follow_symlinks=False):
-                files.append(name)
-    return files, dirs
-
-
-def _local_has_entries(root: Any, rel: str) -> bool:
-    """True when the folder ``rel`` holds anything ``list`` would show (stops early)."""
-    base = _local_dir(root, rel)
-    if base is None:
-        return False
-    try:
-        it = os.scandir(base)
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    with it:
-        for entry in it:
-            if is_reserved_name(entry.name):
-                continue
-            if entry.is_dir(follow_symlinks=False) or entry.is_file(follow_symlinks=False):
-                return True
-    return False
-
-
-def _memory_names(root: Any, rel: str) -> tuple[list[str], list[str]]:
-    """One pass over the memory filesystem's keys: same entries as MemoryRoot.list."""
-    validate_path(rel, allow_empty=True)
-    base = f"{root.root}/{rel}/" if rel else f"{root.root}/"
-    cut = len(base)
-    files: list[str] = []
-    dirs: set[str] = set()
-    for key in list(root.fs.store):
-        if key.startswith(base):
-            head, sep, _ = key[cut:].partition("/")
-            if is_reserved_name(head):
-                continue
-            if sep:
-                dirs.add(head)
-            else:
-                files.append(head)
-    return files, list(dirs)
-
-
-def _fsspec_names(root: Any, rel: str) -> tuple[list[str], list[str]]:
-    """One ``ls(detail=True)`` instead of the two of ``list`` + ``list_dirs``."""
-    validate_path(rel, allow_empty=True)
-    base = f"{root.root}/{rel}" if rel and root.root else (rel or root.root)
-    try:
-        with translated(rel):
-            entries = root.fs.ls(base, detail=True)
-    except KeyNotFoundError:
-        return [], []
-    itself = root.fs._strip_protocol(base).rstrip("/")
-    files: list[str] = []
-    dirs: set[str] = set()
-    for info in entries:
-        full = root.fs._strip_protocol(str(info["name"])).rstrip("/")
-        if full == itself:
-            continue  # ls of a file lists the file itself: it has no children
-        name = full.rsplit("/", 1)[-1]
-        if not name or is_reserved_name(name):
-            continue
-        kind = info.get("type")
-        if kind == "file":
-            files.append(name)
-        elif kind == "directory":
-            dirs.add(name)
-    return files, list(dirs)
-
-
-def _snap_utf8(raw: bytes, start: int, want: int | None) -> bytes:
-    """Trim ``raw`` (read from ``start``, ``want`` bytes asked plus up to 3 extra) to
-    whole characters: a character belongs to the range holding its first byte."""
-    cut = len(raw) if want is None else min(want, len(raw))
-    extra = 0
-    while cut < len(raw) and extra < 3 and raw[cut] & _CONTINUATION_MASK == _CONTINUATION:
-        cut += 1
-        extra += 1
-    skip = 0
-    if start > 0:
-        while skip < min(3, cut) and raw[skip] & _CONTINUATION_MASK == _CONTINUATION:
-            skip += 1
-    return raw[skip:cut]
-
-
-def _encode(content: str) -> bytes:
-    if not isinstance(content, str):
-        raise TypeError(f"content must be str, not {type(content).__name__} (use write_bytes)")
-    try:
-        return content.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidInputError(f"content is not valid Unicode: {exc}") from exc
-
-
-def _check_offsets(start: int, end: int | None) -> None:
-    if not isinstance(start, int) or (end is not None and not isinstance(end, int)):
-        raise TypeError("read_range offsets must be int")
-    if start < 0 or (end is not None and end < 0):
-        raise ValueError(f"read_range offsets must be >= 0, got start={start} end={end}")
+def merge_storage_options(
+    storage_options: Mapping[str, Any] | None, legacy: Mapping[str, Any], owner: str
+) -> dict[str, Any]:
+    """``storage_options`` plus options given the old way, as keyword arguments (which
+    warns: they are deprecated)."""
+    options = dict(storage_options or {})
+    if legacy:
+        warnings.warn(
+            f"{owner}(..., {', '.join(sorted(legacy))}=...): pass storage options as "
+            f"storage_options={{...}}; keyword arguments are deprecated",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        options.update(legacy)
+    return options
 
 
 class FsspecKnowledgeStore:
@@ -234,7 +73,9 @@ class FsspecKnowledgeStore:
         max_file_bytes: the largest file a ``write`` may store or an ``append`` may
             grow (:class:`~fsmemory.errors.ContentTooLargeError`, a ``ValueError``,
             beyond it); None: no limit.
-        **storage_options: passed to the fsspec filesystem (credentials, endpoint, ...).
+        storage_options: the backend's options (credentials, endpoint, ``retry``, ...;
+            see :func:`fsmemory.fs.open_root`). Passing them as keyword arguments still
+            works but is deprecated.
 
     Writes are atomic (a reader sees the old or the new file), appends are atomic and
     O(1) where the backend can append (local, memory, sqlite, redis), and
@@ -249,7 +90,8 @@ class FsspecKnowledgeStore:
         poll_interval: float = 1.0,
         inline: bool | None = None,
         max_file_bytes: int | None = None,
-        **storage_options: Any,
+        storage_options: Mapping[str, Any] | None = None,
+        **legacy_options: Any,
     ) -> None:
         if max_file_bytes is not None and (
             isinstance(max_file_bytes, bool)
@@ -262,13 +104,13 @@ class FsspecKnowledgeStore:
             raise InvalidInputError(f"watch must be 'auto', 'poll' or 'none', not {watch!r}")
         if poll_interval <= 0:
             raise InvalidInputError("poll_interval must be > 0")
+        options = merge_storage_options(storage_options, legacy_options, type(self).__name__)
         self._owns_root = not isinstance(url, StorageRoot)
-        self._root: StorageRoot = open_root(url, storage_options)
-        kinds = _kinds(self._root)
-        self._local = bool(kinds & _LOCAL_ROOTS)
-        self._kind = _listing_kind(self._root, kinds)
-        self._inline = bool(kinds & _INLINE_ROOTS) if inline is None else inline
+        self._root: StorageRoot = open_root(url, options)
+        capabilities = self._root.capabilities
+        self._inline = capabilities.local_io if inline is None else bool(inline)
         self._hub = hub_for(self._root)
+        self._core = StoreCore(self._root, self._hub, max_file_bytes)
         self._watch: WatchMode = watch
         self._poll_interval = float(poll_interval)
         self._subs: weakref.WeakSet[Subscription] = weakref.WeakSet()
@@ -292,180 +134,19 @@ class FsspecKnowledgeStore:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._root.url!r})"
 
-    # -- synchronous core (shared with SyncKnowledgeStore) ---------------------------------
-    def _sync_read_bytes(self, path: str) -> bytes | None:
-        _, rel = split(path)
-        if not rel:
-            return None
-        try:
-            return self._root.read_bytes(rel)
-        except KeyNotFoundError:
-            return None
-        except OSError as exc:
-            if _is_dir_error(exc):
-                return None
-            raise
+    async def _call(self, method: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+        """Run a core method inline (local roots) or in a worker thread (network roots).
 
-    def _sync_read(self, path: str) -> str | None:
-        data = self._sync_read_bytes(path)
-        return None if data is None else data.decode("utf-8", errors="replace")
-
-    def _sync_write_bytes(
-        self, path: str, data: bytes, if_version: str | None, create_only: bool
-    ) -> str:
-        if not isinstance(data, bytes | bytearray | memoryview):
-            raise TypeError(f"data must be bytes, not {type(data).__name__}")
-        norm, rel = split(path)
-        if not rel:
-            raise InvalidPathError("cannot write to '/': it is the store's root directory")
-        limit = self.max_file_bytes
-        if limit is not None and len(data) > limit:
-            raise ContentTooLargeError(f"{norm}: {len(data)} bytes; the limit is {limit}")
-        try:
-            if not self._hub.active:  # the hot path: nobody is watching
-                return self._root.write(
-                    rel, bytes(data), if_version=if_version, create_only=create_only
-                )
-            with self._hub.changing(norm):
-                return self._root.write(
-                    rel, bytes(data), if_version=if_version, create_only=create_only
-                )
-        except OSError as exc:
-            if not _is_dir_error(exc):
-                raise
-            raise InvalidPathError(
-                f"{norm}: a file and a directory cannot share this name on this backend"
-            ) from exc
-
-    def _sync_write(
-        self, path: str, content: str, if_version: str | None, create_only: bool
-    ) -> str:
-        return self._sync_write_bytes(path, _encode(content), if_version, create_only)
-
-    def _sync_append(self, path: str, content: str) -> int:
-        data = _encode(content)
-        norm, rel = split(path)
-        if not rel:
-            raise InvalidPathError("cannot append to '/': it is the store's root directory")
-        limit = self.max_file_bytes
-        if limit is not None:
-            # Checked before appending; concurrent appenders may together pass the limit
-            # by at most one append each.
-            info = self._root.stat(rel)
-            size = (info.size if info is not None else 0) + len(data)
-            if size > limit:
-                raise ContentTooLargeError(
-                    f"{norm}: would grow to {size} bytes; the limit is {limit}"
-                )
-        try:
-            if not self._hub.active:
-                return self._root.append(rel, data)
-            with self._hub.changing(norm):
-                return self._root.append(rel, data)
-        except OSError as exc:
-            if not _is_dir_error(exc):
-                raise
-            raise InvalidPathError(
-                f"{norm}: a file and a directory cannot share this name on this backend"
-            ) from exc
-
-    def _sync_read_range(self, path: str, start: int, end: int | None) -> str:
-        _check_offsets(start, end)
-        _, rel = split(path)
-        if not rel or (end is not None and end <= start):
-            return ""
-        try:
-            raw = self._root.read_range(rel, start, None if end is None else end + 3)
-        except KeyNotFoundError:
-            return ""
-        except OSError as exc:
-            if _is_dir_error(exc):
-                return ""
-            raise
-        want = None if end is None else end - start
-        return _snap_utf8(raw, start, want).decode("utf-8", errors="replace")
-
-    def _sync_list(self, path: str) -> list[str]:
-        _, rel = split(path)
-        files, dirs = self._names(rel)
-        names = files + [name + "/" for name in dirs]
-        names.sort()
-        return names
-
-    def _names(self, rel: str) -> tuple[list[str], list[str]]:
-        """Immediate file and directory names under ``rel`` -- names only, no metadata.
-
-        A listing is the hot part of ``list``; roots answer it with per-file metadata
-        (a stat per file on local folders), so known roots take a names-only path.
+        Inline calls run without waiting (:mod:`fsmemory.fs._nowait`): one that would wait
+        for a lock held elsewhere raises ``WouldBlock`` before changing anything and is
+        repeated in a worker thread, so the event loop never waits on a lock.
         """
-        root: Any = self._root
-        fast = getattr(root, "list_names", None)
-        if callable(fast):
-            files, dirs = fast(rel)
-            return list(files), list(dirs)
-        if self._kind == "local":
-            return _local_names(root, rel)
-        if self._kind == "memory":
-            return _memory_names(root, rel)
-        if self._kind == "fsspec":
-            return _fsspec_names(root, rel)
-        files = [info.path.rsplit("/", 1)[-1] for info in root.list(rel)]
-        return files, root.list_dirs(rel)
-
-    def _sync_exists(self, path: str) -> bool:
-        _, rel = split(path)
-        if not rel:
-            return True
-        if self._root.stat(rel) is not None:
-            return True
-        if self._kind == "local":
-            return _local_has_entries(self._root, rel)
-        files, dirs = self._names(rel)
-        return bool(files or dirs)
-
-    def _sync_delete(self, path: str, allow_root: bool) -> None:
-        norm, rel = split(path)
-        if not rel and not allow_root:
-            raise InvalidPathError(
-                "refusing to delete '/', the whole store: pass allow_root=True to mean it"
-            )
-        with self._hub.changing(norm) as change:
-            change.changed = self._remove(rel) > 0
-
-    def _remove(self, rel: str) -> int:
-        """Delete the file ``rel`` and everything under ``rel/``; returns the file count."""
-        root = self._root
-        if not rel:
-            removed = sum(bool(root.delete(info.path)) for info in root.list(""))
-            return removed + sum(root.delete_tree(name) for name in root.list_dirs(""))
-        try:
-            removed = int(root.delete(rel))
-        except OSError as exc:  # a directory: only its contents go
-            if not _is_dir_error(exc):
-                raise
-            removed = 0
-        # A local folder cannot hold a file and a directory under one name.
-        if not (removed and self._local):
-            removed += root.delete_tree(rel)
-        return removed
-
-    def _sync_stat(self, path: str) -> StoreStat | None:
-        norm, rel = split(path)
-        if not rel:
-            return None
-        # The version must be the compare-and-swap token, which on some backends is a
-        # digest of the content, so read through the root's versioned read.
-        try:
-            current = self._root.read(rel)
-        except KeyNotFoundError:
-            return None
-        except OSError as exc:
-            if _is_dir_error(exc):
-                return None
-            raise
-        info = self._root.stat(rel)
-        mtime = info.mtime if info is not None else None
-        return StoreStat(norm, len(current.data), mtime, current.version)
+        if self._inline:
+            try:
+                return call_without_waiting(method, *args, **kwargs)
+            except WouldBlock:
+                pass
+        return await asyncio.to_thread(method, *args, **kwargs)
 
     # -- async API ---------------------------------------------------------------------
     async def read(self, path: str) -> str | None:
@@ -477,15 +158,11 @@ class FsspecKnowledgeStore:
         Raises:
             InvalidPathError: the path is malformed (``..``, NUL, control characters, ...).
         """
-        if self._inline:
-            return self._sync_read(path)
-        return await asyncio.to_thread(self._sync_read, path)
+        return await self._call(self._core.read, path)
 
     async def read_bytes(self, path: str) -> bytes | None:
         """The file's bytes, or None when it is missing or a directory."""
-        if self._inline:
-            return self._sync_read_bytes(path)
-        return await asyncio.to_thread(self._sync_read_bytes, path)
+        return await self._call(self._core.read_bytes, path)
 
     async def write(
         self,
@@ -509,9 +186,9 @@ class FsspecKnowledgeStore:
             InvalidPathError: a malformed path, ``/`` itself, or (local folders) a path
                 where a directory of that name exists.
         """
-        if self._inline:
-            return self._sync_write(path, content, if_version, create_only)
-        return await asyncio.to_thread(self._sync_write, path, content, if_version, create_only)
+        return await self._call(
+            self._core.write, path, content, if_version=if_version, create_only=create_only
+        )
 
     async def write_bytes(
         self,
@@ -522,9 +199,9 @@ class FsspecKnowledgeStore:
         create_only: bool = False,
     ) -> str:
         """:meth:`write` for raw bytes."""
-        if self._inline:
-            return self._sync_write_bytes(path, data, if_version, create_only)
-        return await asyncio.to_thread(self._sync_write_bytes, path, data, if_version, create_only)
+        return await self._call(
+            self._core.write_bytes, path, data, if_version=if_version, create_only=create_only
+        )
 
     async def append(self, path: str, content: str) -> int:
         """Append ``content`` atomically; returns the byte offset where it starts.
@@ -534,9 +211,7 @@ class FsspecKnowledgeStore:
         the file size on local folders, ``memory://``, ``sqlite://`` and ``redis://``;
         object stores (S3, GCS) emulate it with a compare-and-swap rewrite.
         """
-        if self._inline:
-            return self._sync_append(path, content)
-        return await asyncio.to_thread(self._sync_append, path, content)
+        return await self._call(self._core.append, path, content)
 
     async def read_range(self, path: str, start: int, end: int | None = None) -> str:
         """The text of bytes ``[start, end)`` (``end=None``: to the end of the file).
@@ -550,24 +225,18 @@ class FsspecKnowledgeStore:
         Raises:
             ValueError: a negative offset.
         """
-        if self._inline:
-            return self._sync_read_range(path, start, end)
-        return await asyncio.to_thread(self._sync_read_range, path, start, end)
+        return await self._call(self._core.read_range, path, start, end)
 
     async def list(self, path: str = "/") -> list[str]:
         """Sorted names of the immediate children of ``path``; directories end in ``/``.
 
         ``[]`` for a missing directory. Internal ``.fsmemory*`` files never show.
         """
-        if self._inline:
-            return self._sync_list(path)
-        return await asyncio.to_thread(self._sync_list, path)
+        return await self._call(self._core.list, path)
 
     async def exists(self, path: str) -> bool:
         """True for a file or a directory implied by the files under it (and ``/``)."""
-        if self._inline:
-            return self._sync_exists(path)
-        return await asyncio.to_thread(self._sync_exists, path)
+        return await self._call(self._core.exists, path)
 
     async def delete(self, path: str, *, allow_root: bool = False) -> None:
         """Delete the file at ``path`` and everything under ``path/``.
@@ -575,9 +244,7 @@ class FsspecKnowledgeStore:
         A missing path is a no-op. ``delete("/")`` wipes the whole store and therefore
         raises :class:`~fsmemory.errors.InvalidPathError` unless ``allow_root=True``.
         """
-        if self._inline:
-            return self._sync_delete(path, allow_root)
-        return await asyncio.to_thread(self._sync_delete, path, allow_root)
+        return await self._call(self._core.delete, path, allow_root=allow_root)
 
     async def stat(self, path: str) -> StoreStat | None:
         """Size, mtime and compare-and-swap version of a file; None when missing.
@@ -586,9 +253,7 @@ class FsspecKnowledgeStore:
         between, the write with ``if_version`` fails instead of losing the change. On
         backends whose version is a content digest (local folders) this reads the file.
         """
-        if self._inline:
-            return self._sync_stat(path)
-        return await asyncio.to_thread(self._sync_stat, path)
+        return await self._call(self._core.stat, path)
 
     async def on_change(self, path: str, callback: ChangeCallback) -> Subscription:
         """Call ``callback(changed_path)`` after each change at or under ``path``.
@@ -606,9 +271,7 @@ class FsspecKnowledgeStore:
         norm, rel = split(path)
         loop = asyncio.get_running_loop()
         sub = Subscription(norm, callback, loop, self._hub)
-        watcher = make_watcher(
-            self._watch, sub, self._root, rel, poll_interval=self._poll_interval, local=self._local
-        )
+        watcher = make_watcher(self._watch, sub, self._root, rel, poll_interval=self._poll_interval)
         await sub._start(watcher)
         self._subs.add(sub)
         return sub
@@ -682,15 +345,12 @@ class DiskKnowledgeStore(FsspecKnowledgeStore):
         text = os.fspath(root)
         if "://" in text:
             raise InvalidPathError(f"DiskKnowledgeStore takes a local folder, not a URL: {text}")
-        if durable:
-            from fsmemory.fs.local import LocalRoot
-
-            super().__init__(
-                LocalRoot(text, durable=True), watch=watch, poll_interval=poll_interval
-            )
-            self._owns_root = True
-        else:
-            super().__init__(text, watch=watch, poll_interval=poll_interval)
+        super().__init__(
+            text,
+            watch=watch,
+            poll_interval=poll_interval,
+            storage_options={"durable": True} if durable else None,
+        )
 
 
 class SqliteKnowledgeStore(FsspecKnowledgeStore):
@@ -718,7 +378,10 @@ class SqliteKnowledgeStore(FsspecKnowledgeStore):
         text = os.fspath(path)
         url = text if text.startswith("sqlite://") else f"sqlite://{os.path.abspath(text)}"
         super().__init__(
-            url, watch=watch, poll_interval=poll_interval, durable=durable, timeout=timeout
+            url,
+            watch=watch,
+            poll_interval=poll_interval,
+            storage_options={"durable": durable, "timeout": timeout},
         )
 
 
@@ -732,7 +395,9 @@ class RedisKnowledgeStore(FsspecKnowledgeStore):
         prefix: key prefix that keeps tenants apart (see the ``redis://`` filesystem).
         watch: see :class:`FsspecKnowledgeStore` (polling for other processes' changes).
         poll_interval: seconds between two looks when polling.
-        **storage_options: passed to the Redis filesystem.
+        storage_options: passed to the Redis filesystem (``password``,
+            ``socket_timeout``, ``retry``, ...); as keyword arguments they still work
+            but are deprecated.
 
     Raises:
         MissingDependencyError: the ``redis`` package is missing
@@ -746,10 +411,13 @@ class RedisKnowledgeStore(FsspecKnowledgeStore):
         prefix: str | None = None,
         watch: WatchMode = "auto",
         poll_interval: float = 1.0,
-        **storage_options: Any,
+        storage_options: Mapping[str, Any] | None = None,
+        **legacy_options: Any,
     ) -> None:
-        require("redis", "redis")
-        options = dict(storage_options)
+        from fsmemory.fs.redis import convert_client, redis_module
+
+        redis_module()  # MissingDependencyError before anything else
+        options = merge_storage_options(storage_options, legacy_options, type(self).__name__)
         if prefix is not None:
             options["prefix"] = prefix
         if isinstance(url_or_client, str | os.PathLike):
@@ -757,9 +425,6 @@ class RedisKnowledgeStore(FsspecKnowledgeStore):
             if not url.startswith(("redis://", "rediss://")):
                 raise InvalidPathError(f"not a redis URL: {url!r}")
         else:
-            client = url_or_client
-            if is_async_client(client):
-                client = rebuild_client(client, asynchronous=False)
-            options["client"] = client
+            options["client"] = convert_client(url_or_client, asynchronous=False)
             url = "redis://"
-        super().__init__(url, watch=watch, poll_interval=poll_interval, **options)
+        super().__init__(url, watch=watch, poll_interval=poll_interval, storage_options=options)

@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast, runtime_checkable
 
-from fsmemory.errors import InvalidInputError, LockTimeoutError, require
+from fsmemory.errors import InvalidInputError, LockTimeoutError
 from fsmemory.store._paths import normalize
 from fsmemory.store._protocol import (
     ChangeCallback,
@@ -22,7 +22,6 @@ from fsmemory.store._protocol import (
     StoreStat,
     VersionedKnowledgeStore,
 )
-from fsmemory.store._redis import is_async_client, rebuild_client
 
 __all__ = ["InProcessLock", "LockedKnowledgeStore", "RedisLock", "StoreLock"]
 
@@ -146,7 +145,10 @@ class RedisLock:
         prefix: str = "fsmemory:lock:",
         renew: bool = True,
     ) -> None:
-        require("redis.asyncio", "redis")
+        from fsmemory.fs import redis as redis_helpers
+
+        redis_helpers.redis_module(asynchronous=True)  # MissingDependencyError up front
+        self._helpers = redis_helpers
         self._prefix = prefix
         self._renew = renew
         self._url: str | None = None
@@ -154,10 +156,8 @@ class RedisLock:
         self._loop: asyncio.AbstractEventLoop | None = None
         if isinstance(url_or_client, str):
             self._url = url_or_client
-        elif is_async_client(url_or_client):
-            self._client = url_or_client
         else:
-            self._client = rebuild_client(url_or_client, asynchronous=True)
+            self._client = redis_helpers.convert_client(url_or_client, asynchronous=True)
         self._tokens: dict[str, str] = {}
         self._renewers: dict[str, asyncio.Task[None]] = {}
 
@@ -167,7 +167,7 @@ class RedisLock:
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
             # redis.asyncio connections belong to one event loop.
-            self._client = _async_redis().Redis.from_url(self._url)
+            self._client = self._helpers.client_from_url(self._url, asynchronous=True)
             self._loop = loop
         return self._client
 
@@ -181,7 +181,9 @@ class RedisLock:
         deadline = loop.time() + timeout
         delay = 0.001
         while True:
-            if await client.set(key, token, nx=True, px=ttl_ms):
+            with self._helpers.redis_errors(f"redis lock {key}"):
+                taken = await client.set(key, token, nx=True, px=ttl_ms)
+            if taken:
                 self._tokens[name] = token
                 if self._renew:
                     self._renewers[name] = loop.create_task(self._keep(key, token, ttl))
@@ -215,17 +217,14 @@ class RedisLock:
                 await renewer
         if token is None:
             raise RuntimeError(f"lease {name!r} is not held")
-        await self._redis().eval(_RELEASE, 1, self._prefix + name, token)
+        with self._helpers.redis_errors(f"redis lock {self._prefix + name}"):
+            await self._redis().eval(_RELEASE, 1, self._prefix + name, token)
 
     async def close(self) -> None:
         """Close the connection this lock built from a URL."""
         if self._url is not None and self._client is not None:
             await self._client.aclose()
             self._client = None
-
-
-def _async_redis() -> Any:
-    return require("redis.asyncio", "redis")
 
 
 _HELD: ContextVar[frozenset[tuple[int, str]]] = ContextVar(

@@ -6,7 +6,7 @@ import asyncio
 import os
 import threading
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from fsmemory.fs.base import StorageRoot
 from fsmemory.store._fsspec import FsspecKnowledgeStore
@@ -14,7 +14,6 @@ from fsmemory.store._protocol import (
     ChangeSubscription,
     KnowledgeStore,
     StoreStat,
-    VersionedKnowledgeStore,
 )
 
 __all__ = ["SyncKnowledgeStore", "SyncSubscription"]
@@ -106,7 +105,8 @@ class SyncKnowledgeStore:
                 raise TypeError("options are only accepted together with a URL")
             self._store = store
             self._owns = False
-        self._direct = self._store if isinstance(self._store, FsspecKnowledgeStore) else None
+        # An FsspecKnowledgeStore's blocking core runs right here: no loop, no thread hop.
+        self._core = self._store._core if isinstance(self._store, FsspecKnowledgeStore) else None
         self._runner: _LoopThread | None = None
         self._guard = threading.Lock()
         self._subs: list[SyncSubscription] = []
@@ -128,21 +128,29 @@ class SyncKnowledgeStore:
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self._loop().run(coro)
 
-    def _ext(self) -> VersionedKnowledgeStore:
-        return cast(VersionedKnowledgeStore, self._store)
+    def _do(self, name: str, *args: Any, **options: Any) -> Any:
+        """Call the store method ``name``: directly on the core of an
+        :class:`FsspecKnowledgeStore` (in this thread), else on the private loop.
+
+        ``options`` are the extension keywords (``if_version``, ``allow_root``, ...);
+        only those that differ from their defaults are passed, so a store that implements
+        only the seed's protocol works as long as they are not used.
+        """
+        given = {key: value for key, value in options.items() if value not in (None, False)}
+        if self._core is not None:
+            return getattr(self._core, name)(*args, **given)
+        return self._run(getattr(self._store, name)(*args, **given))
 
     # -- the store API -----------------------------------------------------------------
     def read(self, path: str) -> str | None:
         """The file's text, or None when missing (see :meth:`FsspecKnowledgeStore.read`)."""
-        if self._direct is not None:
-            return self._direct._sync_read(path)
-        return self._run(self._store.read(path))
+        result: str | None = self._do("read", path)
+        return result
 
     def read_bytes(self, path: str) -> bytes | None:
         """The file's bytes, or None when missing."""
-        if self._direct is not None:
-            return self._direct._sync_read_bytes(path)
-        return self._run(self._ext().read_bytes(path))
+        result: bytes | None = self._do("read_bytes", path)
+        return result
 
     def write(
         self,
@@ -153,13 +161,10 @@ class SyncKnowledgeStore:
         create_only: bool = False,
     ) -> str | None:
         """Replace the file atomically; returns the new version when the store gives one."""
-        if self._direct is not None:
-            return self._direct._sync_write(path, content, if_version, create_only)
-        if if_version is None and not create_only:
-            return self._run(self._store.write(path, content))
-        return self._run(
-            self._ext().write(path, content, if_version=if_version, create_only=create_only)
+        result: str | None = self._do(
+            "write", path, content, if_version=if_version, create_only=create_only
         )
+        return result
 
     def write_bytes(
         self,
@@ -170,50 +175,38 @@ class SyncKnowledgeStore:
         create_only: bool = False,
     ) -> str:
         """:meth:`write` for bytes."""
-        if self._direct is not None:
-            return self._direct._sync_write_bytes(path, data, if_version, create_only)
-        return self._run(
-            self._ext().write_bytes(path, data, if_version=if_version, create_only=create_only)
+        result: str = self._do(
+            "write_bytes", path, data, if_version=if_version, create_only=create_only
         )
+        return result
 
     def append(self, path: str, content: str) -> int:
         """Append atomically; returns the byte offset where ``content`` starts."""
-        if self._direct is not None:
-            return self._direct._sync_append(path, content)
-        return self._run(self._store.append(path, content))
+        result: int = self._do("append", path, content)
+        return result
 
     def read_range(self, path: str, start: int, end: int | None = None) -> str:
         """Text of bytes ``[start, end)``; offsets inside a character snap forward."""
-        if self._direct is not None:
-            return self._direct._sync_read_range(path, start, end)
-        return self._run(self._store.read_range(path, start, end))
+        result: str = self._do("read_range", path, start, end)
+        return result
 
     def list(self, path: str = "/") -> list[str]:
         """Sorted immediate children; directories end with ``/``."""
-        if self._direct is not None:
-            return self._direct._sync_list(path)
-        return self._run(self._store.list(path))
+        result: list[str] = self._do("list", path)
+        return result
 
     def exists(self, path: str) -> bool:
         """True for a file or an implied directory."""
-        if self._direct is not None:
-            return self._direct._sync_exists(path)
-        return self._run(self._store.exists(path))
+        return bool(self._do("exists", path))
 
     def delete(self, path: str, *, allow_root: bool = False) -> None:
         """Delete the file and everything under ``path/`` (``/`` needs ``allow_root``)."""
-        if self._direct is not None:
-            self._direct._sync_delete(path, allow_root)
-        elif allow_root:
-            self._run(self._ext().delete(path, allow_root=True))
-        else:
-            self._run(self._store.delete(path))
+        self._do("delete", path, allow_root=allow_root)
 
     def stat(self, path: str) -> StoreStat | None:
         """Size, mtime and compare-and-swap version, or None."""
-        if self._direct is not None:
-            return self._direct._sync_stat(path)
-        return self._run(self._ext().stat(path))
+        result: StoreStat | None = self._do("stat", path)
+        return result
 
     def on_change(self, path: str, callback: Callable[[str], object]) -> SyncSubscription:
         """Call ``callback(changed_path)`` (a plain function) after changes under ``path``.
@@ -240,8 +233,8 @@ class SyncKnowledgeStore:
             store: Any = self._store
             if runner is not None:
                 runner.run(store.close())
-            elif self._direct is not None:
-                self._direct._root.close()
+            elif self._core is not None:
+                self._core.root.close()
         if runner is not None:
             runner.stop()
             self._runner = None

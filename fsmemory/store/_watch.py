@@ -103,13 +103,13 @@ class ChangeHub:
                 sub._end(path)
 
 
-_HUBS: weakref.WeakValueDictionary[tuple[str, str, int], ChangeHub] = weakref.WeakValueDictionary()
+_HUBS: weakref.WeakValueDictionary[tuple[str, ...], ChangeHub] = weakref.WeakValueDictionary()
 _HUBS_LOCK = threading.Lock()
 
 
 def hub_for(root: StorageRoot) -> ChangeHub:
     """The hub shared by every store of this process over the same storage location."""
-    key = (type(root).__qualname__, str(getattr(root, "root", root.url)), id(root.fs))
+    key = root.storage_key()
     with _HUBS_LOCK:
         hub = _HUBS.get(key)
         if hub is None:
@@ -511,15 +511,15 @@ def make_watcher(
     rel: str,
     *,
     poll_interval: float,
-    local: bool,
 ) -> _Watcher | None:
     """Pick how ``sub`` learns about changes made outside this process.
 
-    ``mode`` is ``"auto"`` (watchdog on local folders when installed, else polling),
+    ``mode`` is ``"auto"`` (native notifications where the root's capabilities say
+    ``watch`` -- local folders, through watchdog when installed -- else polling),
     ``"poll"`` or ``"none"`` (in-process changes only).
     """
     if mode == "none":
         return None
-    if mode == "auto" and local and _watchdog_available():
+    if mode == "auto" and root.capabilities.watch and _watchdog_available():
         return _WatchdogWatcher(sub, root, rel, poll_interval)
     return _PollWatcher(sub, root, rel, poll_interval)

@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from fsmemory.errors import BackendError, ConflictError, InvalidPathError, MissingDependencyError
+from fsmemory.errors import (
+    BackendError,
+    BucketNotFoundError,
+    ConflictError,
+    InvalidPathError,
+    MissingDependencyError,
+)
 from fsmemory.fs import StorageRoot, open_root
 from fsmemory.fs.gcs import GCSRoot
 from fsmemory.fs.s3 import S3Root
@@ -94,7 +100,7 @@ def test_s3_missing_bucket_is_not_a_conflict(s3_storage_options: dict[str, Any])
         lambda: root.update("a", lambda cur: b"x"),
         lambda: root.append("a", b"x"),
     ):
-        with pytest.raises(FileNotFoundError):
+        with pytest.raises(BucketNotFoundError, match="fsm-no-such-bucket-anywhere"):
             call()
 
 

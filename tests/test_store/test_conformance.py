@@ -123,7 +123,9 @@ class TestS3Store(KnowledgeStoreTests):
 
     @pytest.fixture
     def store(self, s3_root_url: str, s3_storage_options: dict[str, Any]) -> FsspecKnowledgeStore:
-        return FsspecKnowledgeStore(s3_root_url, poll_interval=0.2, **s3_storage_options)
+        return FsspecKnowledgeStore(
+            s3_root_url, poll_interval=0.2, storage_options=s3_storage_options
+        )
 
 
 @pytest.mark.gcs
@@ -135,4 +137,6 @@ class TestGcsStore(KnowledgeStoreTests):
 
     @pytest.fixture
     def store(self, gcs_root_url: str, gcs_storage_options: dict[str, Any]) -> FsspecKnowledgeStore:
-        return FsspecKnowledgeStore(gcs_root_url, poll_interval=0.2, **gcs_storage_options)
+        return FsspecKnowledgeStore(
+            gcs_root_url, poll_interval=0.2, storage_options=gcs_storage_options
+        )

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fsmemory.errors import InvalidPathError, LockTimeoutError
+from fsmemory.errors import InvalidInputError, InvalidPathError, LockTimeoutError
 from fsmemory.fs import StorageRoot, open_root
 from fsmemory.fs import sqlite as sqlite_mod
 from fsmemory.fs.sqlite import SqliteRoot
@@ -55,7 +55,7 @@ def test_open_root_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     relative = open_root("sqlite://rel.db", {"durable": True, "timeout": 2})
     assert isinstance(relative, SqliteRoot)
     assert relative.database == str(tmp_path / "rel.db") and relative.durable
-    with pytest.raises(TypeError):
+    with pytest.raises(InvalidInputError, match="bogus"):
         open_root("sqlite://x.db", {"bogus": 1})
     for bad in ("sqlite://", "sqlite://:memory:"):
         with pytest.raises(InvalidPathError):

@@ -97,12 +97,17 @@ def check_options(kind: str, options: Mapping[str, Any], known: Iterable[str]) -
     """Refuse storage options a root does not understand (instead of dropping them).
 
     ``retry`` is understood everywhere: a root without a network has nothing to retry,
-    so the same options can serve a local folder and a bucket.
+    so the same options can serve a local folder and a bucket (a malformed policy is
+    still refused).
 
     Raises:
         InvalidInputError: ``options`` holds a key outside ``known`` and ``retry``.
     """
-    allowed = {*known, "retry"}
+    from fsmemory.fs.retry import OPTION_KEY, RetryPolicy
+
+    if OPTION_KEY in options:
+        RetryPolicy.from_value(options[OPTION_KEY])
+    allowed = {*known, OPTION_KEY}
     unknown = sorted(set(options) - allowed)
     if unknown:
         accepted = ", ".join(sorted(allowed)) or "none"

@@ -104,13 +104,15 @@ class LocalRoot(StorageRoot):
         """The folder itself."""
         return ("local", self.root)
 
-    @property
-    def fs(self) -> Any:  # type: ignore[override]
-        """fsspec's local filesystem (imported on first use: the root itself never
-        needs it)."""
-        import fsspec
+    def __getattr__(self, name: str) -> Any:
+        # ``fs`` (fsspec's local filesystem) is imported on first use: the root itself
+        # never needs it, and a local folder must not pay for importing fsspec.
+        if name == "fs":
+            import fsspec
 
-        return fsspec.filesystem("file")
+            self.fs = fsspec.filesystem("file")
+            return self.fs
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # -- paths -------------------------------------------------------------------------
     def full_path(self, path: str) -> str:

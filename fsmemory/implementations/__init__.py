@@ -35,7 +35,12 @@ def register(clobber: bool = True) -> None:
     import fsspec
 
     for protocol, target in _IMPLEMENTATIONS.items():
-        fsspec.register_implementation(protocol, target, clobber=clobber)
+        fsspec.register_implementation(
+            protocol,
+            target,
+            clobber=clobber,
+            errtxt=f"{protocol}:// needs redis-py: pip install 'fsmemory[redis]'",
+        )
 
 
 def __getattr__(name: str) -> Any:

@@ -11,7 +11,14 @@ import errno
 
 import pytest
 
-from fsmemory.errors import BackendError, ConflictError, InvalidPathError, KeyNotFoundError
+from fsmemory.errors import (
+    BackendError,
+    BucketNotFoundError,
+    ConflictError,
+    InvalidPathError,
+    KeyNotFoundError,
+    NotAFileError,
+)
 from fsmemory.fs.errors import http_status, is_precondition_failure, translate_error, translated
 
 
@@ -57,11 +64,26 @@ def test_s3_other_einval_is_backend_error() -> None:
     assert http_status(exc) == 416
 
 
-@pytest.mark.parametrize("code", ["NoSuchKey", "NoSuchBucket"])
-def test_s3_missing_is_key_not_found(code: str) -> None:
-    """A missing key or bucket is KeyNotFoundError (also a FileNotFoundError)."""
-    new = translate_error(_s3fs(code, 404), "p")
+def test_s3_missing_key_is_key_not_found() -> None:
+    """A missing key is KeyNotFoundError (also a FileNotFoundError)."""
+    new = translate_error(_s3fs("NoSuchKey", 404), "p")
     assert isinstance(new, KeyNotFoundError) and isinstance(new, FileNotFoundError)
+
+
+def test_s3_missing_bucket_is_not_a_missing_key() -> None:
+    """A missing bucket is BucketNotFoundError, a BackendError: nobody catching a
+    missing file may take it for one."""
+    new = translate_error(_s3fs("NoSuchBucket", 404), "p")
+    assert isinstance(new, BucketNotFoundError) and isinstance(new, BackendError)
+    assert not isinstance(new, KeyNotFoundError)
+
+
+@pytest.mark.parametrize("exc", [IsADirectoryError(21, "x"), NotADirectoryError(20, "x")])
+def test_directory_errors_are_mapped_once(exc: OSError) -> None:
+    """EISDIR/ENOTDIR: a directory where a file is expected -- NotAFileError, which is a
+    KeyNotFoundError for readers."""
+    new = translate_error(exc, "p")
+    assert isinstance(new, NotAFileError) and isinstance(new, KeyNotFoundError)
 
 
 def test_s3_access_denied_is_backend_error() -> None:

@@ -614,3 +614,49 @@ class TestBackendErrors:
             assert isinstance(exc.value.__cause__, redis.exceptions.AuthenticationError)
         finally:
             redis_fs.client.acl_deluser(user)
+
+
+# --------------------------------------------------------------------------- ? and # in names
+
+
+class TestQuestionMarksAndHashes:
+    """A key is stored exactly as named: ``?`` and ``#`` in a path are part of it."""
+
+    @pytest.mark.parametrize("name", ["what?.md", "c#sharp.md", "a?b#c.md", "q?x=1.md", "#"])
+    def test_urls_keep_the_whole_name(self, redis_fs: RedisFileSystem, name: str) -> None:
+        url = f"redis://{redis_fs.host}:{redis_fs.port}/{redis_fs.db}/notes/{name}"
+        assert RedisFileSystem._strip_protocol(url) == f"notes/{name}"
+        redis_fs.pipe_file(url, b"exact")
+        assert redis_fs.ls("notes", detail=False) == [f"notes/{name}"]
+        assert redis_fs.cat_file(f"notes/{name}") == b"exact"
+        assert redis_fs.client.get("{" + redis_fs.prefix + "}:d:notes/" + name) == b"exact"
+        with fsspec.open(url, "rb", prefix=redis_fs.prefix) as f:
+            assert f.read() == b"exact"
+
+    def test_glob_question_mark_matches_one_character(self, redis_fs: RedisFileSystem) -> None:
+        redis_fs.pipe_file("notes/what.md", b"1")
+        redis_fs.pipe_file("notes/wha?.md", b"2")
+        redis_fs.pipe_file("notes/whatt.md", b"3")
+        base = f"redis://{redis_fs.host}:{redis_fs.port}/{redis_fs.db}"
+        # fsspec's glob: "?" is any one character (so it also matches a literal "?").
+        assert redis_fs.glob(f"{base}/notes/wha?.md") == ["notes/wha?.md", "notes/what.md"]
+        assert redis_fs.glob("notes/wha?.md") == ["notes/wha?.md", "notes/what.md"]
+
+    def test_kwargs_ignore_question_marks_in_the_path(self) -> None:
+        kw = RedisFileSystem._get_kwargs_from_urls("redis://h:1/2/notes/what?.md#x")
+        assert kw == {"host": "h", "port": 1, "db": 2}
+        kw = RedisFileSystem._get_kwargs_from_urls("redis://h:1/2/a?.md?prefix=t")
+        assert kw == {"host": "h", "port": 1, "db": 2, "prefix": "t"}
+        assert RedisFileSystem._strip_protocol("redis://h:1/2/a?.md?prefix=t") == "a?.md"
+        assert RedisFileSystem._get_kwargs_from_urls("redis://h?prefix=t") == {
+            "host": "h",
+            "prefix": "t",
+        }
+
+    def test_url_of_another_database_or_tenant_is_refused(self, redis_fs: RedisFileSystem) -> None:
+        base = f"redis://{redis_fs.host}:{redis_fs.port}"
+        other_db = (redis_fs.db + 1) % 16
+        for url in (f"{base}/{other_db}/a.md", f"{base}/{redis_fs.db}/a.md?prefix=elsewhere"):
+            with pytest.raises(InvalidPathError):
+                redis_fs.pipe_file(url, b"x")
+        assert redis_fs.ls("", detail=False) == []  # nothing written under another name

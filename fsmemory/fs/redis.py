@@ -22,7 +22,7 @@ from __future__ import annotations
 from contextlib import suppress
 from typing import Any
 
-from fsmemory.errors import require
+from fsmemory.errors import ConflictError, require
 from fsmemory.fs.base import Capabilities, Versioned
 from fsmemory.fs.errors import translated
 from fsmemory.fs.generic import FsspecRoot, _find_at_line_start
@@ -81,7 +81,15 @@ class RedisRoot(FsspecRoot):
         if if_version is None and not create:
             with translated(path):
                 return str(self.fs.pipe_file(full, data))
-        expected = 0 if create else int(if_version or 0)
+        if create:
+            expected = 0
+        elif if_version is not None and if_version.isascii() and if_version.isdigit():
+            expected = int(if_version)
+        else:
+            expected = -1
+        if expected < 0 or (expected == 0 and not create):
+            # Versions are positive integers: any other token can never match.
+            raise ConflictError(f"{path!r} has no version {if_version!r}")
         with translated(path):
             return str(self.fs.pipe_if_version(full, data, expected))
 

@@ -56,7 +56,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from fsmemory.errors import BackendError, ConflictError, InvalidInputError, KeyNotFoundError
@@ -96,6 +96,8 @@ class RetryPolicy:
             timeout.
         jitter: each pause is drawn uniformly from ``[(1 - jitter) * d, d]`` so that
             writers that failed together do not retry together.
+        clock: the monotonic clock the deadline is measured with (injectable for tests).
+        sleep: how a pause is waited (injectable for tests).
 
     Raises:
         InvalidInputError: a value out of range.
@@ -106,6 +108,8 @@ class RetryPolicy:
     max_delay: float = 2.0
     deadline: float = 20.0
     jitter: float = 0.5
+    clock: Callable[[], float] = field(default=time.monotonic, compare=False, repr=False)
+    sleep: Callable[[float], None] = field(default=time.sleep, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.attempts, bool) or not isinstance(self.attempts, int):
@@ -315,13 +319,13 @@ class _Attempts:
     def __init__(self, policy: RetryPolicy, what: str) -> None:
         self.policy = policy
         self.what = what
-        self.started = time.monotonic()
+        self.started = policy.clock()
         self.tries = 1
         self.pauses = policy.pauses()
 
     def failed(self, exc: BaseException) -> None:
         """Sleep before the next try, or raise BackendError when out of tries or time."""
-        elapsed = time.monotonic() - self.started
+        elapsed = self.policy.clock() - self.started
         pause = next(self.pauses, None)
         if pause is None or elapsed + pause > self.policy.deadline:
             raise BackendError(
@@ -330,7 +334,7 @@ class _Attempts:
         logger.debug(
             "%s: try %d failed (%s); retrying in %.3f s", self.what, self.tries, exc, pause
         )
-        time.sleep(pause)
+        self.policy.sleep(pause)
         self.tries += 1
 
     def within(self, func: Callable[[], _T]) -> _T:

@@ -55,3 +55,15 @@ class TestGCSRoot(StorageRootTests):
     @pytest.fixture
     def root(self, gcs_root_url: str, gcs_storage_options: dict[str, Any]) -> StorageRoot:
         return open_root(gcs_root_url, gcs_storage_options)
+
+
+@pytest.mark.redis
+class TestRedisRoot(StorageRootTests):
+    """Redis through the ``redis://`` filesystem against redis-server (own key prefix)."""
+
+    @pytest.fixture
+    def root(self, redis_url: str) -> Iterator[StorageRoot]:
+        root = open_root(f"{redis_url}/0/root", {"prefix": f"fsm-{uuid.uuid4().hex[:12]}"})
+        yield root
+        root.delete_tree("")
+        root.close()

@@ -7,7 +7,6 @@ backends themselves are exercised through real services in ``test_faults.py``.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -123,13 +122,57 @@ def test_call_gives_up_with_a_clear_error() -> None:
     assert isinstance(info.value.__cause__, BackendError)
 
 
+class FakeTime:
+    """A clock that moves only when the policy sleeps (no real waiting)."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.pauses: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.pauses.append(seconds)
+        self.now += seconds
+
+
 def test_deadline_bounds_total_time() -> None:
-    """No new try starts after the deadline, however many attempts are allowed."""
-    policy = RetryPolicy(attempts=10_000, base_delay=0.02, max_delay=0.05, deadline=0.3)
-    started = time.monotonic()
-    with pytest.raises(BackendError, match="gave up"):
+    """No new try starts after the deadline, however many attempts are allowed: with
+    pauses of 20, 40, then 50 ms (capped) and a 0.3 s deadline, exactly 7 tries run."""
+    fake = FakeTime()
+    policy = RetryPolicy(
+        attempts=10_000,
+        base_delay=0.02,
+        max_delay=0.05,
+        deadline=0.3,
+        jitter=0.0,
+        clock=fake.clock,
+        sleep=fake.sleep,
+    )
+    tries = 0
+
+    def failing() -> None:
+        nonlocal tries
+        tries += 1
+        raise _backend(TimeoutError())
+
+    with pytest.raises(BackendError, match="gave up after 7 tries"):
+        policy.call(failing)
+    assert tries == 7
+    assert fake.pauses == pytest.approx([0.02, 0.04, 0.05, 0.05, 0.05, 0.05])
+    assert fake.now - 100.0 <= 0.3  # the next pause would have crossed the deadline
+
+
+def test_jittered_pauses_stay_within_their_bounds() -> None:
+    fake = FakeTime()
+    policy = RetryPolicy(
+        attempts=6, base_delay=0.1, max_delay=1.0, jitter=0.5, clock=fake.clock, sleep=fake.sleep
+    )
+    with pytest.raises(BackendError, match="gave up after 6 tries"):
         policy.call(lambda: (_ for _ in ()).throw(_backend(TimeoutError())))
-    assert time.monotonic() - started < 0.3 + 0.1
+    for pause, full in zip(fake.pauses, [0.1, 0.2, 0.4, 0.8, 1.0], strict=True):
+        assert full * 0.5 <= pause <= full
 
 
 class _Object:

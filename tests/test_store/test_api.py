@@ -83,20 +83,16 @@ def test_bad_options() -> None:
         SyncKnowledgeStore(MemoryKnowledgeStore(), watch="none")
 
 
-def test_private_memory_stores_are_isolated_and_named_ones_shared() -> None:
-    import asyncio
+async def test_private_memory_stores_are_isolated_and_named_ones_shared() -> None:
 
-    async def body() -> None:
-        a, b = MemoryKnowledgeStore(), MemoryKnowledgeStore()
-        await a.write("/x", "a")
-        assert await b.read("/x") is None
-        name = f"shared-{id(a)}"
-        c, d = MemoryKnowledgeStore(name), MemoryKnowledgeStore(name)
-        await c.write("/x", "c")
-        assert await d.read("/x") == "c"
-        await c.delete("/", allow_root=True)
-
-    asyncio.run(body())
+    a, b = MemoryKnowledgeStore(), MemoryKnowledgeStore()
+    await a.write("/x", "a")
+    assert await b.read("/x") is None
+    name = f"shared-{id(a)}"
+    c, d = MemoryKnowledgeStore(name), MemoryKnowledgeStore(name)
+    await c.write("/x", "c")
+    assert await d.read("/x") == "c"
+    await c.delete("/", allow_root=True)
 
 
 def test_private_memory_store_is_purged_when_dropped() -> None:

@@ -22,18 +22,15 @@ async def _roundtrip(store: RedisKnowledgeStore) -> None:
     await store.delete("/", allow_root=True)
 
 
-def test_from_url_with_prefix(redis_url: str) -> None:
+async def test_from_url_with_prefix(redis_url: str) -> None:
     prefix = unique_name()
     store = RedisKnowledgeStore(redis_url, prefix=prefix)
     other = RedisKnowledgeStore(redis_url, prefix=unique_name())
 
-    async def body() -> None:
-        await store.write("/mine", "1")
-        assert await other.read("/mine") is None
-        await store.delete("/mine")
-        await _roundtrip(store)
-
-    asyncio.run(body())
+    await store.write("/mine", "1")
+    assert await other.read("/mine") is None
+    await store.delete("/mine")
+    await _roundtrip(store)
 
 
 def test_from_a_sync_client(redis_url: str) -> None:
@@ -51,17 +48,14 @@ def test_from_an_asyncio_client(redis_url: str) -> None:
     asyncio.run(_roundtrip(RedisKnowledgeStore(client, prefix=unique_name())))
 
 
-def test_redis_lock_from_a_sync_client(redis_url: str) -> None:
+async def test_redis_lock_from_a_sync_client(redis_url: str) -> None:
     import redis
 
     from fsmemory.store import RedisLock
 
-    async def body() -> None:
-        lock = RedisLock(redis.Redis.from_url(redis_url), prefix=unique_name() + ":")
-        assert await lock.acquire("x", timeout=1)
-        await lock.release("x")
-
-    asyncio.run(body())
+    lock = RedisLock(redis.Redis.from_url(redis_url), prefix=unique_name() + ":")
+    assert await lock.acquire("x", timeout=1)
+    await lock.release("x")
 
 
 def test_network_calls_leave_the_event_loop(redis_url: str) -> None:

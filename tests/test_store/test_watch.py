@@ -1,198 +1,191 @@
-"""on_change details: watchdog vs polling, fallbacks, duplicates, ordering."""
+"""on_change details: watchdog vs polling, fallbacks, duplicates, ordering.
+
+No fixed sleeps: each test waits for the notification it expects (``wait_for``), and
+"nothing more arrives" is shown by a later marker change that must arrive after it --
+delivery is in order, and outside edits reach the watcher in the order they were made.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from fsmemory.store import DiskKnowledgeStore, FsspecKnowledgeStore, MemoryKnowledgeStore
+from fsmemory.store import DiskKnowledgeStore, MemoryKnowledgeStore, Subscription
+from fsmemory.testing.store_conformance import wait_for
 
 
-async def _collect(
-    store: FsspecKnowledgeStore, path: str, action: object, wait: float
-) -> list[str]:
-    seen: list[str] = []
+class Recorder:
+    """A callback that records the paths it is given."""
 
-    async def callback(changed: str) -> None:
-        seen.append(changed)
+    def __init__(self) -> None:
+        self.seen: list[str] = []
 
-    async with await store.on_change(path, callback):
-        await action()  # type: ignore[operator]
-        await asyncio.sleep(wait)
-    return seen
+    async def __call__(self, changed: str) -> None:
+        self.seen.append(changed)
+
+    async def until(self, path: str, count: int = 1) -> None:
+        """Wait until ``path`` was reported ``count`` times."""
+        assert await wait_for(lambda: self.seen.count(path) >= count), (path, self.seen)
 
 
-def test_disk_store_works_without_watchdog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_disk_store_works_without_watchdog(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, "watchdog", None)
     monkeypatch.setitem(sys.modules, "watchdog.observers", None)
     store = DiskKnowledgeStore(tmp_path / "s", poll_interval=0.05)
-
-    async def body() -> tuple[str, list[str]]:
-        seen: list[str] = []
-
-        async def callback(changed: str) -> None:
-            seen.append(changed)
-
-        sub = await store.on_change("/", callback)
-        mode = sub.mode
+    rec = Recorder()
+    sub = await store.on_change("/", rec)
+    try:
+        assert sub.mode == "poll"
         (tmp_path / "s").mkdir(exist_ok=True)
         (tmp_path / "s" / "by-hand.md").write_text("edited outside")
-        deadline = time.monotonic() + 5
-        while "/by-hand.md" not in seen and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
+        await rec.until("/by-hand.md")
+    finally:
         await sub.close()
-        return mode, seen
-
-    mode, seen = asyncio.run(body())
-    assert mode == "poll"
-    assert "/by-hand.md" in seen
 
 
 @pytest.mark.parametrize("watch", ["auto", "poll"])
-def test_store_writes_are_reported_once(tmp_path: Path, watch: str) -> None:
+async def test_store_writes_are_reported_once(tmp_path: Path, watch: str) -> None:
     if watch == "auto":
         pytest.importorskip("watchdog")
-    store = DiskKnowledgeStore(tmp_path / "s", watch=watch, poll_interval=0.05)  # type: ignore[arg-type]
-
-    async def action() -> None:
+    folder = tmp_path / "s"
+    store = DiskKnowledgeStore(folder, watch=watch, poll_interval=0.05)  # type: ignore[arg-type]
+    rec = Recorder()
+    async with await store.on_change("/", rec):
         await store.write("/a", "1")
-        await asyncio.sleep(0.3)
+        await rec.until("/a")
         await store.write("/b", "2")
         await store.append("/b", "3")
-        await asyncio.sleep(0.3)
+        await rec.until("/b")
         await store.delete("/a")
-
-    seen = asyncio.run(_collect(store, "/", action, 0.5))
+        await rec.until("/a", 2)
+        (folder / "zz-marker").write_text("by hand")  # seen after any late echo
+        await rec.until("/zz-marker")
+    seen = rec.seen
     if watch == "auto":
         assert seen.count("/a") == 2  # the write, then the delete
     else:  # a poll racing with a write may report it once more (at least once)
         assert 2 <= seen.count("/a") <= 3
     assert 1 <= seen.count("/b") <= 2  # write + append may coalesce while one is pending
-    assert set(seen) == {"/a", "/b"}
+    assert set(seen) == {"/a", "/b", "/zz-marker"}
 
 
-def test_outside_edits_on_local_folder_with_watchdog(tmp_path: Path) -> None:
+async def test_outside_edits_on_local_folder_with_watchdog(tmp_path: Path) -> None:
     pytest.importorskip("watchdog")
     store = DiskKnowledgeStore(tmp_path / "s")  # default 1 s polling would be too slow
-
-    async def action() -> None:
+    rec = Recorder()
+    async with await store.on_change("/notes", rec):
         (tmp_path / "s" / "notes").mkdir(parents=True)
         (tmp_path / "s" / "notes" / "n.md").write_text("hand edit")
-        await asyncio.sleep(0.3)
+        await rec.until("/notes/n.md")
         (tmp_path / "s" / "notes" / "n.md").unlink()
-
-    seen = asyncio.run(_collect(store, "/notes", action, 0.5))
-    assert seen.count("/notes/n.md") >= 2
+        await rec.until("/notes/n.md", 2)
 
 
-def test_directory_delete_is_one_notification(tmp_path: Path) -> None:
+async def test_directory_delete_is_one_notification(tmp_path: Path) -> None:
     pytest.importorskip("watchdog")
     store = DiskKnowledgeStore(tmp_path / "s")
-
-    async def body() -> list[str]:
-        for i in range(5):
-            await store.write(f"/d/f{i}", "x")
-
-        async def action() -> None:
-            await store.delete("/d")
-
-        return await _collect(store, "/", action, 0.5)
-
-    assert asyncio.run(body()) == ["/d"]
+    for i in range(5):
+        await store.write(f"/d/f{i}", "x")
+    rec = Recorder()
+    async with await store.on_change("/", rec):
+        await store.delete("/d")
+        await rec.until("/d")
+        (tmp_path / "s" / "marker").write_text("by hand")  # after the deletions' events
+        await rec.until("/marker")
+    assert rec.seen == ["/d", "/marker"]
 
 
-def test_watch_none_reports_only_in_process_writes() -> None:
+async def test_watch_none_reports_only_in_process_writes() -> None:
     store = MemoryKnowledgeStore(watch="none")
-
-    async def action() -> None:
+    rec = Recorder()
+    async with await store.on_change("/", rec) as sub:
+        assert sub.mode == "local"  # no watcher at all: nothing from outside can come
         store.root.write("outside", b"x")
         await store.write("/inside", "y")
+        await rec.until("/inside")
+    assert rec.seen == ["/inside"]
 
-    seen = asyncio.run(_collect(store, "/", action, 0.2))
-    assert seen == ["/inside"]
 
-
-def test_two_stores_on_one_root_see_each_others_writes(tmp_path: Path) -> None:
+async def test_two_stores_on_one_root_see_each_others_writes(tmp_path: Path) -> None:
     writer = DiskKnowledgeStore(tmp_path / "s", watch="none")
     watcher = DiskKnowledgeStore(tmp_path / "s", watch="none")
-
-    async def action() -> None:
+    rec = Recorder()
+    async with await watcher.on_change("/", rec):
         await writer.write("/shared", "x")
+        await rec.until("/shared")
+    assert rec.seen == ["/shared"]
 
-    assert asyncio.run(_collect(watcher, "/", action, 0.1)) == ["/shared"]
 
-
-def test_callbacks_run_in_order_and_may_be_sync() -> None:
+async def test_callbacks_run_in_order_and_may_be_sync() -> None:
     store = MemoryKnowledgeStore(watch="none")
     seen: list[str] = []
-
-    async def body() -> None:
-        sub = await store.on_change("/", seen.append)
+    sub = await store.on_change("/", seen.append)
+    try:
         for i in range(5):
             await store.write(f"/f{i}", "x")
-        await asyncio.sleep(0.05)
+        assert await wait_for(lambda: len(seen) >= 5)
+    finally:
         await sub.close()
-
-    asyncio.run(body())
     assert seen == [f"/f{i}" for i in range(5)]
 
 
-def test_slow_callback_never_blocks_the_writer_and_coalesces() -> None:
+async def test_slow_callback_never_blocks_the_writer_and_coalesces() -> None:
+    """The callback does not return until all 200 appends are done: were the writer
+    waiting for it, the appends could never finish."""
     store = MemoryKnowledgeStore(watch="none")
     seen: list[str] = []
+    release = asyncio.Event()
 
-    async def body() -> float:
-        async def slow(path: str) -> None:
-            seen.append(path)
-            await asyncio.sleep(0.2)
+    async def slow(path: str) -> None:
+        seen.append(path)
+        if path == "/log":
+            await release.wait()
 
-        sub = await store.on_change("/", slow)
-        started = time.monotonic()
-        for _ in range(200):
-            await store.append("/log", "x")
-        elapsed = time.monotonic() - started
-        await asyncio.sleep(0.6)
+    sub = await store.on_change("/", slow)
+    try:
+        appends = asyncio.gather(*(store.append("/log", "x") for _ in range(200)))
+        assert await wait_for(appends.done)
+        assert len(await appends) == 200
+        release.set()
+        await store.write("/end", "marker")  # delivered after every pending "/log"
+        assert await wait_for(lambda: "/end" in seen)
+    finally:
+        release.set()
         await sub.close()
-        return elapsed
-
-    assert asyncio.run(body()) < 0.2
-    assert 1 <= len(seen) <= 3
+    assert seen[-1] == "/end"
+    assert 1 <= seen.count("/log") <= 2  # 200 changes, coalesced while one was pending
 
 
-def test_closing_from_inside_the_callback() -> None:
+async def test_closing_from_inside_the_callback() -> None:
     store = MemoryKnowledgeStore(watch="none")
     seen: list[str] = []
+    holder: list[Subscription] = []
 
-    async def body() -> None:
-        holder: list[object] = []
+    async def once(path: str) -> None:
+        seen.append(path)
+        await holder[0].close()
 
-        async def once(path: str) -> None:
-            seen.append(path)
-            await holder[0].close()  # type: ignore[attr-defined]
-
-        holder.append(await store.on_change("/", once))
+    holder.append(await store.on_change("/", once))
+    witness = Recorder()
+    async with await store.on_change("/", witness):
         await store.write("/a", "1")
-        await asyncio.sleep(0.05)
+        assert await wait_for(lambda: holder[0].closed)
         await store.write("/b", "2")
-        await asyncio.sleep(0.05)
-
-    asyncio.run(body())
+        await witness.until("/b")  # published: only the closed subscription missed it
     assert seen == ["/a"]
 
 
-def test_store_close_closes_subscriptions() -> None:
+async def test_store_close_closes_subscriptions() -> None:
     store = MemoryKnowledgeStore(poll_interval=0.05)
 
-    async def body() -> bool:
-        async def callback(path: str) -> None:
-            return None
+    async def callback(path: str) -> None:
+        return None
 
-        sub = await store.on_change("/", callback)
-        await store.close()
-        return sub.closed
-
-    assert asyncio.run(body())
+    sub = await store.on_change("/", callback)
+    await store.close()
+    assert sub.closed

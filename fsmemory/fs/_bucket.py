@@ -28,12 +28,27 @@ from fsmemory.fs.generic import FsspecRoot
 from fsmemory.fs.paths import validate_path
 from fsmemory.fs.retry import RetryPolicy, idempotent
 
-__all__ = ["BucketRoot"]
+__all__ = ["BucketRoot", "single_try_subclass"]
 
 _T = TypeVar("_T")
 
 #: HTTP status of a range that starts at or past the end of the object
 _RANGE_NOT_SATISFIABLE = 416
+
+_SINGLE_TRY: dict[tuple[str, str], Any] = {}
+
+
+def single_try_subclass(module: str, name: str, base: Any, attrs: dict[str, Any]) -> Any:
+    """The subclass ``module.name`` of the client's filesystem class ``base`` whose
+    requests are tried once (``attrs`` switch its own retries off; our retry policy
+    retries). Built once; ``module`` finds it again by name for pickle."""
+    key = (module, name)
+    cls = _SINGLE_TRY.get(key)
+    if cls is None:
+        doc = f"{base.__name__} whose requests are tried once (fsmemory retries)."
+        namespace = {**attrs, "__module__": module, "__qualname__": name, "__doc__": doc}
+        cls = _SINGLE_TRY[key] = type(name, (base,), namespace)
+    return cls
 
 
 class BucketRoot(FsspecRoot):
@@ -50,13 +65,7 @@ class BucketRoot(FsspecRoot):
         InvalidPathError: ``root`` names no bucket.
     """
 
-    capabilities = Capabilities(
-        conditional_write=True,
-        native_append=False,
-        atomic_write=True,
-        ranged_read=True,
-        watch=False,
-    )
+    capabilities = Capabilities(conditional_write=True, native_append=False)
     #: the service's name in messages ("S3", "GCS")
     service = "object store"
 

@@ -11,13 +11,14 @@ harmless.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from fsmemory.errors import LockTimeoutError
 
-__all__ = ["WouldBlock", "call_without_waiting", "must_not_wait", "no_wait"]
+__all__ = ["WouldBlock", "call_without_waiting", "must_not_wait", "no_wait", "retry_until"]
 
 _state = threading.local()
 _T = TypeVar("_T")
@@ -57,3 +58,38 @@ def call_without_waiting(func: Callable[..., _T], /, *args: Any, **kwargs: Any) 
         return func(*args, **kwargs)
     finally:
         _state.on = previous
+
+
+def retry_until(
+    take: Callable[[], bool],
+    timeout: float,
+    held: str,
+    *,
+    delay: float = 0.001,
+    max_delay: float = 0.05,
+) -> None:
+    """Call ``take`` (one try at a lock) until it returns True, backing off in between.
+
+    Args:
+        take: tries once; True when the lock is now ours.
+        timeout: seconds to keep trying.
+        held: says what is held, for the errors ("the lock of ...").
+        delay: the first pause (doubled after each try).
+        max_delay: the longest pause.
+
+    Raises:
+        WouldBlock: the first try failed inside :func:`no_wait`.
+        LockTimeoutError: still taken after ``timeout`` seconds.
+    """
+    if take():
+        return
+    if must_not_wait():
+        raise WouldBlock(f"{held} is held by another writer")
+    deadline = time.monotonic() + timeout
+    while True:
+        if time.monotonic() >= deadline:
+            raise LockTimeoutError(f"{held} is held by another writer (waited {timeout} s)")
+        time.sleep(delay)
+        delay = min(delay * 2, max_delay)
+        if take():
+            return

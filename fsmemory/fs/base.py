@@ -229,12 +229,7 @@ class StorageRoot(ABC):
     # -- writes ------------------------------------------------------------------------
     @abstractmethod
     def write(
-        self,
-        path: str,
-        data: bytes,
-        *,
-        if_version: str | None = None,
-        create_only: bool = False,
+        self, path: str, data: bytes, *, if_version: str | None = None, create_only: bool = False
     ) -> str:
         """Write a whole file atomically and return its new version token.
 

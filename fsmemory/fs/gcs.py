@@ -47,7 +47,7 @@ from typing import Any
 import orjson
 
 from fsmemory.errors import BackendError, ConflictError, KeyNotFoundError, MissingDependencyError
-from fsmemory.fs._bucket import BucketRoot
+from fsmemory.fs._bucket import BucketRoot, single_try_subclass
 from fsmemory.fs.base import FileInfo, Versioned
 from fsmemory.fs.generic import _mtime
 from fsmemory.fs.paths import validate_path
@@ -72,7 +72,6 @@ READ_TIMEOUT = 60.0
 
 # Names of the subclasses built by _single_try_class, so pickle can find them again.
 _SINGLE_TRY_NAME = {False: "GCSFileSystemSingleTry", True: "ExtendedGCSFileSystemSingleTry"}
-_single_try: dict[str, Any] = {}
 
 
 def _gcsfs_class(*, experimental: bool | None = None) -> Any:
@@ -99,20 +98,7 @@ def _single_try_class(experimental: bool | None = None) -> Any:
     if inner is None:  # pragma: no cover - a gcsfs without the retry decorator
         return base
     name = _SINGLE_TRY_NAME[base is not _gcsfs_class(experimental=False)]
-    cls = _single_try.get(name)
-    if cls is None:
-        cls = type(
-            name,
-            (base,),
-            {
-                "_request": inner,
-                "__module__": __name__,
-                "__qualname__": name,
-                "__doc__": f"{base.__name__} whose requests are tried once (fsmemory retries).",
-            },
-        )
-        _single_try[name] = cls
-    return cls
+    return single_try_subclass(__name__, name, base, {"_request": inner})
 
 
 def __getattr__(name: str) -> Any:

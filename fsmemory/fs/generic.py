@@ -32,9 +32,9 @@ import orjson
 from fsmemory.errors import (
     ConflictError,
     KeyNotFoundError,
-    LockTimeoutError,
     MissingDependencyError,
 )
+from fsmemory.fs._nowait import retry_until
 from fsmemory.fs.base import (
     Capabilities,
     FileInfo,
@@ -304,12 +304,7 @@ class FsspecRoot(StorageRoot):
         return None
 
     def write(
-        self,
-        path: str,
-        data: bytes,
-        *,
-        if_version: str | None = None,
-        create_only: bool = False,
+        self, path: str, data: bytes, *, if_version: str | None = None, create_only: bool = False
     ) -> str:
         """Whole-object write, conditional when asked (see :meth:`StorageRoot.write`).
 
@@ -397,17 +392,15 @@ class FsspecRoot(StorageRoot):
         lease = f"{self.root}/{RESERVED_PREFIX}.lease-{safe}"
         owner = uuid.uuid4().hex
         body = orjson.dumps({"owner": owner, "expires": time.time() + LEASE_SECONDS})
-        deadline = time.monotonic() + timeout
-        delay = 0.005
-        while True:
+
+        def take() -> bool:
             with translated(lease):
                 if self._create_exclusive(lease, body):
-                    break
+                    return True
                 self._break_stale_lease(lease)
-            if time.monotonic() >= deadline:
-                raise LockTimeoutError(f"lease {name!r} on {self.url} is held by another writer")
-            time.sleep(delay)
-            delay = min(delay * 2, 0.2)
+            return False
+
+        retry_until(take, timeout, f"lease {name!r} on {self.url}", delay=0.005, max_delay=0.2)
         try:
             yield
         finally:

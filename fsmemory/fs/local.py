@@ -21,7 +21,6 @@ import fcntl
 import os
 import stat as stat_mod
 import threading
-import time
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -32,10 +31,9 @@ from fsmemory.errors import (
     ConflictError,
     InvalidPathError,
     KeyNotFoundError,
-    LockTimeoutError,
     NotAFileError,
 )
-from fsmemory.fs._nowait import WouldBlock, must_not_wait
+from fsmemory.fs._nowait import WouldBlock, must_not_wait, retry_until
 from fsmemory.fs.base import (
     Capabilities,
     FileInfo,
@@ -69,12 +67,7 @@ class LocalRoot(StorageRoot):
     """
 
     capabilities = Capabilities(
-        conditional_write=True,
-        native_append=True,
-        atomic_write=True,
-        watch=True,
-        cheap_lock=True,
-        local_io=True,
+        conditional_write=True, native_append=True, watch=True, cheap_lock=True, local_io=True
     )
     _file_or_dir = True
 
@@ -88,14 +81,16 @@ class LocalRoot(StorageRoot):
 
     @classmethod
     def from_url(cls, url: str, options: Mapping[str, Any] | None = None) -> LocalRoot:
-        """Open a local path or ``file://`` URL; the one option is ``durable`` (``fsync``
-        files and directories after writes).
+        """Open a local path or ``file://`` URL.
+
+        Options: ``durable`` (``fsync`` files and directories after writes) and fsspec's
+        ``auto_mkdir`` (accepted for fsspec users; parent folders are always created).
 
         Raises:
             InvalidInputError: any other option.
         """
         opts = dict(options or {})
-        check_options("local folders", opts, ("durable",))
+        check_options("local folders", opts, ("durable", "auto_mkdir"))
         _, sep, rest = url.partition("://")
         directory = (rest if sep else url) or "."
         return cls(directory, url=url, durable=bool(opts.get("durable", False)))
@@ -177,23 +172,14 @@ class LocalRoot(StorageRoot):
             self._thread_lock.release()
 
     def _flock(self, fd: int, timeout: float) -> None:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if must_not_wait():
-                raise WouldBlock(f"the lock of {self.url} is held by another process") from None
-        deadline = time.monotonic() + timeout
-        delay = 0.0005
-        while True:
+        def take() -> bool:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
             except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise LockTimeoutError(f"could not lock {self.url} within {timeout}s") from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.02)
+                return False
+            return True
+
+        retry_until(take, timeout, f"the lock of {self.url}", delay=0.0005, max_delay=0.02)
 
     def rewritten(self, old: FileInfo, new: FileInfo) -> bool:
         """A whole-file write replaces the inode; an append keeps it."""
@@ -296,16 +282,9 @@ class LocalRoot(StorageRoot):
         base = self._names_dir(prefix)
         if base is None:
             return
-        try:
-            it = os.scandir(base)
-        except (FileNotFoundError, NotADirectoryError):
-            return
-        with it:
-            for entry in it:
-                if not is_reserved_name(entry.name) and (
-                    entry.is_dir(follow_symlinks=False) or entry.is_file(follow_symlinks=False)
-                ):
-                    yield entry
+        for entry in _scandir(base):
+            if entry.is_dir(follow_symlinks=False) or entry.is_file(follow_symlinks=False):
+                yield entry
 
     def list_names(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:
         """One ``scandir`` using the entries' types only (no stat per file)."""
@@ -329,27 +308,20 @@ class LocalRoot(StorageRoot):
         base = self.full_path(prefix) if prefix else self.root
         if prefix and not self._inside(base):
             raise InvalidPathError(f"{prefix!r} resolves outside the root (symlink)")
-        try:
-            it = os.scandir(base)
-        except (FileNotFoundError, NotADirectoryError):
-            return
-        with it:
-            for entry in it:
-                name = entry.name
-                if is_reserved_name(name):
+        for entry in _scandir(base):
+            name = entry.name
+            rel = f"{prefix}/{name}" if prefix else name
+            if entry.is_dir(follow_symlinks=False):
+                if dirs is not None:
+                    dirs.append(name)
+                if recursive and files is not None:
+                    self._scan(rel, True, files, None)
+            elif files is not None and entry.is_file(follow_symlinks=False):
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except FileNotFoundError:
                     continue
-                rel = f"{prefix}/{name}" if prefix else name
-                if entry.is_dir(follow_symlinks=False):
-                    if dirs is not None:
-                        dirs.append(name)
-                    if recursive and files is not None:
-                        self._scan(rel, True, files, None)
-                elif files is not None and entry.is_file(follow_symlinks=False):
-                    try:
-                        st = entry.stat(follow_symlinks=False)
-                    except FileNotFoundError:
-                        continue
-                    files.append(FileInfo(rel, st.st_size, st.st_mtime, _token(st)))
+                files.append(FileInfo(rel, st.st_size, st.st_mtime, _token(st)))
 
     # -- writes ------------------------------------------------------------------------
     def _write_temp(self, full: str, data: bytes) -> str:
@@ -375,12 +347,7 @@ class LocalRoot(StorageRoot):
         return tmp
 
     def write(
-        self,
-        path: str,
-        data: bytes,
-        *,
-        if_version: str | None = None,
-        create_only: bool = False,
+        self, path: str, data: bytes, *, if_version: str | None = None, create_only: bool = False
     ) -> str:
         """Atomic write through a temp file + rename (see :meth:`StorageRoot.write`)."""
         check_condition(if_version, create_only)
@@ -483,6 +450,18 @@ class LocalRoot(StorageRoot):
             except OSError:
                 return
             directory = os.path.dirname(directory)
+
+
+def _scandir(base: str) -> Iterator[os.DirEntry[str]]:
+    """The entries of the folder ``base`` except fsmemory's own (none when missing)."""
+    try:
+        it = os.scandir(base)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    with it:
+        for entry in it:
+            if not is_reserved_name(entry.name):
+                yield entry
 
 
 def _read_all(fd: int) -> bytes:

@@ -48,12 +48,7 @@ class MemoryRoot(StorageRoot):
     """
 
     capabilities = Capabilities(
-        conditional_write=True,
-        native_append=True,
-        atomic_write=True,
-        watch=False,
-        cheap_lock=True,
-        local_io=True,
+        conditional_write=True, native_append=True, cheap_lock=True, local_io=True
     )
 
     def __init__(self, root: str, *, url: str | None = None) -> None:
@@ -171,12 +166,7 @@ class MemoryRoot(StorageRoot):
         return children(key[cut:] for key in keys if key.startswith(base))
 
     def write(
-        self,
-        path: str,
-        data: bytes,
-        *,
-        if_version: str | None = None,
-        create_only: bool = False,
+        self, path: str, data: bytes, *, if_version: str | None = None, create_only: bool = False
     ) -> str:
         """Replace a file atomically (see :meth:`StorageRoot.write`)."""
         check_condition(if_version, create_only)

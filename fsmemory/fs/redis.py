@@ -13,8 +13,9 @@ append is retried only with ``unique=True``, after a read shows that the failed 
 not land; any other append is tried once, because a reset connection may have lost the
 reply of an ``APPEND`` that ran (the :class:`~fsmemory.errors.BackendError` says so).
 
-The Redis client helpers of :mod:`fsmemory.implementations.redis_client` are re-exported
-here for the layers above storage (the path store's lock, the snapshot backend).
+The Redis client helper module, :mod:`fsmemory.implementations.redis_client`, is
+re-exported here as ``redis_client`` for the layers above storage (the path store's lock,
+the snapshot backend).
 """
 
 from __future__ import annotations
@@ -22,28 +23,13 @@ from __future__ import annotations
 from contextlib import suppress
 from typing import Any
 
-from fsmemory.errors import ConflictError, require
+from fsmemory.errors import ConflictError
 from fsmemory.fs.base import Capabilities, Versioned
 from fsmemory.fs.errors import translated
 from fsmemory.fs.generic import FsspecRoot, _find_at_line_start
-from fsmemory.implementations.redis_client import (
-    client_from_url,
-    convert_client,
-    is_async_client,
-    new_client,
-    redis_errors,
-    redis_module,
-)
+from fsmemory.implementations import redis_client
 
-__all__ = [
-    "RedisRoot",
-    "client_from_url",
-    "convert_client",
-    "is_async_client",
-    "new_client",
-    "redis_errors",
-    "redis_module",
-]
+__all__ = ["RedisRoot", "redis_client"]
 
 
 class RedisRoot(FsspecRoot):
@@ -62,7 +48,7 @@ class RedisRoot(FsspecRoot):
         Raises:
             MissingDependencyError: redis-py is missing (``pip install 'fsmemory[redis]'``).
         """
-        require("redis", "redis")
+        redis_client.redis_module()  # MissingDependencyError before fsspec wraps it
         from fsmemory.implementations import register
 
         with suppress(ValueError):  # another implementation was registered deliberately

@@ -161,14 +161,7 @@ class RetryPolicy:
             BackendError: still failing when tries or time ran out (the last failure is
                 chained). Non-transient errors propagate at once, unchanged.
         """
-        attempt = _Attempts(self, what)
-        while True:
-            try:
-                return func()
-            except Exception as exc:
-                if not is_transient(exc):
-                    raise
-                attempt.failed(exc)
+        return _Attempts(self, what).within(func)
 
     def write(
         self,

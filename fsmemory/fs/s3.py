@@ -52,7 +52,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from fsmemory.errors import ConflictError, KeyNotFoundError, MissingDependencyError
-from fsmemory.fs._bucket import BucketRoot
+from fsmemory.fs._bucket import BucketRoot, single_try_subclass
 from fsmemory.fs.base import FileInfo, Versioned
 from fsmemory.fs.generic import _mtime
 from fsmemory.fs.paths import validate_path
@@ -68,7 +68,6 @@ _DELETE_BATCH = 1000
 WRITE_MARKER = "fsmemory-write"
 
 _SINGLE_TRY_NAME = "S3FileSystemSingleTry"
-_single_try: list[Any] = []
 
 
 def _single_try_class() -> Any:
@@ -78,19 +77,7 @@ def _single_try_class() -> Any:
         import s3fs
     except ImportError as exc:
         raise MissingDependencyError("s3fs", "s3") from exc
-    if not _single_try:
-        cls = type(
-            _SINGLE_TRY_NAME,
-            (s3fs.S3FileSystem,),
-            {
-                "retries": 1,
-                "__module__": __name__,
-                "__qualname__": _SINGLE_TRY_NAME,
-                "__doc__": "s3fs.S3FileSystem whose requests are tried once (fsmemory retries).",
-            },
-        )
-        _single_try.append(cls)
-    return _single_try[0]
+    return single_try_subclass(__name__, _SINGLE_TRY_NAME, s3fs.S3FileSystem, {"retries": 1})
 
 
 def __getattr__(name: str) -> Any:

@@ -52,7 +52,7 @@ from fsmemory.errors import (
     KeyNotFoundError,
     LockTimeoutError,
 )
-from fsmemory.fs._nowait import WouldBlock, must_not_wait
+from fsmemory.fs._nowait import WouldBlock, must_not_wait, retry_until
 from fsmemory.fs.base import Capabilities, FileInfo, StorageRoot, Versioned, check_options
 from fsmemory.fs.paths import RESERVED_PREFIX, children, is_reserved_name, validate_path
 
@@ -375,12 +375,7 @@ class SqliteRoot(StorageRoot):
 
     # -- writes ------------------------------------------------------------------------
     def write(
-        self,
-        path: str,
-        data: bytes,
-        *,
-        if_version: str | None = None,
-        create_only: bool = False,
+        self, path: str, data: bytes, *, if_version: str | None = None, create_only: bool = False
     ) -> str:
         """Replace a file in one transaction (see :meth:`StorageRoot.write`)."""
         validate_path(path)
@@ -483,24 +478,20 @@ class SqliteRoot(StorageRoot):
         A lease older than 30 s is taken over, so a crashed holder cannot block for ever.
         """
         owner = uuid.uuid4().hex
-        deadline = time.monotonic() + timeout
-        delay = 0.001
-        while True:
+
+        def take() -> bool:
             now = time.time()
             with self._write_tx() as conn:
                 row = conn.execute("SELECT expires FROM locks WHERE name = ?", (name,)).fetchone()
-                if row is None or float(row[0]) < now:
-                    conn.execute(
-                        "INSERT OR REPLACE INTO locks (name, owner, expires) VALUES (?, ?, ?)",
-                        (name, owner, now + LEASE_SECONDS),
-                    )
-                    break
-            if must_not_wait():
-                raise WouldBlock(f"lock {name!r} on {self.url} is held by another writer")
-            if time.monotonic() >= deadline:
-                raise LockTimeoutError(f"lock {name!r} on {self.url} is held by another writer")
-            time.sleep(delay)
-            delay = min(delay * 2, 0.05)
+                if row is not None and float(row[0]) >= now:
+                    return False
+                conn.execute(
+                    "INSERT OR REPLACE INTO locks (name, owner, expires) VALUES (?, ?, ?)",
+                    (name, owner, now + LEASE_SECONDS),
+                )
+                return True
+
+        retry_until(take, timeout, f"lock {name!r} on {self.url}")
         try:
             yield
         finally:

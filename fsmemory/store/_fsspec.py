@@ -165,12 +165,7 @@ class FsspecKnowledgeStore:
         return await self._call(self._core.read_bytes, path)
 
     async def write(
-        self,
-        path: str,
-        content: str,
-        *,
-        if_version: str | None = None,
-        create_only: bool = False,
+        self, path: str, content: str, *, if_version: str | None = None, create_only: bool = False
     ) -> str:
         """Replace the file atomically (parents are implied); returns the new version.
 
@@ -191,12 +186,7 @@ class FsspecKnowledgeStore:
         )
 
     async def write_bytes(
-        self,
-        path: str,
-        data: bytes,
-        *,
-        if_version: str | None = None,
-        create_only: bool = False,
+        self, path: str, data: bytes, *, if_version: str | None = None, create_only: bool = False
     ) -> str:
         """:meth:`write` for raw bytes."""
         return await self._call(
@@ -414,9 +404,9 @@ class RedisKnowledgeStore(FsspecKnowledgeStore):
         storage_options: Mapping[str, Any] | None = None,
         **legacy_options: Any,
     ) -> None:
-        from fsmemory.fs.redis import convert_client, redis_module
+        from fsmemory.fs.redis import redis_client
 
-        redis_module()  # MissingDependencyError before anything else
+        redis_client.redis_module()  # MissingDependencyError before anything else
         options = merge_storage_options(storage_options, legacy_options, type(self).__name__)
         if prefix is not None:
             options["prefix"] = prefix
@@ -425,6 +415,6 @@ class RedisKnowledgeStore(FsspecKnowledgeStore):
             if not url.startswith(("redis://", "rediss://")):
                 raise InvalidPathError(f"not a redis URL: {url!r}")
         else:
-            options["client"] = convert_client(url_or_client, asynchronous=False)
+            options["client"] = redis_client.convert_client(url_or_client, asynchronous=False)
             url = "redis://"
         super().__init__(url, watch=watch, poll_interval=poll_interval, storage_options=options)

@@ -145,10 +145,10 @@ class RedisLock:
         prefix: str = "fsmemory:lock:",
         renew: bool = True,
     ) -> None:
-        from fsmemory.fs import redis as redis_helpers
+        from fsmemory.fs.redis import redis_client
 
-        redis_helpers.redis_module(asynchronous=True)  # MissingDependencyError up front
-        self._helpers = redis_helpers
+        redis_client.redis_module(asynchronous=True)  # MissingDependencyError up front
+        self._helpers = redis_client
         self._prefix = prefix
         self._renew = renew
         self._url: str | None = None
@@ -157,7 +157,7 @@ class RedisLock:
         if isinstance(url_or_client, str):
             self._url = url_or_client
         else:
-            self._client = redis_helpers.convert_client(url_or_client, asynchronous=True)
+            self._client = redis_client.convert_client(url_or_client, asynchronous=True)
         self._tokens: dict[str, str] = {}
         self._renewers: dict[str, asyncio.Task[None]] = {}
 
@@ -330,12 +330,7 @@ class LockedKnowledgeStore:
 
     # -- writers -----------------------------------------------------------------------
     async def write(
-        self,
-        path: str,
-        content: str,
-        *,
-        if_version: str | None = None,
-        create_only: bool = False,
+        self, path: str, content: str, *, if_version: str | None = None, create_only: bool = False
     ) -> str | None:
         """Write under the path's lock (see :meth:`FsspecKnowledgeStore.write`)."""
         async with self.hold(path):
@@ -345,12 +340,7 @@ class LockedKnowledgeStore:
             return await ext.write(path, content, if_version=if_version, create_only=create_only)
 
     async def write_bytes(
-        self,
-        path: str,
-        data: bytes,
-        *,
-        if_version: str | None = None,
-        create_only: bool = False,
+        self, path: str, data: bytes, *, if_version: str | None = None, create_only: bool = False
     ) -> str:
         """:meth:`write` for bytes (the wrapped store must support ``write_bytes``)."""
         ext = cast(VersionedKnowledgeStore, self._store)

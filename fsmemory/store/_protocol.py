@@ -111,12 +111,7 @@ class VersionedKnowledgeStore(KnowledgeStore, Protocol):
     """
 
     async def write(
-        self,
-        path: str,
-        content: str,
-        *,
-        if_version: str | None = None,
-        create_only: bool = False,
+        self, path: str, content: str, *, if_version: str | None = None, create_only: bool = False
     ) -> str:
         """Replace the file and return its new version.
 
@@ -144,12 +139,7 @@ class VersionedKnowledgeStore(KnowledgeStore, Protocol):
         ...
 
     async def write_bytes(
-        self,
-        path: str,
-        data: bytes,
-        *,
-        if_version: str | None = None,
-        create_only: bool = False,
+        self, path: str, data: bytes, *, if_version: str | None = None, create_only: bool = False
     ) -> str:
         """Replace the file with ``data``; returns the new version (see ``write``)."""
         ...

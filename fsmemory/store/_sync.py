@@ -153,12 +153,7 @@ class SyncKnowledgeStore:
         return result
 
     def write(
-        self,
-        path: str,
-        content: str,
-        *,
-        if_version: str | None = None,
-        create_only: bool = False,
+        self, path: str, content: str, *, if_version: str | None = None, create_only: bool = False
     ) -> str | None:
         """Replace the file atomically; returns the new version when the store gives one."""
         result: str | None = self._do(
@@ -167,12 +162,7 @@ class SyncKnowledgeStore:
         return result
 
     def write_bytes(
-        self,
-        path: str,
-        data: bytes,
-        *,
-        if_version: str | None = None,
-        create_only: bool = False,
+        self, path: str, data: bytes, *, if_version: str | None = None, create_only: bool = False
     ) -> str:
         """:meth:`write` for bytes."""
         result: str = self._do(

@@ -131,6 +131,14 @@ class BucketRoot(FsspecRoot):
         """Whether the bucket exists (one request)."""
         raise NotImplementedError
 
+    async def _delete_object(self, key: str) -> None:
+        """Delete one object; raises FileNotFoundError when it does not exist."""
+        raise NotImplementedError
+
+    async def _delete_keys(self, keys: builtins.list[str]) -> int:
+        """Delete these objects (each known to exist a moment ago); returns the count."""
+        raise NotImplementedError
+
     # -- plumbing ----------------------------------------------------------------------
     def _split(self, full: str) -> tuple[str, str]:
         """``(bucket, key)`` of a path inside the filesystem."""
@@ -267,6 +275,32 @@ class BucketRoot(FsspecRoot):
                 files.append(name)
         dirs = {name for p in prefixes if _valid_name(name := p[len(key_prefix) :].rstrip("/"))}
         return files, builtins.list(dirs)
+
+    @idempotent
+    def delete(self, path: str) -> bool:
+        """Delete one object; False when it did not exist."""
+        key = self._key(path)
+        try:
+            with self._translated(path):
+                self._run(self._delete_object, key)
+        except KeyNotFoundError:
+            return False
+        finally:
+            self.fs.invalidate_cache(f"{self.bucket}/{key}")
+        return True
+
+    @idempotent
+    def delete_tree(self, prefix: str) -> int:
+        """Delete every file under ``prefix`` (one listing, then batched deletes)."""
+        validate_path(prefix, allow_empty=True)
+        keys = [self._key(info.path) for info in self.list(prefix, recursive=True)]
+        if not keys:
+            return 0
+        try:
+            with self._translated(prefix):
+                return self._run(self._delete_keys, keys)
+        finally:
+            self.fs.invalidate_cache(self.root)
 
     def _create_exclusive(self, full: str, data: bytes) -> bool:
         try:

@@ -46,12 +46,10 @@ from typing import Any
 
 import orjson
 
-from fsmemory.errors import BackendError, ConflictError, KeyNotFoundError, MissingDependencyError
+from fsmemory.errors import BackendError, ConflictError, MissingDependencyError
 from fsmemory.fs._bucket import BucketRoot, single_try_subclass
 from fsmemory.fs.base import FileInfo, Versioned
 from fsmemory.fs.generic import _mtime
-from fsmemory.fs.paths import validate_path
-from fsmemory.fs.retry import idempotent
 
 __all__ = ["GCSRoot"]
 
@@ -138,13 +136,8 @@ def _multipart_body(name: str, data: bytes) -> tuple[bytes, str]:
 class GCSRoot(BucketRoot):
     """A prefix in a GCS bucket (``gs://bucket/prefix``) with native compare-and-swap.
 
-    Args:
-        fs: a ``gcsfs.GCSFileSystem``.
-        root: ``bucket`` or ``bucket/prefix`` (no protocol).
-        url: the URL it was opened from.
-
-    Raises:
-        InvalidPathError: ``root`` names no bucket.
+    Built by :meth:`~fsmemory.fs.generic.FsspecRoot.from_url`; the constructor arguments
+    are :class:`BucketRoot`'s, ``fs`` being a ``gcsfs.GCSFileSystem``.
     """
 
     service = "GCS"
@@ -297,46 +290,20 @@ class GCSRoot(BucketRoot):
         return True
 
     # -- StorageRoot -------------------------------------------------------------------
-    async def _delete_key(self, key: str) -> bool:
-        try:
-            await self.fs._call("DELETE", "b/{}/o/{}", self.bucket, key)
-        except FileNotFoundError:
-            return False
-        return True
+    async def _delete_object(self, key: str) -> None:
+        """One ``DELETE`` (404 when the object does not exist)."""
+        await self.fs._call("DELETE", "b/{}/o/{}", self.bucket, key)
 
-    @idempotent
-    def delete(self, path: str) -> bool:
-        """One ``DELETE``; False when the object did not exist (404)."""
-        key = self._key(path)
-        try:
-            with self._translated(path):
-                self._run(self.fs._call, "DELETE", "b/{}/o/{}", self.bucket, key)
-        except KeyNotFoundError:
-            return False
-        finally:
-            self.fs.invalidate_cache(f"{self.bucket}/{key}")
-        return True
+    async def _delete_keys(self, keys: builtins.list[str]) -> int:
+        """Concurrent ``DELETE`` requests; objects already gone do not count."""
+        gate = asyncio.Semaphore(_DELETE_CONCURRENCY)
 
-    @idempotent
-    def delete_tree(self, prefix: str) -> int:
-        """Delete every file under ``prefix`` (concurrent ``DELETE`` requests)."""
-        validate_path(prefix, allow_empty=True)
-        keys = [self._key(info.path) for info in self.list(prefix, recursive=True)]
+        async def one(key: str) -> bool:
+            async with gate:
+                try:
+                    await self._delete_object(key)
+                except FileNotFoundError:
+                    return False
+                return True
 
-        async def delete_all() -> int:
-            gate = asyncio.Semaphore(_DELETE_CONCURRENCY)
-
-            async def one(key: str) -> bool:
-                async with gate:
-                    return await self._delete_key(key)
-
-            done = await asyncio.gather(*(one(k) for k in keys))
-            return sum(done)
-
-        if not keys:
-            return 0
-        try:
-            with self._translated(prefix):
-                return self._run(delete_all)
-        finally:
-            self.fs.invalidate_cache(self.root)
+        return sum(await asyncio.gather(*(one(k) for k in keys)))

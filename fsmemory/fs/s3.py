@@ -55,8 +55,6 @@ from fsmemory.errors import ConflictError, KeyNotFoundError, MissingDependencyEr
 from fsmemory.fs._bucket import BucketRoot, single_try_subclass
 from fsmemory.fs.base import FileInfo, Versioned
 from fsmemory.fs.generic import _mtime
-from fsmemory.fs.paths import validate_path
-from fsmemory.fs.retry import idempotent
 
 __all__ = ["S3Root"]
 
@@ -98,13 +96,8 @@ def _quote_etag(version: str) -> str:
 class S3Root(BucketRoot):
     """A prefix in an S3 bucket (``s3://bucket/prefix``) with native compare-and-swap.
 
-    Args:
-        fs: an ``s3fs.S3FileSystem``.
-        root: ``bucket`` or ``bucket/prefix`` (no protocol).
-        url: the URL it was opened from.
-
-    Raises:
-        InvalidPathError: ``root`` names no bucket.
+    Built by :meth:`~fsmemory.fs.generic.FsspecRoot.from_url`; the constructor arguments
+    are :class:`BucketRoot`'s, ``fs`` being an ``s3fs.S3FileSystem``.
     """
 
     service = "S3"
@@ -256,49 +249,25 @@ class S3Root(BucketRoot):
         return True
 
     # -- StorageRoot -------------------------------------------------------------------
-    @idempotent
-    def delete(self, path: str) -> bool:
+    async def _delete_object(self, key: str) -> None:
         """``HeadObject`` (S3 deletes missing keys silently) then ``DeleteObject``."""
-        key = self._key(path)
-        full = f"{self.bucket}/{key}"
-        try:
-            with self._translated(path):
-                self.fs.call_s3("head_object", Bucket=self.bucket, Key=key)
-        except KeyNotFoundError:
-            return False
-        try:
-            with self._translated(path):
-                self.fs.call_s3("delete_object", Bucket=self.bucket, Key=key)
-        finally:
-            self.fs.invalidate_cache(full)
-        return True
+        await self.fs._call_s3("head_object", Bucket=self.bucket, Key=key)
+        await self.fs._call_s3("delete_object", Bucket=self.bucket, Key=key)
 
-    @idempotent
-    def delete_tree(self, prefix: str) -> int:
-        """Delete every file under ``prefix`` with ``DeleteObjects`` batches of 1000."""
-        validate_path(prefix, allow_empty=True)
-        keys = [self._key(info.path) for info in self.list(prefix, recursive=True)]
-
-        async def delete_all() -> None:
-            batches = [keys[i : i + _DELETE_BATCH] for i in range(0, len(keys), _DELETE_BATCH)]
-            results = await asyncio.gather(
-                *(
-                    self.fs._call_s3(
-                        "delete_objects",
-                        Bucket=self.bucket,
-                        Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True},
-                    )
-                    for batch in batches
+    async def _delete_keys(self, keys: builtins.list[str]) -> int:
+        """``DeleteObjects`` batches of 1000 keys, sent concurrently."""
+        batches = [keys[i : i + _DELETE_BATCH] for i in range(0, len(keys), _DELETE_BATCH)]
+        results = await asyncio.gather(
+            *(
+                self.fs._call_s3(
+                    "delete_objects",
+                    Bucket=self.bucket,
+                    Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True},
                 )
+                for batch in batches
             )
-            errors = [e for r in results for e in r.get("Errors", [])]
-            if errors:
-                raise OSError(f"DeleteObjects failed for {len(errors)} keys: {errors[:3]}")
-
-        if keys:
-            try:
-                with self._translated(prefix):
-                    self._run(delete_all)
-            finally:
-                self.fs.invalidate_cache(self.root)
+        )
+        errors = [e for r in results for e in r.get("Errors", [])]
+        if errors:
+            raise OSError(f"DeleteObjects failed for {len(errors)} keys: {errors[:3]}")
         return len(keys)

@@ -53,7 +53,14 @@ from fsmemory.errors import (
     LockTimeoutError,
 )
 from fsmemory.fs._nowait import WouldBlock, must_not_wait, retry_until
-from fsmemory.fs.base import Capabilities, FileInfo, StorageRoot, Versioned, check_options
+from fsmemory.fs.base import (
+    Capabilities,
+    FileInfo,
+    StorageRoot,
+    Versioned,
+    check_condition,
+    check_options,
+)
 from fsmemory.fs.paths import RESERVED_PREFIX, children, is_reserved_name, validate_path
 
 __all__ = ["SqliteRoot"]
@@ -378,6 +385,7 @@ class SqliteRoot(StorageRoot):
         self, path: str, data: bytes, *, if_version: str | None = None, create_only: bool = False
     ) -> str:
         """Replace a file in one transaction (see :meth:`StorageRoot.write`)."""
+        check_condition(if_version, create_only)
         validate_path(path)
         payload = bytes(data)
         version = _new_version()

@@ -101,16 +101,10 @@ class MotoService(Service):
 
     name: ClassVar[str] = "moto"
     scheme: ClassVar[str] = "http"
+    default_startup_timeout: ClassVar[float] = 20.0
 
-    def __init__(
-        self,
-        *,
-        serialize: bool = True,
-        host: str = "127.0.0.1",
-        startup_timeout: float = 20.0,
-        attempts: int = 3,
-    ) -> None:
-        super().__init__(host=host, startup_timeout=startup_timeout, attempts=attempts)
+    def __init__(self, *, serialize: bool = True, **options: Any) -> None:
+        super().__init__(**options)
         self.serialize = serialize
 
     def command(self) -> list[str]:
@@ -142,22 +136,12 @@ class FakeGCSService(Service):
 
     name: ClassVar[str] = "fake-gcs-server"
     scheme: ClassVar[str] = "http"
-
-    def __init__(
-        self,
-        binary: str,
-        *,
-        host: str = "127.0.0.1",
-        startup_timeout: float = 20.0,
-        attempts: int = 3,
-    ) -> None:
-        super().__init__(host=host, startup_timeout=startup_timeout, attempts=attempts)
-        self.binary = binary
+    default_startup_timeout: ClassVar[float] = 20.0
 
     def command(self) -> list[str]:
         """fake-gcs-server on ``host``/``port``, plain HTTP, objects kept in memory."""
         return [
-            self.binary,
+            self.executable,
             "-scheme",
             "http",
             "-host",

@@ -83,8 +83,10 @@ class Service:
     """A server process on loopback; subclasses provide :meth:`command`.
 
     Args:
+        binary: the server executable, for services that run one (None otherwise).
         host: address to bind (loopback by default; never a public interface).
-        startup_timeout: seconds to wait for readiness.
+        startup_timeout: seconds to wait for readiness (default: the class's
+            :attr:`default_startup_timeout`).
         attempts: how many free ports to try (another process may grab the port between
             our probe and the server's bind).
 
@@ -95,17 +97,33 @@ class Service:
 
     name: ClassVar[str] = "service"
     scheme: ClassVar[str] = "tcp"
+    default_startup_timeout: ClassVar[float] = 15.0
 
     def __init__(
-        self, *, host: str = "127.0.0.1", startup_timeout: float = 15.0, attempts: int = 3
+        self,
+        binary: str | None = None,
+        *,
+        host: str = "127.0.0.1",
+        startup_timeout: float | None = None,
+        attempts: int = 3,
     ) -> None:
+        self.binary = binary
         self.host = host
         self.port = 0
-        self.startup_timeout = startup_timeout
+        self.startup_timeout = (
+            self.default_startup_timeout if startup_timeout is None else startup_timeout
+        )
         self.attempts = attempts
         self.workdir: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._log_path: Path | None = None
+
+    @property
+    def executable(self) -> str:
+        """:attr:`binary`, which services that run an executable must be given."""
+        if self.binary is None:
+            raise ServiceUnavailableError(f"{self.name}: no executable given")
+        return self.binary
 
     # -- what subclasses provide
 
@@ -268,21 +286,10 @@ class RedisService(Service):
     name: ClassVar[str] = "redis-server"
     scheme: ClassVar[str] = "redis"
 
-    def __init__(
-        self,
-        binary: str,
-        *,
-        host: str = "127.0.0.1",
-        startup_timeout: float = 15.0,
-        attempts: int = 3,
-    ) -> None:
-        super().__init__(host=host, startup_timeout=startup_timeout, attempts=attempts)
-        self.binary = binary
-
     def command(self) -> list[str]:
         """``redis-server`` bound to loopback on the chosen port, persistence off."""
         return [
-            self.binary,
+            self.executable,
             "--bind",
             self.host,
             "--port",

@@ -17,8 +17,9 @@ Implementations -- all one class, :class:`FsspecKnowledgeStore`, over a storage 
 (:mod:`fsmemory.fs`); the seed's names are thin constructors:
 
 =================================  ===================================================
-``FsspecKnowledgeStore(url, **o)``  any URL: ``./dir``, ``file://``, ``memory://``,
+``FsspecKnowledgeStore(url, o)``    any URL: ``./dir``, ``file://``, ``memory://``,
                                     ``s3://``, ``gs://``, ``redis://``, ``sqlite://``
+                                    (``o``: ``storage_options``, a mapping)
 ``MemoryKnowledgeStore()``          in-process (private unless given a ``name``)
 ``DiskKnowledgeStore(root)``        plain files in a local folder (watchdog optional)
 ``SqliteKnowledgeStore(path)``      one durable local file, safe across processes
@@ -63,9 +64,11 @@ Semantics (identical on every backend, checked by one conformance suite,
   with a write may rarely repeat it), and a callback that raises is logged and never
   reaches the writer.
 
-Event loop and threads: local folders, ``memory://`` and ``sqlite://`` run their short
-storage calls directly inside the coroutine -- a thread hop costs more than the call
-itself. Network backends (S3, GCS, Redis) run in ``asyncio.to_thread`` so the loop never
+Event loop and threads: local folders, ``memory://`` and ``sqlite://`` (roots whose
+capabilities say ``local_io``) run their short storage calls directly inside the
+coroutine -- a thread hop costs more than the call itself. Such a call never waits on the
+loop for a lock another writer holds (an ``flock``, SQLite's write lock): it moves to a
+worker thread and waits there. Network backends (S3, GCS, Redis) run in ``asyncio.to_thread`` so the loop never
 waits on the network; the hop costs about as much as a loopback Redis round trip
 (measured: ~185 us per Redis op through a thread, ~95 us inline). Override with
 ``inline=`` when a blocked loop for one round trip is acceptable.

@@ -57,7 +57,7 @@ class FsspecKnowledgeStore:
     """An async :class:`~fsmemory.store.KnowledgeStore` over any storage URL.
 
     ``FsspecKnowledgeStore("./state")``, ``("memory://run-1")``, ``("s3://bucket/agent",
-    key=..., secret=...)``, ``("redis://localhost:6379/0/agent")``,
+    storage_options={"key": ..., "secret": ...})``, ``("redis://localhost:6379/0/agent")``,
     ``("sqlite:///var/lib/agent.db")`` -- one implementation; the storage root
     (:func:`fsmemory.fs.open_root`) carries every backend quirk.
 

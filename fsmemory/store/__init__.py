@@ -68,10 +68,11 @@ Event loop and threads: local folders, ``memory://`` and ``sqlite://`` (roots wh
 capabilities say ``local_io``) run their short storage calls directly inside the
 coroutine -- a thread hop costs more than the call itself. Such a call never waits on the
 loop for a lock another writer holds (an ``flock``, SQLite's write lock): it moves to a
-worker thread and waits there. Network backends (S3, GCS, Redis) run in ``asyncio.to_thread`` so the loop never
-waits on the network; the hop costs about as much as a loopback Redis round trip
-(measured: ~185 us per Redis op through a thread, ~95 us inline). Override with
-``inline=`` when a blocked loop for one round trip is acceptable.
+worker thread and waits there. Network backends (S3, GCS, Redis) run in
+``asyncio.to_thread`` so the loop never waits on the network; the hop costs about as
+much as a loopback Redis round trip (measured: ~185 us per Redis op through a thread,
+~95 us inline). Override with ``inline=`` when a blocked loop for one round trip is
+acceptable.
 
 Where the seed (ag2 1.2.1's stores) falls short and this package does not: disk writes
 are atomic; no blocking network I/O on the event loop; ``..`` is rejected, not stored;

@@ -129,6 +129,8 @@ class StorageRoot(ABC):
     :class:`~fsmemory.errors.InvalidPathError` before any I/O.
     """
 
+    #: the one rule for write conditions (:func:`check_condition`)
+    check_condition = staticmethod(check_condition)
     #: the URL this root was opened from
     url: str
     #: the underlying fsspec filesystem

@@ -40,7 +40,6 @@ from fsmemory.fs.base import (
     FileInfo,
     StorageRoot,
     Versioned,
-    check_condition,
     content_version,
 )
 from fsmemory.fs.errors import translated
@@ -311,7 +310,7 @@ class FsspecRoot(StorageRoot):
         Transient failures are retried; a conditional write whose reply was lost is
         resolved by reading the object back (see :meth:`RetryPolicy.write`).
         """
-        check_condition(if_version, create_only)
+        self.check_condition(if_version, create_only)
         full = self.full_path(path)
         payload = bytes(data)
         put, probe = self._write_once(full, path, payload, if_version, create_only)

@@ -39,7 +39,6 @@ from fsmemory.fs.base import (
     FileInfo,
     StorageRoot,
     Versioned,
-    check_condition,
     check_options,
     content_version,
 )
@@ -350,7 +349,7 @@ class LocalRoot(StorageRoot):
         self, path: str, data: bytes, *, if_version: str | None = None, create_only: bool = False
     ) -> str:
         """Atomic write through a temp file + rename (see :meth:`StorageRoot.write`)."""
-        check_condition(if_version, create_only)
+        self.check_condition(if_version, create_only)
         with translated(path):
             return self._write(path, data, if_version, create_only)
 

@@ -21,7 +21,6 @@ from fsmemory.fs.base import (
     FileInfo,
     StorageRoot,
     Versioned,
-    check_condition,
     check_options,
 )
 from fsmemory.fs.paths import children, is_reserved_name, validate_path
@@ -169,7 +168,7 @@ class MemoryRoot(StorageRoot):
         self, path: str, data: bytes, *, if_version: str | None = None, create_only: bool = False
     ) -> str:
         """Replace a file atomically (see :meth:`StorageRoot.write`)."""
-        check_condition(if_version, create_only)
+        self.check_condition(if_version, create_only)
         full = self.full_path(path)
         with _LOCK:
             f = self._file(full)

@@ -42,7 +42,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any
 
 from fsmemory.errors import (
@@ -58,7 +58,6 @@ from fsmemory.fs.base import (
     FileInfo,
     StorageRoot,
     Versioned,
-    check_condition,
     check_options,
 )
 from fsmemory.fs.paths import RESERVED_PREFIX, children, is_reserved_name, validate_path
@@ -256,10 +255,11 @@ class SqliteRoot(StorageRoot):
             ) from exc
 
     @contextmanager
-    def _write_tx(self) -> Iterator[sqlite3.Connection]:
+    def _tx(self, begin: str = "BEGIN") -> Iterator[sqlite3.Connection]:
+        """One transaction: committed when the block succeeds, rolled back otherwise."""
         with self._errors():
             conn = self._conn()
-            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(begin)
             try:
                 yield conn
             except BaseException:
@@ -267,15 +267,9 @@ class SqliteRoot(StorageRoot):
                 raise
             conn.execute("COMMIT")
 
-    @contextmanager
-    def _read_tx(self) -> Iterator[sqlite3.Connection]:
-        with self._errors():
-            conn = self._conn()
-            conn.execute("BEGIN")
-            try:
-                yield conn
-            finally:
-                conn.execute("COMMIT")
+    def _write_tx(self) -> AbstractContextManager[sqlite3.Connection]:
+        """A write transaction: takes the database's write lock at once."""
+        return self._tx("BEGIN IMMEDIATE")
 
     def _query(self, sql: str, args: Any) -> builtins.list[Any]:
         """The rows of one read-only statement (outside a transaction)."""
@@ -286,7 +280,7 @@ class SqliteRoot(StorageRoot):
     def read(self, path: str) -> Versioned:
         """Read a whole file with its version. Raises :class:`KeyNotFoundError`."""
         validate_path(path)
-        with self._read_tx() as conn:
+        with self._tx() as conn:
             row = conn.execute("SELECT version FROM files WHERE path = ?", (path,)).fetchone()
             if row is None:
                 raise KeyNotFoundError(path)
@@ -298,7 +292,7 @@ class SqliteRoot(StorageRoot):
         if start < 0 or (end is not None and end < 0):
             raise ValueError("offsets must be >= 0")
         validate_path(path)
-        with self._read_tx() as conn:
+        with self._tx() as conn:
             row = conn.execute("SELECT size FROM files WHERE path = ?", (path,)).fetchone()
             if row is None:
                 raise KeyNotFoundError(path)
@@ -385,7 +379,7 @@ class SqliteRoot(StorageRoot):
         self, path: str, data: bytes, *, if_version: str | None = None, create_only: bool = False
     ) -> str:
         """Replace a file in one transaction (see :meth:`StorageRoot.write`)."""
-        check_condition(if_version, create_only)
+        self.check_condition(if_version, create_only)
         validate_path(path)
         payload = bytes(data)
         version = _new_version()

@@ -95,13 +95,12 @@ async def test_private_memory_stores_are_isolated_and_named_ones_shared() -> Non
     await c.delete("/", allow_root=True)
 
 
-def test_private_memory_store_is_purged_when_dropped() -> None:
-    import asyncio
+async def test_private_memory_store_is_purged_when_dropped() -> None:
     import gc
 
     store = MemoryKnowledgeStore()
     root = store.root
-    asyncio.run(store.write("/x", "y"))
+    await store.write("/x", "y")
     assert root.list("", recursive=True)
     del store
     gc.collect()

@@ -46,17 +46,12 @@ class TestLocalStoreWatchdog(KnowledgeStoreTests):
     def process_url(self, store: Any) -> str | None:
         return str(store.root.root)
 
-    def test_uses_watchdog(self, store: DiskKnowledgeStore) -> None:
-        import asyncio
+    async def test_uses_watchdog(self, store: DiskKnowledgeStore) -> None:
+        async def callback(path: str) -> None:
+            return None
 
-        async def body() -> str:
-            async def callback(path: str) -> None:
-                return None
-
-            async with await store.on_change("/", callback) as sub:
-                return sub.mode
-
-        assert asyncio.run(body()) == "watchdog"
+        async with await store.on_change("/", callback) as sub:
+            assert sub.mode == "watchdog"
 
 
 class TestLocalStorePolling(KnowledgeStoreTests):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 
@@ -40,15 +39,11 @@ async def test_file_and_directory_cannot_share_a_name(tmp_path: Path) -> None:
     assert await store.read("/a/b") == "x"
 
 
-def test_writes_leave_no_temp_files(tmp_path: Path) -> None:
+async def test_writes_leave_no_temp_files(tmp_path: Path) -> None:
     store = DiskKnowledgeStore(tmp_path / "root", watch="none")
-
-    async def body() -> None:
-        for i in range(20):
-            await store.write("/f", f"v{i}")
-            await store.append("/log", "x")
-
-    asyncio.run(body())
+    for i in range(20):
+        await store.write("/f", f"v{i}")
+        await store.append("/log", "x")
     names = sorted(p.name for p in (tmp_path / "root").iterdir())
     assert [n for n in names if not n.startswith(".fsmemory.lock")] == ["f", "log"]
     assert (tmp_path / "root" / "f").read_text() == "v19"

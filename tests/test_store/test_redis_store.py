@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from fsmemory.errors import InvalidPathError
@@ -33,19 +31,20 @@ async def test_from_url_with_prefix(redis_url: str) -> None:
     await _roundtrip(store)
 
 
-def test_from_a_sync_client(redis_url: str) -> None:
+async def test_from_a_sync_client(redis_url: str) -> None:
     import redis
 
     client = redis.Redis.from_url(redis_url)
-    asyncio.run(_roundtrip(RedisKnowledgeStore(client, prefix=unique_name())))
+    await _roundtrip(RedisKnowledgeStore(client, prefix=unique_name()))
     client.close()
 
 
-def test_from_an_asyncio_client(redis_url: str) -> None:
+async def test_from_an_asyncio_client(redis_url: str) -> None:
     import redis.asyncio
 
     client = redis.asyncio.Redis.from_url(redis_url)
-    asyncio.run(_roundtrip(RedisKnowledgeStore(client, prefix=unique_name())))
+    await _roundtrip(RedisKnowledgeStore(client, prefix=unique_name()))
+    await client.aclose()
 
 
 async def test_redis_lock_from_a_sync_client(redis_url: str) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -12,24 +11,21 @@ from fsmemory.store import FsspecKnowledgeStore
 
 
 @pytest.mark.parametrize("url", ["local", "memory://size-limit-test"])
-def test_writes_and_appends_beyond_the_limit_raise(url: str, tmp_path: Path) -> None:
+async def test_writes_and_appends_beyond_the_limit_raise(url: str, tmp_path: Path) -> None:
     store = FsspecKnowledgeStore(str(tmp_path / "s") if url == "local" else url, max_file_bytes=10)
 
-    async def run() -> None:
-        await store.write("/a.txt", "0123456789")
-        with pytest.raises(ContentTooLargeError):
-            await store.write("/b.txt", "0123456789X")
-        assert await store.read("/b.txt") is None
-        with pytest.raises(ValueError):  # ContentTooLargeError is a ValueError
-            await store.append("/a.txt", "x")
-        assert await store.read("/a.txt") == "0123456789"
-        assert await store.append("/log.txt", "12345") == 0
-        assert await store.append("/log.txt", "67890") == 5
-        with pytest.raises(ContentTooLargeError):
-            await store.append("/log.txt", "!")
-        assert await store.read("/log.txt") == "1234567890"
-
-    asyncio.run(run())
+    await store.write("/a.txt", "0123456789")
+    with pytest.raises(ContentTooLargeError):
+        await store.write("/b.txt", "0123456789X")
+    assert await store.read("/b.txt") is None
+    with pytest.raises(ValueError):  # ContentTooLargeError is a ValueError
+        await store.append("/a.txt", "x")
+    assert await store.read("/a.txt") == "0123456789"
+    assert await store.append("/log.txt", "12345") == 0
+    assert await store.append("/log.txt", "67890") == 5
+    with pytest.raises(ContentTooLargeError):
+        await store.append("/log.txt", "!")
+    assert await store.read("/log.txt") == "1234567890"
 
 
 def test_limit_must_be_a_count(tmp_path: Path) -> None:

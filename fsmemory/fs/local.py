@@ -289,8 +289,13 @@ class LocalRoot(StorageRoot):
         """One ``scandir`` using the entries' types only (no stat per file)."""
         files: builtins.list[str] = []
         dirs: builtins.list[str] = []
-        for entry in self._entries(prefix):
-            (dirs if entry.is_dir(follow_symlinks=False) else files).append(entry.name)
+        base = self._names_dir(prefix)
+        if base is not None:
+            for entry in _scandir(base):
+                if entry.is_dir(follow_symlinks=False):
+                    dirs.append(entry.name)
+                elif entry.is_file(follow_symlinks=False):
+                    files.append(entry.name)
         return files, dirs
 
     def has_entries(self, prefix: str) -> bool:

@@ -145,7 +145,7 @@ class FsspecKnowledgeStore:
             try:
                 return call_without_waiting(method, *args, **kwargs)
             except WouldBlock:
-                pass
+                pass  # a lock is held elsewhere: wait for it in a worker thread
         return await asyncio.to_thread(method, *args, **kwargs)
 
     # -- async API ---------------------------------------------------------------------

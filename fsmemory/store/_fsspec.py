@@ -99,7 +99,6 @@ class FsspecKnowledgeStore:
             or max_file_bytes < 0
         ):
             raise InvalidInputError("max_file_bytes must be a non-negative int or None")
-        self.max_file_bytes = max_file_bytes
         if watch not in ("auto", "poll", "none"):
             raise InvalidInputError(f"watch must be 'auto', 'poll' or 'none', not {watch!r}")
         if poll_interval <= 0:
@@ -125,6 +124,11 @@ class FsspecKnowledgeStore:
     def url(self) -> str:
         """The URL the store was opened from."""
         return self._root.url
+
+    @property
+    def max_file_bytes(self) -> int | None:
+        """The largest file a write may store or an append may grow (None: no limit)."""
+        return self._core.max_file_bytes
 
     @property
     def capabilities(self) -> Capabilities:

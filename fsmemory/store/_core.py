@@ -81,6 +81,7 @@ class StoreCore:
         self.max_file_bytes = max_file_bytes
 
     def read_bytes(self, path: str) -> bytes | None:
+        """The file's bytes; None when missing or a directory."""
         _, rel = split(path)
         if not rel:
             return None
@@ -90,12 +91,14 @@ class StoreCore:
             return None
 
     def read(self, path: str) -> str | None:
+        """The file's text (invalid UTF-8 as U+FFFD); None when missing."""
         data = self.read_bytes(path)
         return None if data is None else data.decode("utf-8", errors="replace")
 
     def write_bytes(
         self, path: str, data: bytes, *, if_version: str | None = None, create_only: bool = False
     ) -> str:
+        """Replace the file atomically (conditionally when asked); the new version."""
         if not isinstance(data, bytes | bytearray | memoryview):
             raise TypeError(f"data must be bytes, not {type(data).__name__}")
         norm, rel = split(path)
@@ -119,11 +122,13 @@ class StoreCore:
     def write(
         self, path: str, content: str, *, if_version: str | None = None, create_only: bool = False
     ) -> str:
+        """:meth:`write_bytes` for text (stored as UTF-8)."""
         return self.write_bytes(
             path, _encode(content), if_version=if_version, create_only=create_only
         )
 
     def append(self, path: str, content: str) -> int:
+        """Append atomically; the offset where ``content`` starts."""
         data = _encode(content)
         norm, rel = split(path)
         if not rel:
@@ -147,6 +152,7 @@ class StoreCore:
             raise _clash(norm) from exc
 
     def read_range(self, path: str, start: int, end: int | None = None) -> str:
+        """Text of bytes ``[start, end)``, snapped to character boundaries."""
         _check_offsets(start, end)
         _, rel = split(path)
         if not rel or (end is not None and end <= start):
@@ -159,6 +165,7 @@ class StoreCore:
         return _snap_utf8(raw, start, want).decode("utf-8", errors="replace")
 
     def list(self, path: str = "/") -> list[str]:
+        """Sorted immediate children; directories end with ``/``."""
         _, rel = split(path)
         files, dirs = self.root.list_names(rel)
         names = [*files, *(name + "/" for name in dirs)]
@@ -166,12 +173,14 @@ class StoreCore:
         return names
 
     def exists(self, path: str) -> bool:
+        """True for a file or an implied directory (and ``/``)."""
         _, rel = split(path)
         if not rel:
             return True
         return self.root.stat(rel) is not None or self.root.has_entries(rel)
 
     def delete(self, path: str, *, allow_root: bool = False) -> None:
+        """Delete the file and everything under ``path/`` (``/`` needs ``allow_root``)."""
         norm, rel = split(path)
         if not rel and not allow_root:
             raise InvalidPathError(
@@ -181,6 +190,7 @@ class StoreCore:
             change.changed = self.root.remove(rel) > 0
 
     def stat(self, path: str) -> StoreStat | None:
+        """Size, mtime and compare-and-swap version; None when missing."""
         norm, rel = split(path)
         if not rel:
             return None

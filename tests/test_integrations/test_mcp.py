@@ -174,7 +174,7 @@ def test_flags_after_the_subcommand_defang_dedupe_and_knowledge(tmp_path: Path) 
             error, text = await call(session, "knowledge", args)
             assert error, (args, text)
 
-    flags = ["--defang", "--dedupe", "--knowledge", "-o", "x=1"]
+    flags = ["--defang", "--dedupe", "--knowledge", "-o", "durable=true"]  # a local option
     serve(["mcp", "--store", str(store), *flags], body, tmp_path)
     contents = [e.content for e in KnowledgeMemory(str(store)).entries()]
     assert len(contents) == 3

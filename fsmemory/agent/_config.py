@@ -64,7 +64,9 @@ class KnowledgeConfig:
         store: object = self.store
         if isinstance(store, str | os.PathLike):
             options = dict(self.storage_options or {})
-            object.__setattr__(self, "store", FsspecKnowledgeStore(os.fspath(store), **options))
+            object.__setattr__(
+                self, "store", FsspecKnowledgeStore(os.fspath(store), storage_options=options)
+            )
         elif not isinstance(store, KnowledgeStore):
             raise ValueError(f"store must be a KnowledgeStore or a URL, not {type(store).__name__}")
         elif self.storage_options:

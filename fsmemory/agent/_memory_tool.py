@@ -164,7 +164,9 @@ class AnthropicMemoryTool(ToolSchema):
     ) -> None:
         if isinstance(store, str | os.PathLike):
             options = dict(storage_options or {})
-            self.store: KnowledgeStore = FsspecKnowledgeStore(os.fspath(store), **options)
+            self.store: KnowledgeStore = FsspecKnowledgeStore(
+                os.fspath(store), storage_options=options
+            )
         elif storage_options:
             raise ValueError("storage_options is for a store given as a URL, not a store object")
         else:

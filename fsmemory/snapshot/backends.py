@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from fsmemory import _jsonutil
 from fsmemory.errors import (
@@ -38,10 +38,10 @@ from fsmemory.errors import (
     InvalidInputError,
     KeyNotFoundError,
     SnapshotError,
-    require,
 )
 from fsmemory.fs import StorageRoot, open_root
 from fsmemory.fs.errors import translated
+from fsmemory.fs.redis import redis_client
 
 __all__ = [
     "DEFAULT_COMPACT_AFTER",
@@ -452,9 +452,9 @@ class RedisKnowledgeBackend:
             raise InvalidInputError("pass client or storage_options, not both")
         self.compact_after = check_compact_after(compact_after)
         from_url = client is None
-        self._redis: Any = cast(Any, require("redis", "redis"))
+        self._redis: Any = redis_client.redis_module()
         if client is None:
-            client = self._redis.Redis.from_url(url, **options)
+            client = redis_client.client_from_url(url, **options)
         self.client = client
         self.ttl = ttl
         self._base = f"{prefix}{key}:base"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 from fsmemory.fs.base import StorageRoot
@@ -89,19 +89,26 @@ class SyncKnowledgeStore:
 
     Args:
         store: a URL, a local path, a storage root or an async store.
-        **options: passed to :class:`FsspecKnowledgeStore` when ``store`` is a URL.
+        storage_options: filesystem options for a URL (as for
+            :class:`FsspecKnowledgeStore`).
+        **options: other :class:`FsspecKnowledgeStore` keywords (``watch``,
+            ``poll_interval``, ``inline``) when ``store`` is a URL.
     """
 
     def __init__(
         self,
         store: KnowledgeStore | str | os.PathLike[str] | StorageRoot,
+        *,
+        storage_options: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> None:
         if isinstance(store, str | os.PathLike | StorageRoot):
-            self._store: KnowledgeStore = FsspecKnowledgeStore(store, **options)
+            self._store: KnowledgeStore = FsspecKnowledgeStore(
+                store, storage_options=storage_options, **options
+            )
             self._owns = True
         else:
-            if options:
+            if options or storage_options:
                 raise TypeError("options are only accepted together with a URL")
             self._store = store
             self._owns = False

@@ -126,7 +126,7 @@ async def test_knowledge_tool_answers_the_same_everywhere(
     url_options: tuple[str, dict[str, Any]],
 ) -> None:
     url, options = url_options
-    tool = KnowledgeTool(FsspecKnowledgeStore(url, **options))
+    tool = KnowledgeTool(FsspecKnowledgeStore(url, storage_options=options))
 
     async def call(**kwargs: Any) -> str:
         return await tool.call(kwargs)
@@ -155,7 +155,7 @@ async def test_memory_tool_takes_storage_options_on_s3(
     tool = AnthropicMemoryTool(s3_root_url, storage_options=s3_storage_options)
     result = await tool.execute({"command": "create", "path": "/memories/s3.md", "file_text": "hi"})
     assert not result.is_error, result.content
-    again = FsspecKnowledgeStore(s3_root_url, **s3_storage_options)
+    again = FsspecKnowledgeStore(s3_root_url, storage_options=s3_storage_options)
     assert await again.read("/memories/s3.md") == "hi"
     config = KnowledgeConfig(store=s3_root_url, storage_options=s3_storage_options)
     assert await config.store.read("/memories/s3.md") == "hi"

@@ -97,7 +97,10 @@ async def test_directory_delete_is_one_notification(tmp_path: Path) -> None:
         await rec.until("/d")
         (tmp_path / "s" / "marker").write_text("by hand")  # after the deletions' events
         await rec.until("/marker")
-    assert rec.seen == ["/d", "/marker"]
+    # A hand write may arrive as two events (create, then modify); what matters is
+    # that everything before the marker is the one directory notification.
+    assert rec.seen[: rec.seen.index("/marker")] == ["/d"]
+    assert set(rec.seen) == {"/d", "/marker"}
 
 
 async def test_watch_none_reports_only_in_process_writes() -> None:

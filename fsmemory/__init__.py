@@ -12,6 +12,9 @@ Start with :class:`KnowledgeMemory`::
 
 from __future__ import annotations
 
+import typing
+
+from fsmemory import _lazy
 from fsmemory.errors import (
     BackendError,
     BucketNotFoundError,
@@ -25,8 +28,11 @@ from fsmemory.errors import (
     MissingDependencyError,
     SnapshotError,
 )
-from fsmemory.fs import StorageRoot, open_root
-from fsmemory.memory import KnowledgeEntry, KnowledgeMemory
+
+if typing.TYPE_CHECKING:
+    from fsmemory.fs import StorageRoot, open_root
+    from fsmemory.memory import KnowledgeEntry, KnowledgeMemory
+
 
 __version__ = "0.1.0"
 
@@ -48,3 +54,11 @@ __all__ = [
     "__version__",
     "open_root",
 ]
+
+_EXPORTS = {
+    "StorageRoot": "fsmemory.fs",
+    "open_root": "fsmemory.fs",
+    "KnowledgeEntry": "fsmemory.memory",
+    "KnowledgeMemory": "fsmemory.memory",
+}
+__getattr__, __dir__ = _lazy.lazy_exports(__name__, _EXPORTS)

@@ -7,7 +7,8 @@ Runs in the project venv (``fsmemory`` importable from the repository). Usage::
 Modes: ``memory`` (remember / recall / build_context / cold start at a memory size, on a
 local folder or any URL, with the backend's raw round-trip floor), ``dedupe``,
 ``concurrency`` (+ ``concurrency-child``), ``snapshot``, ``store`` (the path store),
-``export-gen``, ``export-floor``, ``export-run``. Each prints one ``RESULT {json}`` line.
+``export-gen``, ``export-floor``, ``export-run``, ``cold-gen`` (a memory for the
+fresh-process workload of ``cold_worker.py``). Each prints one ``RESULT {json}`` line.
 """
 
 from __future__ import annotations
@@ -346,7 +347,16 @@ def mode_export_run(params: dict[str, Any]) -> dict[str, Any]:
     return {"seconds": seconds, "rows": report.rows}
 
 
+# -- cold start ------------------------------------------------------------------------
+def mode_cold_gen(params: dict[str, Any]) -> dict[str, Any]:
+    """Write a memory of ``size`` entries at ``url`` (a folder or any URL)."""
+    files = memory_files(workloads.make_facts(params["size"], now=params["now"]))
+    fill(open_root(params["url"], params.get("storage_options")), files)
+    return {"bytes": sum(len(v) for v in files.values()), "files": len(files)}
+
+
 HANDLERS = {
+    "cold-gen": mode_cold_gen,
     "memory": mode_memory,
     "dedupe": mode_dedupe,
     "concurrency": mode_concurrency,

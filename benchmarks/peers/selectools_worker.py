@@ -211,7 +211,15 @@ def mode_snapshot(params: dict[str, Any]) -> dict[str, Any]:
         }
 
 
+def mode_cold_gen(params: dict[str, Any]) -> dict[str, Any]:
+    """Write a memory of ``size`` entries into the folder ``url`` (selectools' format)."""
+    files = memory_files(workloads.make_facts(params["size"], now=params["now"]))
+    fill(Path(params["url"]), files)
+    return {"bytes": sum(len(v) for v in files.values()), "files": len(files)}
+
+
 HANDLERS = {
+    "cold-gen": mode_cold_gen,
     "memory": mode_memory,
     "dedupe": mode_dedupe,
     "concurrency": mode_concurrency,

@@ -177,6 +177,20 @@ class StorageRoot(ABC):
         """Read a whole file. Raises :class:`KeyNotFoundError` when missing."""
         return self.read(path).data
 
+    def read_many(self, paths: list[str]) -> dict[str, bytes]:
+        """Read several whole files; missing ones are left out of the result.
+
+        The default reads one after another; roots whose backend can fetch in one batch
+        or concurrently (object stores) override it.
+        """
+        out: dict[str, bytes] = {}
+        for path in paths:
+            try:
+                out[path] = self.read_bytes(path)
+            except KeyNotFoundError:
+                continue
+        return out
+
     def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
         """Read bytes ``[start, end)`` of a file (``end=None``: to the end).
 

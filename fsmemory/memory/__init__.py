@@ -2,8 +2,23 @@
 
 from __future__ import annotations
 
-from fsmemory.memory.entry import KnowledgeEntry
-from fsmemory.memory.knowledge import KnowledgeMemory, RememberResult
-from fsmemory.memory.markdown import escape_line, unescape_line
+import typing
+
+from fsmemory import _lazy
+
+if typing.TYPE_CHECKING:
+    from fsmemory.memory.entry import KnowledgeEntry, RememberResult
+    from fsmemory.memory.knowledge import KnowledgeMemory
+    from fsmemory.memory.markdown import escape_line, unescape_line
+
 
 __all__ = ["KnowledgeEntry", "KnowledgeMemory", "RememberResult", "escape_line", "unescape_line"]
+
+_EXPORTS = {
+    "KnowledgeEntry": "fsmemory.memory.entry",
+    "KnowledgeMemory": "fsmemory.memory.knowledge",
+    "RememberResult": "fsmemory.memory.entry",
+    "escape_line": "fsmemory.memory.markdown",
+    "unescape_line": "fsmemory.memory.markdown",
+}
+__getattr__, __dir__ = _lazy.lazy_exports(__name__, _EXPORTS)

@@ -2,13 +2,21 @@
 
 The files are the truth; this index is a cache of them that is refreshed only when a
 listing shows a changed file. Logs are append-only, so a changed log is read from the
-last parsed offset (after checking that the bytes before it are unchanged); MEMORY.md is
-read incrementally when it was appended to and re-parsed when it was rewritten.
+last parsed offset (after checking that the bytes before it are unchanged, see
+:mod:`fsmemory.memory._tail`); MEMORY.md is read incrementally when it was appended to
+and re-parsed when it was rewritten.
+
+Entries are held in columns: one row number per entry, with its id, content and
+category strings and its times, importance and flags in flat arrays; a
+:class:`~fsmemory.memory.entry.KnowledgeEntry` is built only for entries a caller gets
+back. Search postings (:mod:`fsmemory.memory._search`), the eviction heap and the
+content counts of dedupe are built on first use.
 
 Persistent entries live in two places: their log record and a bullet in MEMORY.md. A
 person may delete the bullet (the fact is then forgotten) or add one (a new fact with a
 content-derived ``md-`` id). Records and bullets are matched as multisets by
-``(category, escaped text)``: a persistent record is live while a bullet claims it.
+``(category, escaped text)``: a persistent record is live while a bullet claims it, and
+the oldest records are claimed first.
 """
 
 from __future__ import annotations
@@ -17,76 +25,55 @@ import bisect
 import gc
 import heapq
 import logging
-import re
+import operator
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
+from itertools import chain, compress, repeat
+from operator import itemgetter, methodcaller
+from typing import Any
 
 from fsmemory import _jsonutil
 from fsmemory.fs.base import FileInfo, StorageRoot
+from fsmemory.memory import _search
 from fsmemory.memory._tail import FileCursor, read_appended
-from fsmemory.memory.entry import KnowledgeEntry, stable_id
+from fsmemory.memory.entry import KnowledgeEntry, datetime_of, decode_record, stable_id, us_of
 from fsmemory.memory.layout import MEMORY_FILE, log_date
-from fsmemory.memory.markdown import Fact, MemoryDocument, decode_md, escape_line
+from fsmemory.memory.markdown import Fact, MemoryDocument, escape_line, needs_escape
 
 __all__ = ["MemoryIndex", "fact_key", "tokenize"]
 
 logger = logging.getLogger(__name__)
 
-_TOKEN = re.compile(r"\w+")
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "do",
-        "does",
-        "for",
-        "from",
-        "has",
-        "have",
-        "i",
-        "in",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "our",
-        "so",
-        "that",
-        "the",
-        "their",
-        "this",
-        "to",
-        "was",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "with",
-        "you",
-        "your",
-    ]
-)
+tokenize = _search.tokenize
 
 Key = tuple[str, str]
 
+_PERSISTENT = 1
+_DEAD = 2  # removed (forgotten, its file dropped, or a replaced md- entry)
+_HIDDEN = 4  # a persistent record no bullet claims
+_NEVER = (1 << 63) - 1  # expires_us of an entry without expiry
+_DEAD_ONLY = bytes(b & _DEAD for b in range(256))  # flags -> the _DEAD bit alone
+# The fields of a record as fsmemory writes it (no metadata): six typed, two null.
+_CANONICAL = (
+    "id",
+    "content",
+    "category",
+    "timestamp",
+    "importance",
+    "persistent",
+    "ttl_days",
+    "expires_at",
+)
+_canonical_fields = itemgetter(*_CANONICAL)
+_FLAGS_OF = (0, _PERSISTENT | _HIDDEN)  # flags of a new log row: not persistent, persistent
+_from_iso = datetime.fromisoformat
+_BULK_LINES = 1024
 
-def tokenize(text: str) -> list[str]:
-    """Lower-case word tokens of ``text`` (Unicode-aware)."""
-    return _TOKEN.findall(text.lower())
+
+def _one(row: int) -> list[int]:
+    return [row]
 
 
 def fact_key(category: str, content: str) -> Key:
@@ -102,28 +89,65 @@ class MemoryIndex:
 
     def reset(self) -> None:
         """Forget everything (the next refresh re-reads all files)."""
-        self.entries: dict[str, KnowledgeEntry] = {}
-        self.file_ids: dict[str, list[str]] = {}
-        self.forgotten: dict[str, str] = {}
-        self.timeline: list[tuple[float, str]] = []
-        self.tokens: dict[str, tuple[str, ...]] = {}
-        self.postings: dict[str, set[str]] = {}
-        self.vocab: list[str] = []
-        self.evict_heap: list[tuple[float, float, str]] = []
-        self.logs: dict[str, FileCursor] = {}
-        self.md: FileCursor | None = None
-        self.doc = MemoryDocument()
-        self.fact_counts: Counter[Key] = Counter()
-        self.claimed: dict[str, Key] = {}
-        self.n_claimed: Counter[Key] = Counter()
-        self.pending: dict[Key, list[str]] = {}
-        self.hidden: set[str] = set()
-        self.md_ids: dict[Key, list[str]] = {}
-        self.content_counts: dict[str, int] = {}
-        self.untokenized: list[str] = []
+        # -- rows (columns) --
+        self._ids: list[str] = []
+        self._contents: list[str] = []
+        self._cats: list[str] = []
+        self._created = array("q")
+        self._expires = array("q")
+        self._importance = array("d")
+        self._flags = bytearray()
+        self._extras: dict[int, tuple[float | None, dict[str, Any] | None]] = {}
+        self._row_of: dict[str, int] = {}
+        self._interned: dict[str, str] = {}
+        self._n_dead = 0
+        self._n_hidden = 0
+        # -- files --
+        self._file_rows: dict[str, list[int]] = {}
+        self._forgotten: dict[str, str] = {}
+        self._logs: dict[str, FileCursor] = {}
+        self._md: FileCursor | None = None
+        self._doc = MemoryDocument()
+        # -- time order of log rows --
+        self._tl_stamp = array("q")
+        self._tl_row = array("q")
+        # -- bullets and records --
+        self._fact_counts: Counter[Key] = Counter()
+        self._claimed: dict[int, Key] = {}
+        self._n_claimed: Counter[Key] = Counter()
+        self._pending: dict[Key, list[int]] = {}
+        self._md_rows: dict[Key, list[int]] = {}
+        # -- built on first use --
+        self._search = _search.SearchIndex(self._columns)
+        self._evict_heap: list[tuple[float, int, str, int]] | None = None
+        self._content_counts: dict[str, int] | None = None
         self.corrupt_lines = 0
         self.generation = 0
-        self.md_mtime: datetime = datetime.now(tz=UTC)
+        self._md_mtime_us = us_of(datetime.now(tz=UTC))
+
+    # -- what callers read -----------------------------------------------------------
+    @property
+    def document(self) -> MemoryDocument:
+        """MEMORY.md as last parsed (read it, never change it)."""
+        return self._doc
+
+    @property
+    def last_category(self) -> str | None:
+        """The section MEMORY.md currently ends in (where an appended bullet lands)."""
+        return self._doc.last_category
+
+    @property
+    def loaded(self) -> bool:
+        """True once a refresh has read the root (MEMORY.md or any log)."""
+        return self._md is not None or bool(self._logs)
+
+    def md_seen(self, info: FileInfo) -> bool:
+        """True when the index has read MEMORY.md in the version ``info`` describes."""
+        return self._md is not None and self._md.info.token == info.token
+
+    def log_infos(self) -> list[FileInfo]:
+        """The listing entries of the logs the index has read."""
+        return [c.info for c in self._logs.values()]
 
     # -- refresh -------------------------------------------------------------------------
     def refresh(self, root: StorageRoot, listing: Iterable[FileInfo]) -> bool:
@@ -141,41 +165,63 @@ class MemoryIndex:
         # On a cold start read the logs first: their persistent records then wait for
         # MEMORY.md, which claims them directly instead of first creating md- entries.
         # Later, MEMORY.md goes first, because writers add a bullet before its record.
-        cold = self.md is None
+        cold = self._md is None
         changed = False if cold else self._refresh_md(root, md_info)
-        for name in [n for n in self.logs if n not in logs]:
+        for name in [n for n in self._logs if n not in logs]:
             self._drop_file(name)
             changed = True
-        for name in sorted(logs):
-            if self._refresh_log(root, logs[name]):
+        wanted = [logs[n] for n in sorted(logs)]
+        if cold and md_info is not None:
+            wanted.append(md_info)
+        whole = self._fetch_whole(root, wanted)
+        for info in wanted[: len(logs)]:
+            if self._refresh_log(root, info, whole):
                 changed = True
-        if cold and self._refresh_md(root, md_info):
+        if cold and self._refresh_md(root, md_info, whole):
             changed = True
         if changed:
             self.generation += 1
         return changed
 
-    def _refresh_md(self, root: StorageRoot, info: FileInfo | None) -> bool:
-        cur = self.md
+    def _fetch_whole(self, root: StorageRoot, infos: list[FileInfo]) -> dict[str, bytes]:
+        """Files never read before, fetched together (one batch on remote roots)."""
+        paths = [
+            i.path
+            for i in infos
+            if (self._md if i.path == MEMORY_FILE else self._logs.get(i.path)) is None
+        ]
+        # Only where it pays: a root's default read_many reads one file after another,
+        # and holding every file at once would only raise the peak memory.
+        if len(paths) < 2 or type(root).read_many is StorageRoot.read_many:
+            return {}
+        return root.read_many(paths)
+
+    def _refresh_md(
+        self, root: StorageRoot, info: FileInfo | None, whole: dict[str, bytes] | None = None
+    ) -> bool:
+        cur = self._md
         if info is None:
-            if cur is None and not self.fact_counts:
+            if cur is None and not self._fact_counts:
                 return False
-            self.md = None
+            self._md = None
             self._set_document(MemoryDocument())
             return True
         if cur is not None and cur.info.token == info.token:
             return False
         if info.mtime is not None:
-            self.md_mtime = datetime.fromtimestamp(info.mtime, tz=UTC)
+            self._md_mtime_us = us_of(datetime.fromtimestamp(info.mtime, tz=UTC))
         new = read_appended(root, cur, info, grows_only=False)
         if new is None:
-            data = _read_or_empty(root, MEMORY_FILE)
+            data = (whole or {}).pop(MEMORY_FILE, None)
+            if data is None:
+                data = _read_or_empty(root, MEMORY_FILE)
             doc = MemoryDocument()
             # A hand-edited file may lack the final newline: parse its last line too, and
-            # re-read the whole file on its next change.
-            doc.feed(_decode_lines(data))
+            # re-read the whole file on its next change. Bullets share the text strings
+            # of the records waiting for them.
+            doc.feed_data(data, known={text: text for _cat, text in self._pending})
             complete = data.endswith(b"\n") or not data
-            self.md = FileCursor.after(info, data, len(data), complete)
+            self._md = FileCursor.after(info, data, len(data), complete)
             self._set_document(doc)
             return True
         assert cur is not None
@@ -187,43 +233,83 @@ class MemoryIndex:
 
     def feed_md(self, chunk: bytes, start: int, end: int) -> None:
         """Parse bullets appended to MEMORY.md between offsets ``start`` and ``end``."""
-        cur = self.md
+        cur = self._md
         if cur is None or cur.parsed_upto != start:
             return
-        before = {k: len(v) for k, v in self.doc.sections.items()}
-        self.doc.feed(_decode_lines(chunk))
+        before = {k: len(v) for k, v in self._doc.sections.items()}
+        self._doc.feed_data(chunk)
         cur.advance(chunk[: end - start])
-        for cat, facts in self.doc.sections.items():
+        for cat, facts in self._doc.sections.items():
             for fact in facts[before.get(cat, 0) :]:
                 key = (cat, fact.text)
-                self.fact_counts[key] += 1
+                self._fact_counts[key] += 1
                 self._rebalance(key)
         self.generation += 1
 
     def _set_document(self, doc: MemoryDocument) -> None:
-        old_keys = set(self.fact_counts)
-        self.doc = doc
-        self.fact_counts = Counter(
-            (cat, f.text) for cat, facts in doc.sections.items() for f in facts
+        old_keys = set(self._fact_counts)
+        self._doc = doc
+        counts = self._fact_counts = Counter(
+            chain.from_iterable(
+                zip(repeat(cat), map(itemgetter(0), facts)) for cat, facts in doc.sections.items()
+            )
         )
-        for key in old_keys | set(self.fact_counts) | set(self.n_claimed) | set(self.pending):
+        if not old_keys and not self._n_claimed and not self._md_rows:
+            self._claim_fresh()
+            return
+        for key in old_keys | set(counts) | set(self._n_claimed) | set(self._pending):
             self._rebalance(key)
 
-    def _refresh_log(self, root: StorageRoot, info: FileInfo) -> bool:
-        cur = self.logs.get(info.path)
+    def _claim_fresh(self) -> None:
+        """A first document over records no bullet claimed yet (a cold start): claim the
+        oldest waiting records of each bullet directly; what is left (more bullets than
+        records) is balanced key by key."""
+        pending, claimed, n_claimed = self._pending, self._claimed, self._n_claimed
+        flags = self._flags
+        simple: list[Key] = []  # one bullet, one record: the common case, done in bulk
+        simple_rows: list[int] = []
+        for key, bullets in self._fact_counts.items():
+            waiting = pending.pop(key, None)
+            if bullets == 1 and waiting is not None and len(waiting) == 1:
+                simple.append(key)
+                simple_rows.append(waiting[0])
+                continue
+            if waiting is None:
+                self._rebalance(key)
+                continue
+            if len(waiting) > bullets:
+                pending[key] = waiting[bullets:]
+                waiting = waiting[:bullets]
+            for row in waiting:
+                claimed[row] = key
+                flags[row] ^= _HIDDEN  # waiting rows are hidden
+            self._n_hidden -= len(waiting)
+            n_claimed[key] = len(waiting)
+            if len(waiting) < bullets:
+                self._rebalance(key)
+        claimed.update(zip(simple_rows, simple, strict=True))
+        n_claimed.update(dict.fromkeys(simple, 1))
+        for row in simple_rows:
+            flags[row] ^= _HIDDEN
+        self._n_hidden -= len(simple_rows)
+
+    def _refresh_log(self, root: StorageRoot, info: FileInfo, whole: dict[str, bytes]) -> bool:
+        cur = self._logs.get(info.path)
         if cur is not None and cur.info.token == info.token:
             return False
         new = read_appended(root, cur, info)
         if new is None:
             if cur is not None:
                 self._drop_file(info.path)
-            data = _read_or_empty(root, info.path)
+            data = whole.pop(info.path, None) if cur is None else None
+            if data is None:
+                data = _read_or_empty(root, info.path)
             upto = data.rfind(b"\n") + 1
-            self.logs[info.path] = FileCursor.after(info, data, upto)
+            self._logs[info.path] = FileCursor.after(info, data, upto)
             self.feed_log(info.path, data[:upto], 0)
             return True
         assert cur is not None
-        chunk, upto = new
+        chunk, _upto = new
         cur.info = info
         if chunk:
             self.feed_log(info.path, chunk, cur.parsed_upto)
@@ -236,15 +322,15 @@ class MemoryIndex:
         Returns True when the index could advance without reading (nothing unread
         before ``offset``); the caller then need not re-read the file.
         """
-        cur = self.md if path == MEMORY_FILE else self.logs.get(path)
+        cur = self._md if path == MEMORY_FILE else self._logs.get(path)
         if cur is None:
             if offset != 0 or info is None:
                 return False
             cur = FileCursor(info, 0, b"")
             if path == MEMORY_FILE:
-                self.md = cur
+                self._md = cur
             else:
-                self.logs[path] = cur
+                self._logs[path] = cur
         if cur.parsed_upto != offset:
             return False
         if path == MEMORY_FILE:
@@ -274,215 +360,497 @@ class MemoryIndex:
                 gc.enable()
 
     def _feed_log(self, path: str, chunk: bytes, base_offset: int) -> None:
+        lines = chunk.split(b"\n")
+        if chunk.endswith(b"\n"):
+            lines.pop()
         offset = base_offset
-        for raw in chunk.split(b"\n")[:-1] if chunk.endswith(b"\n") else chunk.split(b"\n"):
+        # Blocks of lines, so that the bulk path's parsed records stay few at a time.
+        for first in range(0, len(lines), _BULK_LINES):
+            block = lines[first : first + _BULK_LINES]
+            if len(block) < 2 or not self._bulk_feed(path, block):
+                self._feed_lines(path, block, offset)
+            offset += sum(map(len, block)) + len(block)
+
+    def _feed_lines(self, path: str, lines: list[bytes], offset: int) -> None:
+        """Index lines one by one (any record, forget records, corrupt lines)."""
+        loads = _jsonutil.loads
+        from_iso = datetime.fromisoformat
+        row_of, forgotten = self._row_of, self._forgotten
+        file_rows = self._file_rows.setdefault(path, [])
+        for raw in lines:
             line_offset = offset
             offset += len(raw) + 1
-            if not raw.strip():
-                continue
             try:
-                record = _jsonutil.loads(raw)
-                if not isinstance(record, dict):
+                record = loads(raw)
+                if type(record) is not dict:
                     raise ValueError("not a JSON object")
-                if record.get("op") == "forget":
-                    target = record.get("id")
-                    if not isinstance(target, str):
+                get = record.get
+                entry_id = get("id")
+                if get("op") == "forget":
+                    if not isinstance(entry_id, str):
                         raise ValueError("forget record without id")
-                    self.forget(target, path)
+                    self.forget(entry_id, path)
                     continue
-                entry = KnowledgeEntry.from_dict(
-                    record,
-                    default_id="" if record.get("id") else stable_id("log", path, str(line_offset)),
-                )
-            except (ValueError, TypeError) as exc:
+                content = get("content")
+                category = get("category")
+                stamp = get("timestamp")
+                importance = get("importance")
+                persistent = get("persistent")
+                if (
+                    # The record as fsmemory writes it: no normalization needed.
+                    type(entry_id) is str
+                    and entry_id
+                    and type(content) is str
+                    and type(category) is str
+                    and type(stamp) is str
+                    and stamp[-1:] == "Z"
+                    and type(importance) is float
+                    and 0.0 <= importance <= 1.0
+                    and type(persistent) is bool
+                    and get("ttl_days") is None
+                    and get("expires_at") is None
+                    and not get("metadata")
+                ):
+                    created = round(from_iso(stamp).timestamp() * 1e6)
+                    expires = None
+                    extras = None
+                else:
+                    decoded = decode_record(
+                        record,
+                        default_id="" if entry_id else stable_id("log", path, str(line_offset)),
+                    )
+                    entry_id, content, category = decoded.id, decoded.content, decoded.category
+                    importance, persistent = decoded.importance, decoded.persistent
+                    created = (
+                        us_of(datetime.now(tz=UTC))
+                        if decoded.created_us is None
+                        else decoded.created_us
+                    )
+                    expires = decoded.expires_us
+                    extras = (
+                        (decoded.ttl_days, decoded.metadata)
+                        if decoded.ttl_days is not None or decoded.metadata
+                        else None
+                    )
+            except (ValueError, TypeError, OverflowError) as exc:
+                if not raw.strip():
+                    continue
                 self.corrupt_lines += 1
                 logger.warning("skipping corrupt line at %s:%d (%s)", path, line_offset, exc)
                 continue
-            self.add(entry, path)
+            if entry_id in forgotten or entry_id in row_of:
+                continue
+            row = self._new_row(
+                entry_id, content, category, created, expires, importance, persistent
+            )
+            if extras is not None:
+                self._extras[row] = extras
+            file_rows.append(row)
+            self._add_log_row(row)
 
-    # -- entries -------------------------------------------------------------------------
+    def _bulk_feed(self, path: str, lines: list[bytes]) -> bool:
+        """Index many lines column by column (C-level passes instead of a Python loop per
+        line) when every one is a record as fsmemory writes it and nothing else is
+        waiting; False (nothing done) otherwise, and the line-by-line path takes them.
+        """
+        if self._fact_counts or self._md_rows or self._content_counts is not None:
+            return False
+        try:
+            records = _jsonutil.loads(b"[" + b",".join(lines) + b"]")
+        except ValueError:
+            return False
+        if set(map(type, records)) != {dict} or set(map(len, records)) != {len(_CANONICAL)}:
+            return False
+        try:
+            columns = list(zip(*map(_canonical_fields, records), strict=True))
+        except KeyError:  # another set of fields (an op, metadata, ...)
+            return False
+        ids, contents, cats, stamps, importance, persistent, ttl, expiry = columns
+        if (
+            set(ttl) != {None}
+            or set(expiry) != {None}
+            or set(map(type, ids)) != {str}
+            or set(map(type, contents)) != {str}
+            or set(map(type, cats)) != {str}
+            or set(map(type, stamps)) != {str}
+            or set(map(type, importance)) != {float}
+            or set(map(type, persistent)) - {bool}
+            or set(map(itemgetter(-1), stamps)) != {"Z"}
+            or min(importance) < 0.0
+            or max(importance) > 1.0
+            or min(map(len, ids)) == 0
+            or len(set(ids)) != len(ids)
+            or not self._row_of.keys().isdisjoint(ids)
+            or not self._forgotten.keys().isdisjoint(ids)
+        ):
+            return False
+        try:
+            seconds = map(methodcaller("timestamp"), map(_from_iso, stamps))
+            created = list(map(round, map(operator.mul, seconds, repeat(1e6))))
+        except ValueError:
+            return False
+        keys: list[Key] = []
+        persistent_rows: list[int] = []
+        base = len(self._ids)
+        if any(persistent):
+            persistent_rows = list(compress(range(base, base + len(ids)), persistent))
+            texts = list(compress(contents, persistent))
+            stripped = list(map(str.strip, texts))
+            # One search over all texts: a space cannot join two halves of "<!--".
+            if stripped != texts or needs_escape(" ".join(texts)):
+                return False
+            keys = list(zip(compress(cats, persistent), texts, strict=True))
+            if not self._pending.keys().isdisjoint(keys) or len(set(keys)) != len(keys):
+                return False
+        stamps_in_order = created == sorted(created) and (
+            not self._tl_stamp or created[0] >= self._tl_stamp[-1]
+        )
+        if not stamps_in_order:
+            return False
+        rows = range(base, base + len(ids))
+        self._ids.extend(ids)
+        self._contents.extend(contents)
+        self._cats.extend(map(self._interned.setdefault, cats, cats))
+        self._created.extend(created)
+        self._expires.extend(repeat(_NEVER, len(ids)))
+        self._importance.extend(importance)
+        self._flags.extend(map(_FLAGS_OF.__getitem__, persistent))
+        self._row_of.update(zip(ids, rows, strict=True))
+        self._file_rows.setdefault(path, []).extend(rows)
+        self._tl_stamp.extend(created)
+        self._tl_row.extend(rows)
+        self._pending.update(zip(keys, map(_one, persistent_rows), strict=True))
+        self._n_hidden += len(persistent_rows)
+        self._search.add_many(rows)
+        if self._evict_heap is not None:
+            for row in rows:
+                if not self._flags[row] & _PERSISTENT:
+                    heapq.heappush(self._evict_heap, self._evict_item(row))
+        return True
+
+    # -- rows ----------------------------------------------------------------------------
+    def _new_row(
+        self,
+        entry_id: str,
+        content: str,
+        category: str,
+        created_us: int,
+        expires_us: int | None,
+        importance: float,
+        persistent: bool,
+    ) -> int:
+        row = len(self._ids)
+        self._ids.append(entry_id)
+        self._contents.append(content)
+        self._cats.append(self._interned.setdefault(category, category))
+        self._created.append(created_us)
+        self._expires.append(_NEVER if expires_us is None else expires_us)
+        self._importance.append(importance)
+        self._flags.append(_PERSISTENT if persistent else 0)
+        self._row_of[entry_id] = row
+        self._search.add(row)
+        counts = self._content_counts
+        if counts is not None:
+            counts[content] = counts.get(content, 0) + 1
+        return row
+
     def add(self, entry: KnowledgeEntry, path: str) -> None:
         """Index a remembered entry read from (or appended to) log ``path``."""
-        if entry.id in self.forgotten or entry.id in self.entries:
+        if entry.id in self._forgotten or entry.id in self._row_of:
             return
-        self.entries[entry.id] = entry
-        self.file_ids.setdefault(path, []).append(entry.id)
-        stamp = entry.created_at.timestamp()
-        if self.timeline and stamp < self.timeline[-1][0]:
-            bisect.insort(self.timeline, (stamp, entry.id))
+        row = self._new_row(
+            entry.id,
+            entry.content,
+            entry.category,
+            us_of(entry.created_at),
+            None if entry.expires_at is None else us_of(entry.expires_at),
+            entry.importance,
+            entry.persistent,
+        )
+        if entry.ttl_days is not None or entry.metadata:
+            self._extras[row] = (entry.ttl_days, entry.metadata)
+        self._file_rows.setdefault(path, []).append(row)
+        self._add_log_row(row)
+
+    def _add_log_row(self, row: int) -> None:
+        stamp = self._created[row]
+        stamps = self._tl_stamp
+        if stamps and stamp < stamps[-1]:
+            at = bisect.bisect_right(stamps, stamp)
+            stamps.insert(at, stamp)
+            self._tl_row.insert(at, row)
         else:
-            self.timeline.append((stamp, entry.id))
-        self._index_tokens(entry)
-        if entry.persistent:
-            key = fact_key(entry.category, entry.content)
-            self.pending.setdefault(key, []).append(entry.id)
-            self.hidden.add(entry.id)
-            if key in self.fact_counts or key in self.md_ids:
+            stamps.append(stamp)
+            self._tl_row.append(row)
+        if self._flags[row] & _PERSISTENT:
+            key = fact_key(self._cats[row], self._contents[row])
+            self._pending.setdefault(key, []).append(row)
+            self._flags[row] |= _HIDDEN
+            self._n_hidden += 1
+            if key in self._fact_counts or key in self._md_rows:
                 self._rebalance(key)
-        else:
-            heapq.heappush(self.evict_heap, (entry.importance, stamp, entry.id))
+        elif self._evict_heap is not None:
+            heapq.heappush(self._evict_heap, self._evict_item(row))
+
+    def _evict_item(self, row: int) -> tuple[float, int, str, int]:
+        return (self._importance[row], self._created[row], self._ids[row], row)
+
+    def _columns(self) -> tuple[list[str], list[str], bytearray]:
+        return self._contents, self._cats, self._flags.translate(_DEAD_ONLY)
 
     def forget(self, entry_id: str, path: str) -> None:
         """Apply a forget record found in ``path``."""
-        self.forgotten[entry_id] = path
-        self._remove(entry_id)
+        self._forgotten[entry_id] = path
+        row = self._row_of.get(entry_id)
+        if row is not None:
+            self._remove(row)
 
-    def _remove(self, entry_id: str) -> None:
-        entry = self.entries.pop(entry_id, None)
-        if entry is None:
+    def _kill(self, row: int) -> None:
+        """Mark ``row`` removed (its id free again, its postings ignored)."""
+        flags = self._flags
+        if flags[row] & _HIDDEN:
+            flags[row] &= ~_HIDDEN
+            self._n_hidden -= 1
+        flags[row] |= _DEAD
+        self._n_dead += 1
+        entry_id = self._ids[row]
+        if self._row_of.get(entry_id) == row:
+            del self._row_of[entry_id]
+        counts = self._content_counts
+        if counts is not None:
+            content = self._contents[row]
+            left = counts.get(content, 0) - 1
+            if left > 0:
+                counts[content] = left
+            else:
+                counts.pop(content, None)
+        self._extras.pop(row, None)
+
+    def _remove(self, row: int) -> None:
+        if self._flags[row] & _DEAD:
             return
-        self._uncount(entry.content)
-        for tok in self.tokens.pop(entry_id, ()):
-            ids = self.postings.get(tok)
-            if ids is not None:
-                ids.discard(entry_id)
-        self.hidden.discard(entry_id)
-        if entry.persistent:
-            key = fact_key(entry.category, entry.content)
-            if self.claimed.pop(entry_id, None) is not None:
-                self.n_claimed[key] -= 1
-            waiting = self.pending.get(key)
-            if waiting and entry_id in waiting:
-                waiting.remove(entry_id)
+        persistent = self._flags[row] & _PERSISTENT
+        self._kill(row)
+        if persistent:
+            key = fact_key(self._cats[row], self._contents[row])
+            if self._claimed.pop(row, None) is not None:
+                self._n_claimed[key] -= 1
+            waiting = self._pending.get(key)
+            if waiting and row in waiting:
+                waiting.remove(row)
             self._rebalance(key)
 
     def _drop_file(self, path: str) -> None:
-        for entry_id in self.file_ids.pop(path, []):
-            self._remove(entry_id)
+        for row in self._file_rows.pop(path, []):
+            self._remove(row)
         self.compact_timeline()
-        for entry_id in [k for k, v in self.forgotten.items() if v == path]:
-            del self.forgotten[entry_id]
-        self.logs.pop(path, None)
+        for entry_id in [k for k, v in self._forgotten.items() if v == path]:
+            del self._forgotten[entry_id]
+        self._logs.pop(path, None)
         self.generation += 1
 
     def has_content(self, text: str) -> bool:
         """True when some indexed entry (live or hidden) has exactly this content."""
-        return self.content_counts.get(text, 0) > 0
+        counts = self._content_counts
+        if counts is None:
+            counts = self._content_counts = {}
+            flags, contents = self._flags, self._contents
+            for row in range(len(flags)):
+                if not flags[row] & _DEAD:
+                    counts[contents[row]] = counts.get(contents[row], 0) + 1
+        return counts.get(text, 0) > 0
 
-    def _index_tokens(self, entry: KnowledgeEntry) -> None:
-        # Search postings are built lazily, on the first search after entries arrive:
-        # a cold start that only builds the context never tokenizes anything.
-        counts = self.content_counts
-        counts[entry.content] = counts.get(entry.content, 0) + 1
-        self.untokenized.append(entry.id)
-
-    def _flush_tokens(self) -> None:
-        pending, self.untokenized = self.untokenized, []
-        for entry_id in pending:
-            entry = self.entries.get(entry_id)
-            if entry is not None and entry_id not in self.tokens:
-                self._tokenize_entry(entry)
-
-    def _tokenize_entry(self, entry: KnowledgeEntry) -> None:
-        toks = tuple(set(tokenize(entry.content)) | set(tokenize(entry.category)))
-        self.tokens[entry.id] = toks
-        for tok in toks:
-            ids = self.postings.get(tok)
-            if ids is None:
-                ids = self.postings[tok] = set()
-                bisect.insort(self.vocab, tok)
-            ids.add(entry.id)
+    def _set_hidden(self, row: int, hidden: bool) -> None:
+        flags = self._flags
+        if hidden and not flags[row] & _HIDDEN:
+            flags[row] |= _HIDDEN
+            self._n_hidden += 1
+        elif not hidden and flags[row] & _HIDDEN:
+            flags[row] &= ~_HIDDEN
+            self._n_hidden -= 1
 
     def _rebalance(self, key: Key) -> None:
         """Make claims + md- entries for ``key`` equal the number of bullets."""
-        waiting = self.pending.setdefault(key, [])
-        md = self.md_ids.setdefault(key, [])
-        while self.n_claimed[key] + len(md) < self.fact_counts[key]:
+        waiting = self._pending.setdefault(key, [])
+        md = self._md_rows.setdefault(key, [])
+        bullets = self._fact_counts[key]
+        n_claimed = self._n_claimed
+        while n_claimed[key] + len(md) < bullets:
             if waiting:
-                entry_id = waiting.pop(0)
-                self.claimed[entry_id] = key
-                self.n_claimed[key] += 1
-                self.hidden.discard(entry_id)
+                row = waiting.pop(0)
+                self._claimed[row] = key
+                n_claimed[key] += 1
+                self._set_hidden(row, False)
             else:
                 self._add_md_entry(key, len(md))
-        while md and self.n_claimed[key] + len(md) > self.fact_counts[key]:
-            self._remove_md_entry(key)
-        while self.n_claimed[key] > self.fact_counts[key]:
+        while md and n_claimed[key] + len(md) > bullets:
+            self._kill(md.pop())
+        while n_claimed[key] > bullets:
             newest = max(
-                (i for i, k in self.claimed.items() if k == key),
-                key=lambda i: self.entries[i].created_at,
+                (r for r, k in self._claimed.items() if k == key),
+                key=lambda r: self._created[r],
             )
-            del self.claimed[newest]
-            self.n_claimed[key] -= 1
-            self.pending.setdefault(key, []).insert(0, newest)
-            self.hidden.add(newest)
+            del self._claimed[newest]
+            n_claimed[key] -= 1
+            waiting.insert(0, newest)
+            self._set_hidden(newest, True)
         while md and waiting:
-            self._remove_md_entry(key)
-            entry_id = waiting.pop(0)
-            self.claimed[entry_id] = key
-            self.n_claimed[key] += 1
-            self.hidden.discard(entry_id)
+            self._kill(md.pop())
+            row = waiting.pop(0)
+            self._claimed[row] = key
+            n_claimed[key] += 1
+            self._set_hidden(row, False)
         if not md:
-            self.md_ids.pop(key, None)
+            self._md_rows.pop(key, None)
         if not waiting:
-            self.pending.pop(key, None)
-        if not self.n_claimed[key]:
-            self.n_claimed.pop(key, None)
+            self._pending.pop(key, None)
+        if not n_claimed[key]:
+            n_claimed.pop(key, None)
 
     def _add_md_entry(self, key: Key, occurrence: int) -> None:
         category, text = key
         fact = self._find_fact(key)
-        entry = KnowledgeEntry(
-            id=stable_id("md", category, text, str(occurrence)),
-            content=fact.content if fact else text,
-            category=category,
-            persistent=True,
-            importance=0.5,
-            created_at=self.md_mtime,
-            expires_at=fact.expires_at if fact else None,
+        expires = None if fact is None or fact.expires_at is None else us_of(fact.expires_at)
+        row = self._new_row(
+            stable_id("md", category, text, str(occurrence)),
+            fact.content if fact else text,
+            category,
+            self._md_mtime_us,
+            expires,
+            0.5,
+            True,
         )
-        self.md_ids.setdefault(key, []).append(entry.id)
-        self.entries[entry.id] = entry
-        self._index_tokens(entry)
-
-    def _remove_md_entry(self, key: Key) -> None:
-        entry_id = self.md_ids[key].pop()
-        removed = self.entries.pop(entry_id, None)
-        if removed is not None:
-            self._uncount(removed.content)
-        for tok in self.tokens.pop(entry_id, ()):
-            ids = self.postings.get(tok)
-            if ids is not None:
-                ids.discard(entry_id)
-
-    def _uncount(self, content: str) -> None:
-        left = self.content_counts.get(content, 0) - 1
-        if left > 0:
-            self.content_counts[content] = left
-        else:
-            self.content_counts.pop(content, None)
+        self._md_rows.setdefault(key, []).append(row)
 
     def _find_fact(self, key: Key) -> Fact | None:
-        for fact in self.doc.sections.get(key[0], ()):
+        for fact in self._doc.sections.get(key[0], ()):
             if fact.text == key[1]:
                 return fact
         return None
 
-    # -- queries -------------------------------------------------------------------------
+    # -- entries -------------------------------------------------------------------------
+    def _entry(self, row: int) -> KnowledgeEntry:
+        ttl, metadata = self._extras.get(row, (None, None))
+        expires = self._expires[row]
+        return KnowledgeEntry(
+            id=self._ids[row],
+            content=self._contents[row],
+            category=self._cats[row],
+            persistent=bool(self._flags[row] & _PERSISTENT),
+            importance=self._importance[row],
+            ttl_days=ttl,
+            created_at=datetime_of(self._created[row]),
+            metadata=metadata if metadata is not None else {},
+            expires_at=None if expires == _NEVER else datetime_of(expires),
+        )
+
+    def _live_row(self, row: int, now_us: int) -> bool:
+        return not self._flags[row] & (_DEAD | _HIDDEN) and now_us < self._expires[row]
+
+    def find(self, entry_id: str) -> KnowledgeEntry | None:
+        """The indexed entry with this id (live, hidden or expired), or None."""
+        row = self._row_of.get(entry_id)
+        return None if row is None else self._entry(row)
+
     def is_live(self, entry_id: str, now: datetime) -> bool:
         """True when the entry exists, is not forgotten, hidden or expired."""
-        entry = self.entries.get(entry_id)
-        return entry is not None and entry_id not in self.hidden and not entry.expired_at(now)
+        row = self._row_of.get(entry_id)
+        return row is not None and self._live_row(row, us_of(now))
+
+    def live_entry(self, entry_id: str, now: datetime) -> KnowledgeEntry | None:
+        """The entry with this id when it is live at ``now``, else None."""
+        row = self._row_of.get(entry_id)
+        if row is None or not self._live_row(row, us_of(now)):
+            return None
+        return self._entry(row)
 
     def live_count(self) -> int:
         """Entries that are neither forgotten nor hidden (expired ones included)."""
-        return len(self.entries) - len(self.hidden)
+        return len(self._ids) - self._n_dead - self._n_hidden
+
+    def live_entries(self, now: datetime) -> Iterator[KnowledgeEntry]:
+        """Every live entry, in row order."""
+        now_us = us_of(now)
+        for row in range(len(self._ids)):
+            if self._live_row(row, now_us):
+                yield self._entry(row)
+
+    def live_categories(self, now: datetime) -> tuple[int, set[str]]:
+        """The number of live entries and their categories."""
+        now_us = us_of(now)
+        count = 0
+        cats: set[str] = set()
+        for row in range(len(self._ids)):
+            if self._live_row(row, now_us):
+                count += 1
+                cats.add(self._cats[row])
+        return count, cats
+
+    def _newest_rows(self, now: datetime) -> Iterator[int]:
+        now_us = us_of(now)
+        rows = self._tl_row
+        seen: set[int] = set()
+        for i in range(len(rows) - 1, -1, -1):
+            row = rows[i]
+            if row not in seen and self._live_row(row, now_us):
+                seen.add(row)
+                yield row
 
     def newest(self, now: datetime) -> Iterator[KnowledgeEntry]:
         """Live log entries, newest first (each once, even if an entry was removed and
         indexed again, e.g. when its log left a listing and came back)."""
-        timeline = self.timeline
-        seen: set[str] = set()
-        for i in range(len(timeline) - 1, -1, -1):
-            entry_id = timeline[i][1]
-            if entry_id not in seen and self.is_live(entry_id, now):
-                seen.add(entry_id)
-                yield self.entries[entry_id]
+        for row in self._newest_rows(now):
+            yield self._entry(row)
+
+    def newest_texts(self, now: datetime) -> Iterator[tuple[datetime, str, str, int | None]]:
+        """Like :meth:`newest`, as ``(created_at, category, content, expires_us)``
+        (``expires_us``: microseconds since the epoch, None without expiry)."""
+        for row in self._newest_rows(now):
+            expires = self._expires[row]
+            yield (
+                datetime_of(self._created[row]),
+                self._cats[row],
+                self._contents[row],
+                None if expires == _NEVER else expires,
+            )
+
+    def every_live_entry(self, now: datetime) -> list[KnowledgeEntry]:
+        """Every live entry: log entries oldest first, then MEMORY.md-only facts."""
+        logged = list(self._newest_rows(now))
+        logged.reverse()
+        seen = set(logged)
+        now_us = us_of(now)
+        rest = [r for r in range(len(self._ids)) if r not in seen and self._live_row(r, now_us)]
+        return [self._entry(row) for row in logged + rest]
 
     def compact_timeline(self) -> None:
         """Drop timeline slots of removed entries (after many forgets)."""
-        self.timeline = [t for t in self.timeline if t[1] in self.entries]
+        flags = self._flags
+        keep = [i for i, row in enumerate(self._tl_row) if not flags[row] & _DEAD]
+        self._tl_stamp = array("q", (self._tl_stamp[i] for i in keep))
+        self._tl_row = array("q", (self._tl_row[i] for i in keep))
 
+    def eviction_candidates(self, n: int) -> list[str]:
+        """Ids of up to ``n`` live non-persistent entries of lowest importance (then
+        oldest), taken off the eviction queue (the caller forgets them)."""
+        heap = self._evict_heap
+        if heap is None:
+            flags = self._flags
+            heap = self._evict_heap = [
+                self._evict_item(row)
+                for row in range(len(flags))
+                if not flags[row] & (_DEAD | _PERSISTENT)
+            ]
+            heapq.heapify(heap)
+        victims: list[str] = []
+        while len(victims) < n and heap:
+            _importance, _stamp, entry_id, row = heapq.heappop(heap)
+            if self._flags[row] & (_DEAD | _HIDDEN) or entry_id in victims:
+                continue
+            victims.append(entry_id)
+        return victims
+
+    # -- search --------------------------------------------------------------------------
     def search(
         self, query: str, limit: int, category: str | None, now: datetime
     ) -> list[KnowledgeEntry]:
@@ -491,74 +859,50 @@ class MemoryIndex:
         terms = list(dict.fromkeys(tokenize(query)))
         if not terms:
             return self.most_important(limit, category, now)
-        if self.untokenized:
-            self._flush_tokens()
-        meaningful = [t for t in terms if t not in _STOPWORDS]
+        meaningful = [t for t in terms if t not in _search.STOPWORDS]
         terms = meaningful or terms
         phrase = " ".join(tokenize(query))
         wanted = max(limit * 4, limit)
-        results: list[tuple[float, float, float, str]] = []
+        now_us = us_of(now)
+        matches = self._search.term_matches(terms)
+        results: list[tuple[float, float, int, str, int]] = []
         # The best possible score, one per term, is reached exactly by the entries that
         # hold every term. When they alone give `wanted` live hits the ranking equals the
         # full scoring below, which costs a dict update per posting (tens of thousands
         # for common words at 100k entries); the set intersection runs in C.
-        exact_sets = [ids for term in terms if (ids := self.postings.get(term))]
+        exact_sets = [exact for exact, _prefix in matches if exact]
         if len(exact_sets) == len(terms):
             smallest, *others = sorted(exact_sets, key=len)
-            best = {float(len(terms)): list(smallest.intersection(*others))}
-            results = self._collect(best, wanted, category, now)
+            best = {float(len(terms)): list(set(smallest).intersection(*others))}
+            results = self._collect(best, wanted, category, now_us)
         if len(results) < wanted:
-            results = self._collect(self._score(terms), wanted, category, now)
+            results = self._collect(_search.score(matches), wanted, category, now_us)
         top = heapq.nlargest(wanted, results)
         if len(terms) > 1:
             boosted = []
-            for score, importance, stamp, entry_id in top:
-                text = " ".join(tokenize(self.entries[entry_id].content))
+            for score, importance, stamp, entry_id, row in top:
+                text = " ".join(tokenize(self._contents[row]))
                 bonus = 0.5 if phrase and phrase in text else 0.0
-                boosted.append((score + bonus, importance, stamp, entry_id))
+                boosted.append((score + bonus, importance, stamp, entry_id, row))
             top = sorted(boosted, reverse=True)
-        return [self.entries[r[3]] for r in top[:limit]]
-
-    def _score(self, terms: list[str]) -> dict[float, list[str]]:
-        """Entry ids by score: exact token matches score 1, prefix matches 0.6."""
-        scores: dict[str, float] = {}
-        for term in terms:
-            exact = self.postings.get(term, set())
-            for entry_id in exact:
-                scores[entry_id] = scores.get(entry_id, 0.0) + 1.0
-            if len(term) < 3:
-                continue
-            lo = bisect.bisect_left(self.vocab, term)
-            seen: set[str] = set()
-            for word in self.vocab[lo:]:
-                if not word.startswith(term):
-                    break
-                if word == term:
-                    continue
-                for entry_id in self.postings.get(word, ()):
-                    if entry_id not in exact and entry_id not in seen:
-                        seen.add(entry_id)
-                        scores[entry_id] = scores.get(entry_id, 0.0) + 0.6
-        buckets: dict[float, list[str]] = {}
-        for entry_id, score in scores.items():
-            buckets.setdefault(score, []).append(entry_id)
-        return buckets
+        return [self._entry(r[4]) for r in top[:limit]]
 
     def _collect(
-        self, buckets: dict[float, list[str]], wanted: int, category: str | None, now: datetime
-    ) -> list[tuple[float, float, float, str]]:
-        """Live hits as (score, importance, time, id), visiting the best score first so a
-        common word does not make us rank every entry that contains it: stops after the
-        bucket in which ``wanted`` hits were reached."""
-        results: list[tuple[float, float, float, str]] = []
+        self, buckets: dict[float, list[int]], wanted: int, category: str | None, now_us: int
+    ) -> list[tuple[float, float, int, str, int]]:
+        """Live hits as (score, importance, time, id, row), visiting the best score first
+        so a common word does not make us rank every entry that contains it: stops after
+        the bucket in which ``wanted`` hits were reached."""
+        results: list[tuple[float, float, int, str, int]] = []
         for score in sorted(buckets, reverse=True):
-            for entry_id in buckets[score]:
-                if not self.is_live(entry_id, now):
+            for row in buckets[score]:
+                if not self._live_row(row, now_us):
                     continue
-                entry = self.entries[entry_id]
-                if category is not None and entry.category != category:
+                if category is not None and self._cats[row] != category:
                     continue
-                results.append((score, entry.importance, entry.created_at.timestamp(), entry_id))
+                results.append(
+                    (score, self._importance[row], self._created[row], self._ids[row], row)
+                )
             if len(results) >= wanted:
                 break
         return results
@@ -567,12 +911,13 @@ class MemoryIndex:
         self, limit: int, category: str | None, now: datetime
     ) -> list[KnowledgeEntry]:
         """Live entries ranked by importance, then recency."""
+        now_us = us_of(now)
         candidates = (
-            (e.importance, e.created_at.timestamp(), e.id)
-            for e in self.entries.values()
-            if (category is None or e.category == category) and self.is_live(e.id, now)
+            (self._importance[row], self._created[row], self._ids[row], row)
+            for row in range(len(self._ids))
+            if (category is None or self._cats[row] == category) and self._live_row(row, now_us)
         )
-        return [self.entries[c[2]] for c in heapq.nlargest(limit, candidates)]
+        return [self._entry(c[3]) for c in heapq.nlargest(limit, candidates)]
 
 
 def _read_or_empty(root: StorageRoot, path: str) -> bytes:
@@ -580,7 +925,3 @@ def _read_or_empty(root: StorageRoot, path: str) -> bytes:
         return root.read_bytes(path)
     except FileNotFoundError:
         return b""
-
-
-def _decode_lines(data: bytes) -> list[str]:
-    return decode_md(data).split("\n")

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
-import hashlib
-import math
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "KnowledgeEntry",
+    "Record",
+    "RememberResult",
+    "datetime_of",
+    "decode_record",
     "format_timestamp",
     "new_entry_id",
     "parse_timestamp",
+    "stable_id",
+    "us_of",
 ]
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -33,6 +38,8 @@ def new_entry_id() -> str:
 
 def stable_id(prefix: str, *parts: str) -> str:
     """A deterministic id derived from ``parts`` (same inputs, same id, any process)."""
+    import hashlib  # not needed on most paths; costs a few ms to import
+
     digest = hashlib.blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=10)
     return f"{prefix}-{digest.hexdigest()}"
 
@@ -112,45 +119,158 @@ class KnowledgeEntry:
     def from_dict(cls, record: dict[str, Any], *, default_id: str = "") -> KnowledgeEntry:
         """Build an entry from a log record (tolerates the seed's minimal records).
 
+        The rules are :func:`decode_record`'s; a record without a timestamp is dated now.
+
         Raises:
             ValueError: a required field is missing or has the wrong type.
         """
-        content = record.get("content")
-        if not isinstance(content, str):
-            raise ValueError("record has no string 'content'")
-        category = record.get("category", "general")
-        if not isinstance(category, str):
-            raise ValueError("record 'category' is not a string")
-        entry_id = record.get("id") or default_id
-        if not isinstance(entry_id, str) or not entry_id:
-            raise ValueError("record has no id")
-        stamp = record.get("timestamp")
-        created = parse_timestamp(stamp) if isinstance(stamp, str) else datetime.now(tz=UTC)
-        importance = record.get("importance", 0.5)
-        if isinstance(importance, bool) or not isinstance(importance, int | float):
-            importance = 0.5
-        importance = float(importance)
-        if math.isnan(importance):
-            importance = 0.5
-        ttl = record.get("ttl_days")
-        ttl_days = (
-            float(ttl) if isinstance(ttl, int | float) and not isinstance(ttl, bool) else None
-        )
-        expires_raw = record.get("expires_at")
-        expires: datetime | None = None
-        if isinstance(expires_raw, str):
-            expires = parse_timestamp(expires_raw)
-        elif ttl_days is not None:
-            expires = created + timedelta(days=ttl_days)
-        metadata = record.get("metadata")
-        return cls(
-            id=entry_id,
-            content=content,
-            category=category,
-            persistent=bool(record.get("persistent", False)),
-            importance=min(1.0, max(0.0, importance)),
-            ttl_days=ttl_days,
+        return decode_record(record, default_id=default_id).entry()
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = timedelta(microseconds=1)
+_US_PER_DAY = 86_400_000_000
+#: The microsecond range of datetime (years 1 - 9999), relative to the epoch.
+_MIN_US = (datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) // _US
+_MAX_US = (datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC) - _EPOCH) // _US
+
+
+def us_of(moment: datetime) -> int:
+    """Microseconds since the epoch of an aware datetime."""
+    return (moment - _EPOCH) // _US
+
+
+def datetime_of(us: int) -> datetime:
+    """The aware UTC datetime ``us`` microseconds after the epoch (exact)."""
+    return _EPOCH + timedelta(microseconds=us)
+
+
+@dataclass(frozen=True, slots=True)
+class RememberResult:
+    """The outcome of :meth:`KnowledgeMemory.try_remember`.
+
+    Attributes:
+        id: the new entry's id, or ``""`` when it was not stored.
+        stored: whether the entry was written.
+        rejected_by: why not: the rejecting pre-save hook's name, or ``"duplicate"``.
+    """
+
+    id: str
+    stored: bool
+    rejected_by: str | None = None
+
+
+class Record(NamedTuple):
+    """One daily-log memory record, normalized (see :func:`decode_record`).
+
+    Times are microseconds since the Unix epoch (UTC); ``created_us`` is None when the
+    record has no timestamp, ``expires_us`` when it never expires.
+    """
+
+    id: str
+    content: str
+    category: str
+    persistent: bool
+    importance: float
+    ttl_days: float | None
+    created_us: int | None
+    expires_us: int | None
+    metadata: dict[str, Any] | None
+
+    def entry(self) -> KnowledgeEntry:
+        """The :class:`KnowledgeEntry` of this record (dated now without a timestamp)."""
+        created = datetime.now(tz=UTC) if self.created_us is None else datetime_of(self.created_us)
+        return KnowledgeEntry(
+            id=self.id,
+            content=self.content,
+            category=self.category,
+            persistent=self.persistent,
+            importance=self.importance,
+            ttl_days=self.ttl_days,
             created_at=created,
-            metadata=metadata if isinstance(metadata, dict) else {},
-            expires_at=expires,
+            metadata=self.metadata if self.metadata is not None else {},
+            expires_at=None if self.expires_us is None else datetime_of(self.expires_us),
         )
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return None
+
+
+def _timestamp_us(text: str, field_name: str) -> int:
+    try:
+        return us_of(parse_timestamp(text))
+    except (ValueError, OverflowError):
+        raise ValueError(f"invalid {field_name} {text[:40]!r}") from None
+
+
+def decode_record(record: Mapping[str, Any], *, default_id: str = "") -> Record:
+    """Normalize one memory record of a daily log (not a ``forget`` record).
+
+    The one set of rules every reader of the logs applies (the memory's index and
+    export's reference parser): ``content`` must be a string; ``category`` defaults to
+    ``"general"`` (JSON null counts as absent; a non-string one is invalid); a missing or
+    empty ``id`` becomes ``default_id`` (a non-string one is invalid); ``persistent`` is
+    ``bool(value)``; ``importance`` is a number clamped to [0, 1] (0.5 when absent, NaN
+    or not a number); ``ttl_days`` is a number or None; a string ``timestamp`` or
+    ``expires_at`` must be ISO-8601; a missing ``expires_at`` is ``timestamp + ttl_days``
+    (None when that falls outside years 1-9999); ``metadata`` is kept when an object.
+
+    Args:
+        record: the parsed JSON object of one line.
+        default_id: the id of a record without one (readers derive it from the file
+            and the line's offset: ``stable_id("log", path, str(offset))``).
+
+    Raises:
+        ValueError: the record is invalid (the message says why).
+    """
+    get = record.get
+    content = get("content")
+    if type(content) is not str:
+        raise ValueError("record has no string 'content'")
+    category = get("category")
+    if category is None:
+        category = "general"
+    elif type(category) is not str:
+        raise ValueError("record 'category' is not a string")
+    entry_id = get("id") or default_id
+    if type(entry_id) is not str or not entry_id:
+        raise ValueError("record has no string id")
+    stamp = get("timestamp")
+    created = _timestamp_us(stamp, "timestamp") if type(stamp) is str else None
+    importance = get("importance")
+    if type(importance) is not float:
+        importance = _number(importance)
+    if importance is None or importance != importance:
+        importance = 0.5
+    importance = 0.0 if importance < 0.0 else 1.0 if importance > 1.0 else importance
+    ttl = get("ttl_days")
+    if ttl is not None:
+        ttl = _number(ttl)
+    expires_raw = get("expires_at")
+    expires: int | None = None
+    if type(expires_raw) is str:
+        expires = _timestamp_us(expires_raw, "expires_at")
+    elif ttl is not None and ttl == ttl:
+        base = us_of(datetime.now(tz=UTC)) if created is None else created
+        if abs(ttl) < 1e300:
+            expires = base + round(ttl * _US_PER_DAY)
+            if not _MIN_US <= expires <= _MAX_US:
+                expires = None
+    metadata = get("metadata")
+    return Record(
+        entry_id,
+        content,
+        category,
+        bool(get("persistent", False)),
+        importance,
+        ttl,
+        created,
+        expires,
+        metadata if type(metadata) is dict else None,
+    )

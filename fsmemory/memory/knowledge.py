@@ -1,9 +1,6 @@
-"""KnowledgeMemory: long-term memory for an agent, as plain files on any fsspec URL.
-
-Layout (the seed's)::
-
-    <root>/MEMORY.md               persistent facts, by category (hand-editable)
-    <root>/logs/YYYY-MM-DD.jsonl   one JSON record per line (UTC dates)
+"""KnowledgeMemory: long-term memory for an agent, as plain files on any fsspec URL
+(the layout is :mod:`fsmemory.memory.layout`'s). Orchestration only: the index, the
+MEMORY.md writer and the context renderer live in their own modules.
 
 ``remember()`` appends one line to today's log (and, for persistent entries, one bullet
 to MEMORY.md): it never re-reads or rewrites the memory. Reads are served from an
@@ -13,43 +10,42 @@ other processes' writes become visible to a long-lived instance.
 
 from __future__ import annotations
 
-import heapq
+import itertools
 import logging
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from fsmemory import _jsonutil
 from fsmemory.errors import InvalidInputError
 from fsmemory.fs import StorageRoot, open_root
 from fsmemory.fs.base import FileInfo
+from fsmemory.memory._context import Contexts
+from fsmemory.memory._facts_file import FactsFile
 from fsmemory.memory._index import MemoryIndex
-from fsmemory.memory.entry import KnowledgeEntry, format_timestamp, new_entry_id
-from fsmemory.memory.layout import DAILY_LOG_DIR, MEMORY_FILE, TITLE, log_date, log_name_for
-from fsmemory.memory.markdown import (
-    decode_md,
-    encode_md,
-    escape_line,
-    fact_line,
-    insert_fact,
-    remove_fact,
-    rewrite_memory_md,
+from fsmemory.memory.entry import (
+    KnowledgeEntry,
+    RememberResult,
+    format_timestamp,
+    new_entry_id,
 )
+from fsmemory.memory.layout import DAILY_LOG_DIR, MEMORY_FILE, log_date, log_name_for
 from fsmemory.memory.validation import (
     DEFAULT_MAX_CONTENT_BYTES,
     check_category,
     check_content,
     check_importance,
     check_metadata,
+    check_non_negative_int,
     check_ttl_days,
 )
-from fsmemory.sanitizers import PreSaveHook, run_pre_save
 
-if TYPE_CHECKING:  # the snapshot modules load only when a backend is given
+if TYPE_CHECKING:  # the snapshot and sanitizer modules load only when used
     from fsmemory.memory._replica import SnapshotReplica
+    from fsmemory.sanitizers import PreSaveHook
     from fsmemory.snapshot import IncrementalBackend, KnowledgeBackend
 
 __all__ = ["KnowledgeMemory", "RememberResult"]
@@ -57,32 +53,6 @@ __all__ = ["KnowledgeMemory", "RememberResult"]
 logger = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
-
-# MEMORY.md is tidied (repeated headers merged) once appends have produced this many
-# more section headers than there are categories.
-_EXTRA_HEADERS_BEFORE_TIDY = 32
-# Up to this size MEMORY.md is rewritten to insert a fact into its section; beyond it a
-# fact whose section is not last is appended under a repeated header (O(1)).
-_REWRITE_LIMIT = 64 * 1024
-
-
-def _utcnow() -> datetime:
-    return datetime.now(tz=UTC)
-
-
-@dataclass(frozen=True, slots=True)
-class RememberResult:
-    """The outcome of :meth:`KnowledgeMemory.try_remember`.
-
-    Attributes:
-        id: the new entry's id, or ``""`` when it was not stored.
-        stored: whether the entry was written.
-        rejected_by: why not: the rejecting pre-save hook's name, or ``"duplicate"``.
-    """
-
-    id: str
-    stored: bool
-    rejected_by: str | None = None
 
 
 class KnowledgeMemory:
@@ -155,29 +125,30 @@ class KnowledgeMemory:
         location = storage_dir if storage_dir is not None else directory
         if location is None:
             location = "./agent_memory"
-        _check_non_negative_int("max_log_days", max_log_days)
-        _check_non_negative_int("max_context_entries", max_context_entries)
+        check_non_negative_int("max_log_days", max_log_days)
+        check_non_negative_int("max_context_entries", max_context_entries)
         if max_entries is not None:
-            _check_non_negative_int("max_entries", max_entries)
+            check_non_negative_int("max_entries", max_entries)
         if max_context_chars is not None:
-            _check_non_negative_int("max_context_chars", max_context_chars)
+            check_non_negative_int("max_context_chars", max_context_chars)
         self.root: StorageRoot = open_root(location, storage_options)
         self.max_log_days = max_log_days
         self.max_context_entries = max_context_entries
         self.max_entries = max_entries
         self.max_context_chars = max_context_chars
         self.max_content_bytes = max_content_bytes
-        self._clock: Clock = clock or _utcnow
+        self._clock: Clock = clock or partial(datetime.now, UTC)
         self._index = MemoryIndex()
+        self._facts_file = FactsFile(self.root, self._index)
         self._lock = threading.RLock()
         self._listing: list[FileInfo] = []
-        self._context_cache: tuple[int, str, datetime | None, str] | None = None
+        self._contexts = Contexts()
         self.pre_save = pre_save
         self.dedupe = dedupe
         self.dedupe_window = dedupe_window
         self._dedupe_hook: PreSaveHook | None = None
         if dedupe:
-            _check_non_negative_int("dedupe_window", dedupe_window)
+            check_non_negative_int("dedupe_window", dedupe_window)
             from fsmemory.sanitizers import dedupe_against
 
             self._dedupe_hook = dedupe_against(self._dedupe_candidates, dedupe_threshold)
@@ -264,6 +235,8 @@ class KnowledgeMemory:
             raise InvalidInputError("persistent must be a bool")
         text: str | None = content
         if self.pre_save is not None:
+            from fsmemory.sanitizers import run_pre_save
+
             text, rejected_by = run_pre_save(self.pre_save, content)
             if text is None:
                 return RememberResult("", False, rejected_by)
@@ -305,76 +278,18 @@ class KnowledgeMemory:
     def _write_entry(self, entry: KnowledgeEntry) -> None:
         line = _jsonutil.dumps_line(entry.to_dict())
         log_path = log_name_for(entry.created_at)
-        synced = self._add_fact(entry) if entry.persistent else True
+        synced = self._facts_file.add(entry) if entry.persistent else True
         try:
             offset = self.root.append(log_path, line, line_safe=True, unique=True)
         except BaseException:
             if entry.persistent:
-                self._undo_fact(entry)
+                self._facts_file.undo(entry)
             raise
-        if not self._index.note_append(log_path, offset, line, None) or not synced:
+        # An index that has read nothing yet reads everything (this line too) on first use.
+        if self._index.loaded and (
+            not self._index.note_append(log_path, offset, line, None) or not synced
+        ):
             self._refresh()
-
-    def _undo_fact(self, entry: KnowledgeEntry) -> None:
-        """Remove the bullet of an entry whose log record could not be written, so a
-        failed remember() leaves no trace (best effort: the original error is raised)."""
-        key_text = escape_line(entry.content.strip())
-        try:
-            self.root.update(MEMORY_FILE, lambda old: _remove(old, entry.category, key_text))
-        except Exception:  # the caller gets the append's error; this one is secondary
-            logger.warning("could not remove the MEMORY.md bullet of a failed remember()")
-        self._index.reset()
-
-    def _add_fact(self, entry: KnowledgeEntry) -> bool:
-        """Add the entry's bullet to MEMORY.md; True when the index saw it too.
-
-        Under a cheap lock (local folders, memory) the bullet is appended when its
-        category is the file's last section; otherwise a small file is rewritten with the
-        bullet inserted in its section, and a large one gets an appended ``## category``
-        chunk (repeated headers are merged by the parser and tidied once they pile up),
-        which keeps ``remember()`` O(1). Other roots insert with compare-and-swap.
-        """
-        bullet = fact_line(entry.content, entry.expires_at)
-        root = self.root
-        if not (root.capabilities.native_append and root.capabilities.cheap_lock):
-            root.update(MEMORY_FILE, _insert_once(entry.category, bullet))
-            return False
-        with root.lock("memory-md"):
-            info = root.stat(MEMORY_FILE)
-            if info is None:
-                chunk = f"{TITLE}\n\n## {entry.category}\n{bullet}\n"
-            else:
-                cur = self._index.md
-                if cur is None or cur.info.token != info.token:
-                    self._index.refresh(root, [info, *self._log_infos()])
-                doc = self._index.doc
-                if doc.last_category == entry.category:
-                    chunk = f"{bullet}\n"
-                elif info.size <= _REWRITE_LIMIT:
-                    root.update(MEMORY_FILE, _insert_once(entry.category, bullet))
-                    return False
-                else:
-                    chunk = f"\n## {entry.category}\n{bullet}\n"
-            data = chunk.encode()
-            offset = root.append(MEMORY_FILE, data, line_safe=True)
-            # Still under the lock: this stat's token is the one our append produced, so
-            # the next refresh knows MEMORY.md is unchanged since.
-            after = root.stat(MEMORY_FILE)
-            synced = self._index.note_append(MEMORY_FILE, offset, data, after)
-        return self._maybe_tidy() and synced
-
-    def _log_infos(self) -> list[FileInfo]:
-        return [c.info for c in self._index.logs.values()]
-
-    def _maybe_tidy(self) -> bool:
-        """Merge repeated headers when appends produced many; False if it rewrote."""
-        doc = self._index.doc
-        extra = doc.header_count - len(doc.sections)
-        # Proportional threshold: the O(n) tidy runs every ~n/8 appends, O(1) amortized.
-        if extra < max(_EXTRA_HEADERS_BEFORE_TIDY, doc.fact_count() // 8):
-            return True
-        self.root.update(MEMORY_FILE, _tidy)
-        return False
 
     def forget(self, entry_id: str) -> bool:
         """Forget an entry by id. Returns False when no such entry exists.
@@ -386,15 +301,11 @@ class KnowledgeMemory:
             return False
         with self._lock:
             self._refresh()
-            entry = self._index.entries.get(entry_id)
+            entry = self._index.find(entry_id)
             if entry is None:
                 return False
             if entry.persistent:
-                key_text = escape_line(entry.content.strip())
-                self.root.update(
-                    MEMORY_FILE,
-                    lambda old: _remove(old, entry.category, key_text),
-                )
+                self._facts_file.remove(entry)
             if not entry_id.startswith("md-"):
                 self._append_forgets([entry_id], reason="forget")
             self._refresh()
@@ -410,22 +321,15 @@ class KnowledgeMemory:
         )
         path = log_name_for(now)
         offset = self.root.append(path, data, line_safe=True, unique=True)
-        if not self._index.note_append(path, offset, data, None):
+        if self._index.loaded and not self._index.note_append(path, offset, data, None):
             self._refresh()
 
     def _evict(self, now: datetime) -> None:
         assert self.max_entries is not None
-        index = self._index
-        excess = index.live_count() - self.max_entries
-        victims: list[str] = []
-
-        while excess > 0 and index.evict_heap:
-            _importance, _stamp, entry_id = heapq.heappop(index.evict_heap)
-            entry = index.entries.get(entry_id)
-            if entry is None or entry_id in index.hidden or entry_id in victims:
-                continue
-            victims.append(entry_id)
-            excess -= 1
+        if not self._index.loaded:
+            self._refresh()
+        excess = self._index.live_count() - self.max_entries
+        victims = self._index.eviction_candidates(excess) if excess > 0 else []
         if victims:
             self._append_forgets(victims, reason="evicted")
 
@@ -438,25 +342,15 @@ class KnowledgeMemory:
             The number of log files deleted.
         """
         days = self.max_log_days if max_days is None else max_days
-        _check_non_negative_int("max_days", days)
+        check_non_negative_int("max_days", days)
         with self._lock:
             self._refresh()
             now = self._clock()
             cutoff = (now - timedelta(days=days)).strftime("%Y-%m-%d")
-            deleted = 0
-            for info in self.root.list(DAILY_LOG_DIR):
-                date = log_date(info.path)
-                if date is not None and date < cutoff and self.root.delete(info.path):
-                    deleted += 1
-            if any(
-                f.expires_at is not None and f.expires_at <= now
-                for facts in self._index.doc.sections.values()
-                for f in facts
-            ):
-                self.root.update(
-                    MEMORY_FILE,
-                    lambda old: encode_md(rewrite_memory_md(decode_md(old), now)) if old else None,
-                )
+            dates = {i.path: log_date(i.path) for i in self.root.list(DAILY_LOG_DIR)}
+            stale = [path for path, date in dates.items() if date is not None and date < cutoff]
+            deleted = sum(1 for path in stale if self.root.delete(path))
+            self._facts_file.drop_expired(now)
             self._refresh()
             if deleted:
                 self._saved()
@@ -506,9 +400,7 @@ class KnowledgeMemory:
         """The live entry with this id, or None (missing, forgotten or expired)."""
         with self._lock:
             self._refresh()
-            if self._index.is_live(entry_id, self._clock()):
-                return self._index.entries[entry_id]
-            return None
+            return self._index.live_entry(entry_id, self._clock())
 
     def recall(
         self, query: str, limit: int = 5, category: str | None = None
@@ -538,7 +430,7 @@ class KnowledgeMemory:
 
     def _facts(self, now: datetime) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
-        for cat, facts in self._index.doc.sections.items():
+        for cat, facts in self._index.document.sections.items():
             live = [f.content for f in facts if f.expires_at is None or f.expires_at > now]
             if live:
                 out[cat] = live
@@ -552,28 +444,15 @@ class KnowledgeMemory:
             self._refresh()
             now = self._clock()
             since = now - timedelta(days=days)
-            out: list[dict[str, Any]] = []
-            for entry in self._index.newest(now):
-                if entry.created_at < since or len(out) >= limit:
-                    break
-                record = entry.to_dict()
-                record.setdefault("metadata", {})
-                out.append(record)
-            return out
+            recent = itertools.takewhile(lambda e: e.created_at >= since, self._index.newest(now))
+            return [dict(e.to_dict(), metadata=e.metadata) for e in itertools.islice(recent, limit)]
 
     def entries(self) -> list[KnowledgeEntry]:
         """Every live entry (log entries oldest first, then MEMORY.md-only facts)."""
         with self._lock:
             self._refresh()
             now = self._clock()
-            logged = list(reversed(list(self._index.newest(now))))
-            seen = {e.id for e in logged}
-            extra = [
-                e
-                for e in self._index.entries.values()
-                if e.id not in seen and self._index.is_live(e.id, now)
-            ]
-            return logged + extra
+            return self._index.every_live_entry(now)
 
     def build_context(self) -> str:
         """The prompt block: ``[Long-term Memory]`` (MEMORY.md facts by category) and
@@ -586,67 +465,25 @@ class KnowledgeMemory:
         recent entries, then the last facts, are dropped to fit.
         """
         with self._lock:
+            entries, chars = self.max_context_entries, self.max_context_chars
+            if not self._index.loaded:
+                self._listing = self.root.list("", recursive=True)
+                now = self._clock()
+                if not self._has_stale_logs(now):
+                    text = self._contexts.cold(
+                        self.root, self._listing, now, max_entries=entries, max_chars=chars
+                    )
+                    if text is not None:
+                        return text
             self._refresh()
             now = self._clock()
             if self._has_stale_logs(now):
                 self.prune_logs()
-            index = self._index
-            cache = self._context_cache
-            minute = now.strftime("%Y-%m-%d %H:%M")
-            if (
-                cache is not None
-                and cache[0] == index.generation
-                and cache[1] == minute
-                and (cache[2] is None or now < cache[2])
-            ):
-                return cache[3]
-            text, valid_until = self._render_context(now)
-            self._context_cache = (index.generation, minute, valid_until, text)
-            return text
+            return self._contexts.indexed(self._index, now, max_entries=entries, max_chars=chars)
 
     def _has_stale_logs(self, now: datetime) -> bool:
         cutoff = (now - timedelta(days=self.max_log_days)).strftime("%Y-%m-%d")
         return any((d := log_date(i.path)) is not None and d < cutoff for i in self._listing)
-
-    def _render_context(self, now: datetime) -> tuple[str, datetime | None]:
-        valid_until: datetime | None = None
-        long_term: list[str] = []
-        for cat, facts in self._index.doc.sections.items():
-            lines = []
-            for fact in facts:
-                if fact.expires_at is not None:
-                    if fact.expires_at <= now:
-                        continue
-                    valid_until = _earliest(valid_until, fact.expires_at)
-                lines.append(f"- {fact.text}")
-            if lines:
-                long_term.append(f"## {cat}")
-                long_term.extend(lines)
-                long_term.append("")
-        recent: list[str] = []
-        if self.max_context_entries:
-            for entry in self._index.newest(now):
-                if entry.expires_at is not None:
-                    valid_until = _earliest(valid_until, entry.expires_at)
-                stamp = entry.created_at.strftime("%Y-%m-%d %H:%M")
-                recent.append(f"- [{stamp}] ({entry.category}) {escape_line(entry.content)}")
-                if len(recent) >= self.max_context_entries:
-                    break
-            recent.reverse()
-        while long_term and not long_term[-1]:
-            long_term.pop()
-        text = _assemble(long_term, recent)
-        limit = self.max_context_chars
-        if limit is not None and len(text) > limit:
-            while recent and len(text) > limit:
-                recent.pop(0)
-                text = _assemble(long_term, recent)
-            while long_term and len(text) > limit:
-                long_term.pop()
-                while long_term and (not long_term[-1] or long_term[-1].startswith("## ")):
-                    long_term.pop()
-                text = _assemble(long_term, recent)
-        return text, valid_until
 
     def stats(self) -> dict[str, Any]:
         """Counts for monitoring: live entries, persistent facts, categories, log files
@@ -658,69 +495,17 @@ class KnowledgeMemory:
             now = self._clock()
             facts = self._facts(now)
             logs = [i for i in self._listing if log_date(i.path) is not None]
-            live = [e for e in self._index.entries.values() if self._index.is_live(e.id, now)]
+            count, categories = self._index.live_categories(now)
             md = next((i for i in self._listing if i.path == MEMORY_FILE), None)
+            invalid = self._index.document.invalid_lines
             return {
                 "storage": self.root.url,
-                "entries": len(live),
+                "entries": count,
                 "persistent_facts": sum(len(v) for v in facts.values()),
-                "categories": sorted({e.category for e in live}),
+                "categories": sorted(categories),
                 "log_files": len(logs),
                 "log_bytes": sum(i.size for i in logs),
                 "memory_md_bytes": md.size if md else 0,
-                "corrupt_lines": self._index.corrupt_lines + self._index.doc.invalid_lines,
-                "memory_md_invalid_lines": self._index.doc.invalid_lines,
+                "corrupt_lines": self._index.corrupt_lines + invalid,
+                "memory_md_invalid_lines": invalid,
             }
-
-
-def _tidy(old: bytes | None) -> bytes | None:
-    if not old:
-        return None
-    return encode_md(rewrite_memory_md(decode_md(old)))
-
-
-def _assemble(long_term: list[str], recent: list[str]) -> str:
-    parts = []
-    if long_term:
-        parts.append("[Long-term Memory]\n" + "\n".join(long_term))
-    if recent:
-        parts.append("[Recent Memory]\n" + "\n".join(recent))
-    return "\n\n".join(parts)
-
-
-def _earliest(current: datetime | None, candidate: datetime) -> datetime:
-    return candidate if current is None or candidate < current else current
-
-
-def _insert(old: bytes | None, category: str, bullet: str) -> bytes:
-    text = decode_md(old) if old else None
-    return encode_md(insert_fact(text, category, bullet))
-
-
-def _insert_once(category: str, bullet: str) -> Callable[[bytes | None], bytes | None]:
-    """A compare-and-swap change inserting ``bullet`` once: when a retry finds one more
-    copy of the line than the first attempt saw, the earlier (ambiguous) write landed."""
-    line = bullet.encode()
-    first_count: list[int] = []
-
-    def change(old: bytes | None) -> bytes | None:
-        count = (old or b"").split(b"\n").count(line)
-        if not first_count:
-            first_count.append(count)
-        elif count > first_count[0]:
-            return None
-        return _insert(old, category, bullet)
-
-    return change
-
-
-def _remove(old: bytes | None, category: str, key_text: str) -> bytes | None:
-    if not old:
-        return None
-    new = remove_fact(decode_md(old), category, key_text)
-    return None if new is None else encode_md(new)
-
-
-def _check_non_negative_int(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInputError(f"{name} must be a non-negative int, got {value!r}")

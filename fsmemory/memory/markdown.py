@@ -25,9 +25,12 @@ bytes.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import repeat
+from operator import itemgetter, methodcaller
+from typing import NamedTuple
 
 from fsmemory.memory.entry import format_timestamp, parse_timestamp
 from fsmemory.memory.layout import TITLE
@@ -41,6 +44,7 @@ __all__ = [
     "escape_line",
     "fact_line",
     "insert_fact",
+    "needs_escape",
     "parse_memory_md",
     "remove_fact",
     "rewrite_memory_md",
@@ -54,6 +58,7 @@ _ESCAPE_SEQ = re.compile(r"\\(\\|n|r|<|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})")
 _EXPIRY = re.compile(r"\s*(?<!\\)<!--\s*expires:\s*(\S+)\s*-->\s*$")
 _HEADER = re.compile(r"^ {0,3}##\s+(.+?)\s*#*\s*$")
 _BULLET = re.compile(r"^ {0,3}[-*+]\s+(.*)$")
+_AFTER_MARKER = itemgetter(slice(2, None))  # "- text" -> "text"
 # What surrogateescape decoding makes of bytes that are not UTF-8.
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 
@@ -88,6 +93,11 @@ def _escape_char(match: re.Match[str]) -> str:
         return "\\<!--"
     code = ord(text)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def needs_escape(text: str) -> bool:
+    """True when :func:`escape_line` would change ``text``."""
+    return _NEEDS_ESCAPE.search(text) is not None
 
 
 def escape_line(text: str) -> str:
@@ -125,9 +135,8 @@ def fact_line(content: str, expires_at: datetime | None = None) -> str:
     return line
 
 
-@dataclass(frozen=True, slots=True)
-class Fact:
-    """One bullet of MEMORY.md.
+class Fact(NamedTuple):
+    """One bullet of MEMORY.md (an immutable pair).
 
     Attributes:
         text: the bullet text as written (escaped form, expiry comment removed).
@@ -161,18 +170,47 @@ class MemoryDocument:
         """Record a bullet under ``category``."""
         self.sections.setdefault(category, []).append(fact)
 
-    def feed(self, lines: Iterable[str]) -> None:
-        """Parse more lines (continuing the current section)."""
+    def feed(
+        self,
+        lines: Iterable[str],
+        *,
+        valid: bool = False,
+        known: Mapping[str, str] | None = None,
+    ) -> None:
+        """Parse more lines (continuing the current section).
+
+        Args:
+            lines: lines of MEMORY.md (as :func:`decode_md` text).
+            valid: the caller checked that no line holds an invalid byte.
+            known: texts the caller already holds (text -> the same text): a bullet
+                with such a text shares that string instead of keeping a copy.
+        """
+        share = (known or {}).get
+        sections = self.sections
+        facts = sections.get(self.last_category or DEFAULT_CATEGORY)
+        new_fact = tuple.__new__
         for raw in lines:
             line = raw.rstrip("\r\n")
-            if _ESCAPED_BYTE.search(line):
+            first = line[:1]
+            if first == "-" and valid and line[1:2] == " " and "<!--" not in line:
+                # The common bullet, parsed without regular expressions.
+                text = line[2:].strip()
+                if text:
+                    if facts is None:
+                        facts = sections.setdefault(self.last_category or DEFAULT_CATEGORY, [])
+                    facts.append(new_fact(Fact, (share(text, text), None)))
+                continue
+            if not valid and _ESCAPED_BYTE.search(line):
                 self.invalid_lines += 1
                 line = _readable(line)
+                first = line[:1]
+            if not first or first not in " #-*+":
+                continue  # prose or a blank line
             header = _HEADER.match(line)
             if header:
                 self.last_category = header.group(1).strip()
                 self.header_count += 1
-                self.sections.setdefault(self.last_category, [])
+                facts = sections.setdefault(self.last_category, [])
                 continue
             bullet = _BULLET.match(line)
             if bullet is None:
@@ -190,6 +228,38 @@ class MemoryDocument:
             if not text:
                 continue
             self.add(self.last_category or DEFAULT_CATEGORY, Fact(text, expires))
+
+    def feed_data(self, data: bytes, *, known: Mapping[str, str] | None = None) -> None:
+        """Parse more bytes of MEMORY.md (whole lines; the last one may lack its ``\\n``);
+        ``known`` as in :meth:`feed`."""
+        try:
+            text, valid = data.decode("utf-8"), True
+        except UnicodeDecodeError:
+            text, valid = decode_md(data), False
+        lines = text.split("\n")
+        if not valid or "<!--" in text or "\r" in text:
+            self.feed(lines, valid=valid, known=known)
+            return
+        # Runs of plain "- text" bullets (most of a large file) are parsed a run at a
+        # time with C-level passes; every other line goes through feed().
+        share = (known or {}).get
+        plain = list(map(methodcaller("startswith", "- "), lines))
+        start = 0
+        for end in [i for i, is_bullet in enumerate(plain) if not is_bullet] + [len(lines)]:
+            if end > start:
+                texts = list(map(str.strip, map(_AFTER_MARKER, lines[start:end])))
+                if "" in texts:
+                    self.feed(lines[start:end], valid=True, known=known)
+                else:
+                    facts = self.sections.setdefault(self.last_category or DEFAULT_CATEGORY, [])
+                    facts.extend(
+                        map(
+                            tuple.__new__, repeat(Fact), zip(map(share, texts, texts), repeat(None))
+                        )
+                    )
+            if end < len(lines):
+                self.feed(lines[end : end + 1], valid=True, known=known)
+            start = end + 1
 
     def fact_count(self) -> int:
         """Number of bullets."""

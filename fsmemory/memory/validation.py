@@ -132,3 +132,9 @@ def check_metadata(metadata: object) -> dict[str, Any]:
         raise InvalidInputError(f"metadata is larger than {MAX_METADATA_BYTES} bytes as JSON")
     result: dict[str, Any] = _jsonutil.loads(encoded)
     return result
+
+
+def check_non_negative_int(name: str, value: object) -> None:
+    """Raise :class:`InvalidInputError` unless ``value`` is an int >= 0 (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInputError(f"{name} must be a non-negative int, got {value!r}")

@@ -29,11 +29,17 @@ near-duplicate test on its own.  All sanitizers are deterministic and idempotent
 
 from __future__ import annotations
 
-from fsmemory.sanitizers._dedupe import dedupe_against
-from fsmemory.sanitizers._defang import defang_delimiters
-from fsmemory.sanitizers._hooks import PreSaveHook, run_pre_save
-from fsmemory.sanitizers._similarity import NearDuplicateIndex, is_near_duplicate, similarity
-from fsmemory.sanitizers._surrogates import strip_surrogates
+import typing
+
+from fsmemory import _lazy
+
+if typing.TYPE_CHECKING:
+    from fsmemory.sanitizers._dedupe import dedupe_against
+    from fsmemory.sanitizers._defang import defang_delimiters
+    from fsmemory.sanitizers._hooks import PreSaveHook, run_pre_save
+    from fsmemory.sanitizers._similarity import NearDuplicateIndex, is_near_duplicate, similarity
+    from fsmemory.sanitizers._surrogates import strip_surrogates
+
 
 __all__ = [
     "NearDuplicateIndex",
@@ -45,3 +51,15 @@ __all__ = [
     "similarity",
     "strip_surrogates",
 ]
+
+_EXPORTS = {
+    "dedupe_against": "fsmemory.sanitizers._dedupe",
+    "defang_delimiters": "fsmemory.sanitizers._defang",
+    "PreSaveHook": "fsmemory.sanitizers._hooks",
+    "run_pre_save": "fsmemory.sanitizers._hooks",
+    "NearDuplicateIndex": "fsmemory.sanitizers._similarity",
+    "is_near_duplicate": "fsmemory.sanitizers._similarity",
+    "similarity": "fsmemory.sanitizers._similarity",
+    "strip_surrogates": "fsmemory.sanitizers._surrogates",
+}
+__getattr__, __dir__ = _lazy.lazy_exports(__name__, _EXPORTS)

@@ -95,7 +95,7 @@ def test_tidy_and_prune_rewrites_keep_the_bytes(tmp_path: Path, clock: FakeClock
     _assert_hand_lines_kept(data)
     # The tidy rewrite (repeated headers merged) keeps them too.
     km.root.write("MEMORY.md", HAND_WRITTEN + b"\n## preferences\n- Tea\n")
-    from fsmemory.memory.knowledge import _tidy
+    from fsmemory.memory._facts_file import _tidy
 
     tidied = _tidy(_md(km))
     assert tidied is not None

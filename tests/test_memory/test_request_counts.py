@@ -51,3 +51,19 @@ def test_request_budget(request: pytest.FixtureRequest, backend: str, tmp_path: 
     assert counts["warm_build_context"] <= listing, counts
     assert counts["recall_after_remote_append"] <= listing + 1, counts
     assert counts["remember_persistent"] <= 6, counts
+
+
+@pytest.mark.parametrize("backend", REMOTE)
+def test_a_cold_open_costs_one_listing_and_one_get_per_file(
+    request: pytest.FixtureRequest, backend: str, tmp_path: Any
+) -> None:
+    url, options = backend_location(request, backend, tmp_path)
+    km = KnowledgeMemory(url, storage_options=options)
+    for i in range(6):
+        km.remember(f"fact {i}", persistent=i % 2 == 0)
+    files = len(km.root.list("", recursive=True))
+    fresh = KnowledgeMemory(url, storage_options=options)
+    with count_requests(fresh.root) as c:
+        assert fresh.recall("fact 5")[0].content == "fact 5"
+    listing = 2 if backend == "redis" else 1
+    assert len(c) == listing + files, c.calls

@@ -1,0 +1,132 @@
+"""Fresh-process measurements of ``benchmarks/run.py`` (fsmemory or selectools).
+
+    python benchmarks/peers/cold_worker.py MODE '{"system": "fsmemory", ...}'
+
+Nothing but the standard library is imported before the timed import, so a mode sees
+what a new process (a CLI call, a serverless cold start) pays. Modes:
+
+* ``cold``: import, then ``open + first op`` (the memory's construction and its first
+  ``recall`` or ``build_context``, import excluded), then the other op, and the peak
+  resident memory of the whole process;
+* ``import``: ``import fsmemory`` and ``from fsmemory import KnowledgeMemory``;
+* ``cold-floor``: the floor of a cold open (fsmemory's folder, any URL): list and fetch
+  every file with one ``cat``, read + ``orjson.loads`` every log line; and one GET
+  round trip of a 1 KiB object.
+
+Each prints one ``RESULT {json}`` line (see ``workloads.serve``).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent))
+os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
+
+import workloads  # noqa: E402  (benchmarks/peers: standard library only)
+
+MAX_ENTRIES = 10_000_000
+
+
+def _rss_mb() -> float:
+    """Peak resident memory of this process (MB). ``VmHWM`` rather than ``ru_maxrss``:
+    a child spawned with vfork inherits its parent's peak in ``ru_maxrss``."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def mode_cold(params: dict[str, Any]) -> dict[str, Any]:
+    """Import, open + first ``op`` (``recall`` or ``context``), the other op, RSS."""
+    first_op = params["op"]
+    t0 = time.perf_counter()
+    if params["system"] == "fsmemory":
+        from fsmemory import KnowledgeMemory
+
+        t1 = time.perf_counter()
+        km: Any = KnowledgeMemory(params["url"], storage_options=params.get("storage_options"))
+
+        def recall() -> object:
+            return km.recall("python", limit=5)
+
+    else:
+        from selectools.knowledge import KnowledgeMemory as Peer
+        from selectools.toolbox.memory_tools import make_recall_tool
+
+        t1 = time.perf_counter()
+        km = Peer(directory=params["url"], max_entries=MAX_ENTRIES)
+        tool = make_recall_tool(km).function
+
+        def recall() -> object:
+            return tool(query="python", limit="5")
+
+    if first_op == "recall":
+        recall()
+    else:
+        km.build_context()
+    t2 = time.perf_counter()
+    if first_op == "recall":
+        km.build_context()
+    else:
+        recall()
+    return {"import": (t1 - t0) * 1000, "first": (t2 - t1) * 1000, "rss_mb": _rss_mb()}
+
+
+def mode_import(params: dict[str, Any]) -> dict[str, Any]:
+    """``import fsmemory`` and ``from fsmemory import KnowledgeMemory``."""
+    t0 = time.perf_counter()
+    import fsmemory
+
+    t1 = time.perf_counter()
+    _ = fsmemory.KnowledgeMemory
+    t2 = time.perf_counter()
+    return {"import": (t1 - t0) * 1000, "import_memory": (t2 - t0) * 1000}
+
+
+def mode_cold_floor(params: dict[str, Any]) -> dict[str, Any]:
+    """List + fetch every file with one ``cat``, parse every log line; one 1 KiB GET."""
+    import fsspec
+    import orjson
+
+    from fsmemory.implementations import register
+
+    register()
+    fs, path = fsspec.url_to_fs(params["url"], **(params.get("storage_options") or {}))
+    t0 = time.perf_counter()
+    names = [p for p in fs.find(path) if not p.rsplit("/", 1)[-1].startswith(".")]
+    data = fs.cat(names)
+    t1 = time.perf_counter()
+    for name, blob in data.items():
+        if name.endswith(".jsonl"):
+            for line in blob.splitlines():
+                orjson.loads(line)
+    t2 = time.perf_counter()
+    probe = f"{path.rstrip('/')}/floor-probe.bin"
+    fs.pipe_file(probe, os.urandom(1024))
+    gets = []
+    for _ in range(9):
+        g0 = time.perf_counter()
+        fs.cat_file(probe)
+        gets.append((time.perf_counter() - g0) * 1000)
+    fs.rm_file(probe)
+    gets.sort()
+    return {
+        "fetch": (t1 - t0) * 1000,
+        "parse": (t2 - t1) * 1000,
+        "get": gets[len(gets) // 2],
+        "bytes": sum(len(v) for v in data.values()),
+    }
+
+
+if __name__ == "__main__":
+    workloads.serve({"cold": mode_cold, "import": mode_import, "cold-floor": mode_cold_floor})

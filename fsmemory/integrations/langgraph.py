@@ -86,7 +86,8 @@ from fsmemory.errors import (
 )
 from fsmemory.fs import StorageRoot, open_root, validate_path
 from fsmemory.fs.base import FileInfo
-from fsmemory.memory._index import _STOPWORDS, tokenize
+from fsmemory.memory._search import STOPWORDS as _STOPWORDS
+from fsmemory.memory._search import tokenize
 
 try:
     from langgraph.store.base import (

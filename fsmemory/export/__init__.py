@@ -46,7 +46,7 @@ Requires pyarrow (``pip install 'fsmemory[parquet]'``).
 
 from __future__ import annotations
 
-from fsmemory.export._export import export_parquet
+from fsmemory.export._export import NeedsFullExport, export_parquet
 from fsmemory.export._report import CorruptLine, ExportProgress, ExportReport
 from fsmemory.export._schema import (
     EVENT_COLUMNS,
@@ -70,6 +70,7 @@ __all__ = [
     "MANIFEST_PATH",
     "MEMORY_COLUMNS",
     "MEMORY_TABLE",
+    "NeedsFullExport",
     "PARTITION_COLUMN",
     "SCHEMA_VERSION",
     "SCHEMA_VERSION_KEY",

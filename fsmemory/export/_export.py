@@ -2,16 +2,21 @@
 
 One run (an *attempt*, repeated when it loses a race) goes:
 
-1. read the manifest (and its version token); write this run's lease;
-2. delete replaced files listed as ``trash`` and files of runs that died before
-   committing (their lease expired);
-3. list the source and plan: unchanged files are skipped, grown files continue at their
-   watermark (after checking the digests of the exported prefix), rewritten files start
-   over and the Parquet files holding their old rows are rewritten without them;
-4. read, parse and write new, uniquely named Parquet files (encoding on a second thread);
-5. replace the manifest by compare-and-swap; on conflict, merge onto the winner's
-   manifest when it touched none of our source files, else delete our files and retry;
-6. delete the files this commit replaced.
+1. read the manifest head (and its version token); delete replaced files listed as
+   ``trash`` and files of runs that died before committing (their lease expired);
+2. list the source once and group its log files into segments (tenant bucket x day); a
+   segment whose listing fingerprint matches the head's is skipped unread; the others'
+   segment files are read (concurrently) and planned file by file: unchanged files are
+   skipped, grown files continue at their watermark (after checking the digests of the
+   exported prefix), rewritten files start over and the Parquet files holding their old
+   rows are rewritten without them;
+3. when there is anything to write: write this run's lease, read the sources (bounded
+   concurrency; many small logs of one day are parsed as one block), write new, uniquely
+   named Parquet files (encoding on a second thread), optionally merge small files of
+   a partition (``compact``), write the changed segment files;
+4. replace the head by compare-and-swap; on conflict, merge onto the winner's head when
+   it touched none of our segments, else delete our files and retry;
+5. delete the files this commit replaced.
 
 The guarantees this gives are spelled out in the package docstring and README.md.
 """
@@ -20,23 +25,35 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import secrets
+import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from fsmemory import _jsonutil
 from fsmemory.errors import ConflictError, InvalidInputError, KeyNotFoundError
 from fsmemory.export._manifest import (
+    BUCKETS,
+    EVENTS_SEGMENT,
     MANIFEST_PATH,
     RUNS_DIR,
+    SEGMENTS_DIR,
     FileState,
     Manifest,
     ManifestError,
     PartInfo,
+    SegmentRef,
+    bucket_of,
+    decode_segment,
     digest,
+    encode_segment,
+    fingerprint,
+    segment_path,
 )
 from fsmemory.export._parse import EventParser, MemoryParser, Parsed
 from fsmemory.export._report import (
@@ -55,8 +72,9 @@ from fsmemory.export._schema import (
 from fsmemory.export._sources import SourceFile, discover
 from fsmemory.export._writer import PartSink, WriterThread, part_run
 from fsmemory.fs import FileInfo, StorageRoot, open_root
+from fsmemory.memory.index import log_date
 
-__all__ = ["export_parquet"]
+__all__ = ["NeedsFullExport", "export_parquet", "source_id"]
 
 logger = logging.getLogger(__name__)
 
@@ -66,8 +84,30 @@ CHECK_BYTES = 4096
 #: concurrent run's orphan sweep that read an older manifest).
 FINISHED_RETENTION = 24 * 3600.0
 TABLES = (MEMORY_TABLE, EVENTS_TABLE)
+#: A memory log whose unread part is at most this big is read in one request and parsed
+#: together with the other small logs of its day.
+SMALL_FILE = 1 << 20
+#: Small logs parsed as one block, at most.
+BATCH_FILES = 8192
+#: ``compact``: Parquet files smaller than this are merged with their partition's others.
+COMPACT_BELOW = 16 << 20
 
 DateLike = date | datetime | str
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+class NeedsFullExport(InvalidInputError):
+    """The destination cannot be continued incrementally (another source, another
+    schema version, an unreadable manifest); a full export rebuilds it.
+
+    Attributes:
+        problem: what is wrong, without advice (the command line adds its own).
+    """
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(f"{problem}; rebuild it with incremental=False")
+        self.problem = problem
 
 
 def export_parquet(
@@ -86,20 +126,24 @@ def export_parquet(
     compression: str = "snappy",
     lease_seconds: float = 600.0,
     max_attempts: int = 5,
+    shard: tuple[int, int] | None = None,
+    compact: bool = False,
+    concurrency: int = 16,
 ) -> ExportReport:
     """Export memory logs (and agent event logs) to a hive-partitioned Parquet dataset.
 
     Writes ``<dest>/memory/date=YYYY-MM-DD/part-*.parquet`` (memory logs) and
     ``<dest>/events/date=YYYY-MM-DD/part-*.parquet`` (path-store event logs), plus the
-    manifest ``<dest>/_fsmemory_manifest.json``. DuckDB reads them with
-    ``read_parquet('<dest>/memory/*/*.parquet', hive_partitioning=true)``; pyarrow with
-    ``pyarrow.dataset.dataset('<dest>/memory', partitioning='hive')``.
+    manifest ``<dest>/_fsmemory_manifest.json`` (and its segment files). DuckDB reads
+    them with ``read_parquet('<dest>/memory/*/*.parquet', hive_partitioning=true)``;
+    pyarrow with ``pyarrow.dataset.dataset('<dest>/memory', partitioning='hive')``.
 
     Args:
         source: a memory root URL, or a prefix holding many roots (each root's path
             relative to ``source`` fills the ``root`` column). A path-store root's
-            ``log/*.jsonl`` files feed the ``events`` table.
-        dest: any fsspec URL (or an open root).
+            ``log/*.jsonl`` files feed the ``events`` table. The same folder given as a
+            relative or an absolute path is the same source.
+        dest: any fsspec URL (or an open root), outside ``source``.
         since: export only days on or after this (``YYYY-MM-DD``, a date or a datetime).
         until: export only days on or before this.
         incremental: export only what earlier runs did not; False rebuilds the dataset
@@ -109,29 +153,47 @@ def export_parquet(
         dest_storage_options: fsspec options for ``dest``.
         tables: which tables to export (``"memory"``, ``"events"``).
         progress: called after every block with an :class:`ExportProgress`.
-        block_size: bytes read from a log per request.
+        block_size: bytes read from a log per request (and parsed at once).
         max_rows_per_file: rows per Parquet file at most.
         compression: the Parquet codec: ``"snappy"`` (fast, pyarrow's default),
             ``"zstd"`` (about 30% smaller files, slower to write), ``"none"``, ...
         lease_seconds: how long a silent run is presumed alive before a concurrent run
             may delete its uncommitted files.
         max_attempts: runs started over after losing a conflicting commit, at most.
+        shard: ``(i, n)``: export only the tenants of shard ``i`` of ``n`` (a stable
+            hash of the tenant root), so ``n`` processes or machines can export disjoint
+            shards into the same destination at once. Incremental only.
+        compact: also merge each partition's small Parquet files (under 16 MiB) into as
+            few files as the row and size limits allow. Not with ``shard``.
+        concurrency: source reads (and manifest segment reads/writes) in flight at once.
 
     Returns:
         An :class:`ExportReport`.
 
     Raises:
         MissingDependencyError: pyarrow is not installed.
-        InvalidInputError: bad arguments, or ``dest`` holds an export of another source
-            or another schema version (rebuild it with ``incremental=False``).
+        KeyNotFoundError: ``source`` is a local folder that does not exist (or a file).
+        NeedsFullExport: ``dest`` holds an export of another source or another schema
+            version, or an unreadable manifest.
+        InvalidInputError: bad arguments, or ``dest`` overlaps ``source``.
         ConflictError: still losing to concurrent exports after ``max_attempts``.
     """
     require_pyarrow()
     unknown = set(tables) - set(TABLES)
     if unknown or not tables:
         raise InvalidInputError(f"tables must be among {TABLES}, got {tables!r}")
-    if block_size < 1024 or max_rows_per_file < 1 or max_attempts < 1:
-        raise InvalidInputError("block_size, max_rows_per_file and max_attempts are too small")
+    if block_size < 1024 or max_rows_per_file < 1 or max_attempts < 1 or concurrency < 1:
+        raise InvalidInputError(
+            "block_size, max_rows_per_file, max_attempts and concurrency are too small"
+        )
+    shard = _check_shard(shard)
+    if shard is not None and not incremental:
+        raise InvalidInputError(
+            "a sharded export is incremental; rebuild a dataset with one unsharded full "
+            "export, or export the shards into a new destination"
+        )
+    if shard is not None and compact:
+        raise InvalidInputError("compact touches every tenant: run it without shard")
     first = _day(since, "since")
     last = _day(until, "until")
     if first is not None and last is not None and first > last:
@@ -139,6 +201,7 @@ def export_parquet(
     src = open_root(source, storage_options)
     dst = open_root(dest, dest_storage_options if dest_storage_options is not None
                     else storage_options)  # fmt: skip
+    _check_roots(src, dst)
     run = _Run(
         src,
         dst,
@@ -151,8 +214,30 @@ def export_parquet(
         max_rows=max_rows_per_file,
         compression=compression,
         lease_seconds=lease_seconds,
+        shard=shard,
+        compact=compact,
+        concurrency=concurrency,
     )
     return run.execute(max_attempts)
+
+
+def _check_shard(shard: Any) -> tuple[int, int] | None:
+    if shard is None:
+        return None
+    try:
+        index, count = shard
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"shard must be a pair (i, n), got {shard!r}") from None
+    if (
+        not isinstance(index, int)
+        or not isinstance(count, int)
+        or isinstance(index, bool)
+        or isinstance(count, bool)
+        or count < 1
+        or not 0 <= index < count
+    ):
+        raise InvalidInputError(f"shard must be (i, n) with 0 <= i < n, got {shard!r}")
+    return index, count
 
 
 def _day(value: DateLike | None, name: str) -> str | None:
@@ -171,16 +256,55 @@ def _day(value: DateLike | None, name: str) -> str | None:
     raise InvalidInputError(f"{name} must be a date like 2026-03-13, got {value!r}")
 
 
+def _is_local(root: StorageRoot) -> bool:
+    protocol = root.fs.protocol
+    names = (protocol,) if isinstance(protocol, str) else tuple(protocol)
+    return "file" in names or "local" in names
+
+
+def _in_process(root: StorageRoot) -> bool:
+    protocol = root.fs.protocol
+    names = (protocol,) if isinstance(protocol, str) else tuple(protocol)
+    return _is_local(root) or "memory" in names
+
+
+def source_id(root: StorageRoot) -> str:
+    """The normalized URL identifying ``root`` as an export source: a local folder
+    resolves to its real absolute path, whatever the working directory or spelling."""
+    protocol = root.fs.protocol
+    name = protocol if isinstance(protocol, str) else protocol[0]
+    if _is_local(root):
+        return "file://" + os.path.realpath(root.root).rstrip(os.sep)
+    return f"{name}://{root.root.strip('/')}"
+
+
+def _check_roots(src: StorageRoot, dst: StorageRoot) -> None:
+    if _is_local(src) and not os.path.isdir(src.root):
+        kind = "a file, not a folder" if os.path.exists(src.root) else "no such folder"
+        raise KeyNotFoundError(f"export source {src.url}: {kind}")
+    s, d = source_id(src), source_id(dst)
+    if d == s or d.startswith(s.rstrip("/") + "/") or s.startswith(d.rstrip("/") + "/"):
+        raise InvalidInputError(
+            f"export destination {dst.url} overlaps the source {src.url}: "
+            "export to a folder outside it"
+        )
+
+
 def _order(sf: SourceFile) -> tuple[bool, str, str, str]:
     return (sf.table != MEMORY_TABLE, sf.day or "", sf.root, sf.path)
 
 
-def _source_id(root: StorageRoot) -> str:
-    return root.url.rstrip("/")
-
-
 def _new_run_id() -> str:
     return f"{datetime.now(tz=UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
+
+
+def _segment_run(path: str) -> str | None:
+    """The run id in a segment file name (``<day>-<run>.json``)."""
+    name = path.rsplit("/", 1)[-1]
+    if not name.endswith(".json"):
+        return None
+    pieces = name[: -len(".json")].rsplit("-", 2)
+    return "-".join(pieces[-2:]) if len(pieces) == 3 else None
 
 
 class _Lost(Exception):
@@ -205,7 +329,14 @@ class _Counters:
     parts_written: int = 0
     bytes_written: int = 0
     parts_removed: int = 0
+    parts_compacted: int = 0
     conflicts: int = 0
+    manifest_read: int = 0
+    manifest_written: int = 0
+    segments_read: int = 0
+    segments_written: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
 
 
 @dataclass(slots=True)
@@ -219,12 +350,21 @@ class _Work:
     tail: bytes = b""
     stopped: bool = False
 
+    @property
+    def remaining(self) -> int:
+        return max(0, self.source.info.size - self.start)
+
 
 @dataclass(slots=True)
 class _Plan:
     works: list[_Work] = field(default_factory=list)
     reexport: dict[str, SourceFile] = field(default_factory=dict)
     refresh: dict[str, FileState] = field(default_factory=dict)
+    #: per listed segment: (fingerprint, files)
+    listed: dict[str, tuple[str, int]] = field(default_factory=dict)
+    #: segments whose fingerprint changed (planned file by file)
+    visited: list[str] = field(default_factory=list)
+    compact: set[str] = field(default_factory=set)
 
 
 class _Run:
@@ -242,10 +382,14 @@ class _Run:
         max_rows: int,
         compression: str,
         lease_seconds: float,
+        shard: tuple[int, int] | None,
+        compact: bool,
+        concurrency: int,
     ) -> None:
         self.pa = require_pyarrow()
         self.src = src
         self.dst = dst
+        self.source = source_id(src)
         self.since = since
         self.until = until
         self.full = full
@@ -255,72 +399,110 @@ class _Run:
         self.max_rows = max_rows
         self.compression = compression
         self.lease = lease_seconds
+        self.shard = shard
+        self.compact = compact
+        self.concurrency = concurrency
+        # In-process I/O (local folders, memory://) gains nothing from threads.
+        self.parallel = concurrency > 1 and not _in_process(src)
         self.started = time.monotonic()
         self.today = datetime.now(tz=UTC).date().isoformat()
         self.c = _Counters()
         self.run_id = ""
         self._renewed = time.monotonic()
+        self._leased = False
         self.pipe: WriterThread  # created per attempt by _export
+        self.pool: ThreadPoolExecutor | None = None
         self._cleared: set[str] = set()
+        self._flight = threading.Lock()
+        self.buckets = BUCKETS
+        #: base states of the segments read so far
+        self.loaded: dict[str, dict[str, FileState]] = {}
+        #: segment of every source file this run knows of
+        self.seg_of: dict[str, str] = {}
+        self.memory_parser: MemoryParser | None = None
 
     # -- the attempt loop --------------------------------------------------------------
     def execute(self, max_attempts: int) -> ExportReport:
-        for _ in range(max_attempts):
-            self.run_id = _new_run_id()
-            self.c = _Counters(conflicts=self.c.conflicts)
-            try:
-                generation = self._attempt()
-            except _Lost:
-                continue
-            return self._report(generation)
+        with ThreadPoolExecutor(self.concurrency, thread_name_prefix="fsmemory-read") as pool:
+            self.pool = pool
+            for _ in range(max_attempts):
+                self.run_id = _new_run_id()
+                self.c = _Counters(conflicts=self.c.conflicts)
+                self.loaded, self.seg_of = {}, {}
+                self._leased = False
+                try:
+                    generation = self._attempt()
+                except _Lost:
+                    self.c.conflicts += 1
+                    continue
+                return self._report(generation)
         raise ConflictError(
             f"export to {self.dst.url} kept conflicting with concurrent exports "
             f"({max_attempts} attempts)"
         )
 
     def _attempt(self) -> int:
-        manifest, version = self._load()
-        base = manifest or Manifest(source=_source_id(self.src))
-        self._check_compatible(manifest)
-        self._heartbeat("running")
+        head, version = self._load()
+        self._check_compatible(head)
+        base = head or Manifest(source=self.source)
+        self.buckets = base.buckets
+        if base.legacy_files is not None:
+            self._adopt_legacy(base)
         written: dict[str, PartInfo] = {}
+        segment_files: list[str] = []
         try:
             self._cleanup(base)
             plan = self._plan(base)
-            states, removed = self._export(base, plan, written)
-            if (
-                manifest is not None
-                and not written
-                and not removed
-                and not base.trash
-                and all(base.files.get(k) == s for k, s in states.items())
-            ):
-                self._heartbeat_done("committed", keep=False)
+            if head is not None and self._nothing_to_do(base, plan):
+                self._ensure_table_dirs()
                 return base.generation
-            generation = self._commit(manifest, version, states, written, removed)
+            self._heartbeat("running")
+            states, removed = self._export(base, plan, written)
+            generation, replaced = self._commit(
+                head, version, plan, states, written, removed, segment_files
+            )
         except BaseException:
-            self._abandon(written)
+            self._abandon([*written, *segment_files])
             raise
         # The commit stands; what follows is tidying that the next run would redo.
         try:
             self._heartbeat_done("committed", keep=True)
-            for path in removed:
-                if self.dst.delete(path):
+            for path in sorted(removed | replaced):
+                if self.dst.delete(path) and not path.startswith(SEGMENTS_DIR):
                     self.c.parts_removed += 1
         except Exception as exc:
             logger.warning("export committed; tidying up failed (the next run retries): %s", exc)
         return generation
 
-    def _abandon(self, written: Mapping[str, PartInfo]) -> None:
+    def _nothing_to_do(self, base: Manifest, plan: _Plan) -> bool:
+        if self.full or base.trash or plan.works or plan.reexport or plan.refresh:
+            return False
+        if plan.compact:
+            return False
+        for seg in plan.visited:
+            ref = base.segments.get(seg)
+            if ref is None or ref.fingerprint != plan.listed[seg][0]:
+                return False
+        return True
+
+    def _abandon(self, written: Iterable[str]) -> None:
         for path in written:
             try:
                 self.dst.delete(path)
             except Exception:
                 logger.warning("could not delete %s after a failed export", path)
+        if not self._leased:
+            return
         try:
             self._heartbeat_done("aborted", keep=True)
         except Exception:
             logger.warning("could not mark export run %s as aborted", self.run_id)
+
+    def _map(self, fn: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
+        """``fn`` over ``items`` with up to ``concurrency`` calls at once, in order."""
+        if self.pool is None or not self.parallel or len(items) < 2:
+            return [fn(item) for item in items]
+        return list(self.pool.map(fn, items))
 
     # -- manifest ----------------------------------------------------------------------
     def _load(self) -> tuple[Manifest | None, str | None]:
@@ -328,102 +510,216 @@ class _Run:
             current = self.dst.read(MANIFEST_PATH)
         except KeyNotFoundError:
             return None, None
+        self.c.manifest_read += len(current.data)
         try:
             return Manifest.from_bytes(current.data), current.version
         except ManifestError as exc:
             if self.full:
                 logger.warning("replacing an unreadable export manifest: %s", exc)
                 return None, current.version
-            raise InvalidInputError(
-                f"{self.dst.url}: {exc}; rebuild with incremental=False (--full)"
-            ) from exc
+            raise NeedsFullExport(f"{self.dst.url}: {exc}") from exc
 
     def _check_compatible(self, manifest: Manifest | None) -> None:
         if manifest is None or self.full:
             return
-        if manifest.source != _source_id(self.src):
-            raise InvalidInputError(
+        if manifest.source not in (self.source, self.src.url.rstrip("/")):
+            raise NeedsFullExport(
                 f"{self.dst.url} holds an export of {manifest.source!r}, not of "
-                f"{_source_id(self.src)!r}; use another destination or rebuild it with "
-                "incremental=False (--full)"
+                f"{self.source!r}; use another destination or"
             )
         if manifest.schema_version != SCHEMA_VERSION:
-            raise InvalidInputError(
+            raise NeedsFullExport(
                 f"{self.dst.url} uses export schema version {manifest.schema_version}, "
-                f"this fsmemory writes version {SCHEMA_VERSION}; rebuild it with "
-                "incremental=False (--full)"
+                f"this fsmemory writes version {SCHEMA_VERSION}"
             )
+        if self.shard is not None and manifest.legacy_files is not None:
+            raise InvalidInputError(
+                f"{self.dst.url} has a manifest of an older fsmemory: run one export "
+                "without shard first (it converts the manifest)"
+            )
+
+    def _segment_name(self, table: str, root: str, day: str | None) -> str:
+        width = len(str(self.buckets - 1))
+        bucket = bucket_of(root, self.buckets)
+        return f"{bucket:0{width}d}/{day if table == MEMORY_TABLE else EVENTS_SEGMENT}"
+
+    def _mine(self, root: str) -> bool:
+        if self.shard is None:
+            return True
+        index, count = self.shard
+        return bucket_of(root, self.buckets) % count == index
+
+    def _adopt_legacy(self, base: Manifest) -> None:
+        """Group a layout-1 manifest's files into segments (all rewritten at commit)."""
+        assert base.legacy_files is not None
+        for key, state in base.legacy_files.items():
+            day = log_date(state.path) if state.table == MEMORY_TABLE else None
+            seg = self._segment_name(state.table, state.root, day)
+            self.loaded.setdefault(seg, {})[key] = state
+            self.seg_of[key] = seg
+            for path in state.parts:
+                info = base.parts.get(path)
+                if info is not None and seg not in info.segments:
+                    info.segments.append(seg)
+
+    def _load_segments(self, base: Manifest, names: Iterable[str]) -> None:
+        need = [s for s in dict.fromkeys(names) if s not in self.loaded]
+        reads = []
+        for seg in need:
+            ref = base.segments.get(seg)
+            if ref is None:
+                self.loaded[seg] = {}
+            else:
+                reads.append((seg, segment_path(seg, ref.run)))
+
+        def read(item: tuple[str, str]) -> bytes | None:
+            try:
+                return self.dst.read_bytes(item[1])
+            except KeyNotFoundError:
+                return None
+
+        for (seg, path), data in zip(reads, self._map(read, reads), strict=True):
+            if data is None:
+                # Replaced by a concurrent commit (and deleted) since we read the head.
+                logger.info("manifest segment %s changed meanwhile; starting over", path)
+                raise _Lost
+            self.c.manifest_read += len(data)
+            self.c.segments_read += 1
+            try:
+                states = decode_segment(data)
+            except ManifestError as exc:
+                raise NeedsFullExport(f"{self.dst.url}: {path}: {exc}") from exc
+            self.loaded[seg] = states
+            for key in states:
+                self.seg_of[key] = seg
 
     def _commit(
         self,
-        manifest: Manifest | None,
+        head: Manifest | None,
         version: str | None,
+        plan: _Plan,
         states: dict[str, FileState],
         written: dict[str, PartInfo],
         removed: set[str],
-    ) -> int:
-        base = manifest
+        segment_files: list[str],
+    ) -> tuple[int, set[str]]:
+        base = head or Manifest(source=self.source, buckets=self.buckets)
+        refs, contents = self._segment_updates(base, plan, states)
+        files = [(segment_path(seg, self.run_id), data) for seg, data in contents.items()]
+        segment_files.extend(path for path, _ in files)
+
+        def put(item: tuple[str, bytes]) -> None:
+            self.dst.write(item[0], item[1], create_only=True)
+
+        self._renew()
+        self._map(put, files)
+        self.c.segments_written += len(files)
+        self.c.manifest_written += sum(len(data) for _, data in files)
+        # Replaced segment files are deleted after the commit; after a crash, by the
+        # orphan sweep once their run's lease is gone (they are not data).
+        replaced = {
+            segment_path(seg, base.segments[seg].run)
+            for seg in contents
+            if seg in base.segments
+        }
+        if self.full:
+            replaced |= {segment_path(s, r.run) for s, r in base.segments.items()}
+        current: Manifest | None = head
         for _ in range(50):
-            new = self._merged(base, states, written, removed)
+            new = self._merged(current, refs, written, removed)
+            data = new.to_bytes()
             try:
                 if version is None:
-                    self.dst.write(MANIFEST_PATH, new.to_bytes(), create_only=True)
+                    self.dst.write(MANIFEST_PATH, data, create_only=True)
                 else:
-                    self.dst.write(MANIFEST_PATH, new.to_bytes(), if_version=version)
-                return new.generation
+                    self.dst.write(MANIFEST_PATH, data, if_version=version)
+                self.c.manifest_written += len(data)
+                return new.generation, replaced
             except ConflictError:
                 self.c.conflicts += 1
             remote, version = self._load()
             if remote is not None and any(r.get("run") == self.run_id for r in remote.runs):
                 # Our write landed although the service reported a conflict (a retried
                 # conditional request answers 412 to its own first success).
-                return remote.generation
+                return remote.generation, replaced
             self._check_lease()
-            if remote is None or not self._can_rebase(base, remote, states, removed):
+            if remote is None or not self._can_rebase(current, remote, refs, removed):
                 raise _Lost
-            base = remote
+            current = remote
         raise _Lost
+
+    def _segment_updates(
+        self, base: Manifest, plan: _Plan, states: dict[str, FileState]
+    ) -> tuple[dict[str, SegmentRef], dict[str, bytes]]:
+        """The head entries this commit sets, and the segment files it writes."""
+        by_segment: dict[str, dict[str, FileState]] = {}
+        for key, state in states.items():
+            by_segment.setdefault(self.seg_of[key], {})[key] = state
+        if base.legacy_files is not None:
+            for seg in self.loaded:
+                by_segment.setdefault(seg, {})
+        refs: dict[str, SegmentRef] = {}
+        contents: dict[str, bytes] = {}
+        for seg in sorted(set(by_segment) | set(plan.visited)):
+            old = base.segments.get(seg)
+            fp, count = plan.listed.get(seg, (old.fingerprint, old.files) if old else ("", 0))
+            changes = by_segment.get(seg)
+            if changes is None:
+                if old is not None and old.fingerprint != fp:
+                    refs[seg] = SegmentRef(old.run, fp, count, old.pending)
+                continue
+            merged = {} if self.full else dict(self.loaded.get(seg, {}))
+            merged.update(changes)
+            pending = sum(1 for s in merged.values() if s.offset < s.size)
+            contents[seg] = encode_segment(merged)
+            refs[seg] = SegmentRef(self.run_id, fp, count, pending)
+        return refs, contents
 
     def _merged(
         self,
         base: Manifest | None,
-        states: dict[str, FileState],
+        refs: dict[str, SegmentRef],
         written: dict[str, PartInfo],
         removed: set[str],
     ) -> Manifest:
-        source = _source_id(self.src)
         if base is None or self.full:
             old_parts = set(base.parts) if base is not None else set()
-            new = Manifest(source=source, generation=(base.generation if base else 0) + 1)
-            new.files = {k: s.copy() for k, s in states.items()}
+            new = Manifest(
+                source=self.source,
+                generation=(base.generation if base else 0) + 1,
+                buckets=self.buckets,
+            )
+            new.segments = dict(refs)
             new.parts = dict(written)
-            new.trash = sorted(old_parts | removed)
+            old_trash = set(base.trash) - self._cleared if base is not None else set()
+            new.trash = sorted(old_parts | removed | old_trash)
             new.runs = list(base.runs) if base is not None else []
         else:
             new = Manifest(
-                source=source,
+                source=self.source,
                 generation=base.generation + 1,
-                files={k: s.copy() for k, s in base.files.items()},
+                buckets=self.buckets,
+                segments=dict(base.segments),
                 parts=dict(base.parts),
-                trash=[],
                 runs=list(base.runs),
             )
-            new.files.update({k: s.copy() for k, s in states.items()})
+            new.segments.update(refs)
             for path in removed:
                 new.parts.pop(path, None)
             new.parts.update(written)
             # Keep trash a concurrent commit added (we rebased on it) and did not clear.
             new.trash = sorted(removed | (set(base.trash) - self._cleared))
-        rows = sum(self.c.rows.values())
         new.runs.append(
             {
                 "run": self.run_id,
                 "finished": datetime.now(tz=UTC).isoformat(),
                 "full": self.full,
-                "rows": rows,
+                "rows": sum(self.c.rows.values()),
                 "parts": len(written),
                 "since": self.since,
                 "until": self.until,
+                "shard": list(self.shard) if self.shard else None,
+                "compact": self.compact,
             }
         )
         return new
@@ -432,21 +728,19 @@ class _Run:
         self,
         base: Manifest | None,
         remote: Manifest,
-        states: dict[str, FileState],
+        refs: dict[str, SegmentRef],
         removed: set[str],
     ) -> bool:
-        """True when a concurrent commit touched nothing this run touched."""
-        if self.full or remote.source != _source_id(self.src):
+        """True when a concurrent commit touched none of the segments this run sets."""
+        if self.full or remote.legacy_files is not None:
             return False
-        if remote.schema_version != SCHEMA_VERSION:
+        if remote.source != self.source or remote.schema_version != SCHEMA_VERSION:
             return False
-        for key in states:
-            before = base.files.get(key) if base is not None else None
-            after = remote.files.get(key)
-            if before is None:
-                if after is not None:
-                    return False
-            elif not before.same_progress(after):
+        if remote.buckets != self.buckets:
+            return False
+        for seg in refs:
+            before = base.segments.get(seg) if base is not None else None
+            if before != remote.segments.get(seg):
                 return False
         return all(path in remote.parts for path in removed)
 
@@ -459,6 +753,7 @@ class _Run:
         body = {"run": self.run_id, "state": state, "expires": now + self.lease}
         self.dst.write(self._lease_path(), _jsonutil.dumps(body))
         self._renewed = time.monotonic()
+        self._leased = True
 
     def _heartbeat_done(self, state: str, *, keep: bool) -> None:
         if not keep:
@@ -482,16 +777,24 @@ class _Run:
         """Delete replaced files still listed as trash, and files of runs that died
         before committing."""
         for path in manifest.trash:
-            if self.dst.delete(path):
+            if self.dst.delete(path) and not path.startswith(SEGMENTS_DIR):
                 self.c.parts_removed += 1
         self._cleared = set(manifest.trash)
-        # List parts before leases: a part's lease is written before the part.
+        # List parts and segment files before leases: a run's lease is written before
+        # any of its files.
         candidates = []
         for table in TABLES:
             for info in self.dst.list(table, recursive=True):
                 run = part_run(info.path)
                 if run is not None and run != self.run_id and info.path not in manifest.parts:
                     candidates.append((info.path, run))
+        live = {segment_path(s, r.run) for s, r in manifest.segments.items()}
+        for info in self.dst.list(SEGMENTS_DIR, recursive=True):
+            run = _segment_run(info.path)
+            if run is not None and info.path not in live:
+                candidates.append((info.path, run))
+        if not candidates:
+            return
         now = time.time()
         protected: set[str] = set()
         expired: list[str] = []
@@ -507,7 +810,8 @@ class _Run:
         for path, run in candidates:
             if run not in protected and self.dst.delete(path):
                 logger.info("deleted %s, left by an export run that did not commit", path)
-                self.c.parts_removed += 1
+                if not path.startswith(SEGMENTS_DIR):
+                    self.c.parts_removed += 1
         for path in expired:
             self.dst.delete(path)
 
@@ -524,20 +828,44 @@ class _Run:
     # -- planning ----------------------------------------------------------------------
     def _plan(self, base: Manifest) -> _Plan:
         plan = _Plan()
+        groups: dict[str, list[SourceFile]] = {}
         for sf in discover(self.src, self.tables):
             self.c.files_seen += 1
             if sf.table == MEMORY_TABLE and not self._in_window(sf.day):
                 continue
-            state = None if self.full else base.files.get(sf.key)
-            if state is None:
-                plan.works.append(_Work(sf, FileState(sf.table, sf.root, sf.path), 0))
+            if not self._mine(sf.root):
                 continue
-            if sf.info.size == state.size and sf.info.token == state.token:
-                self.c.files_unchanged += 1
-                if state.offset < state.size:
-                    self.c.pending += 1
+            groups.setdefault(self._segment_name(sf.table, sf.root, sf.day), []).append(sf)
+        window = f"{self.since}|{self.until}"
+        for seg, files in groups.items():
+            salt = window if seg.endswith("/" + EVENTS_SEGMENT) else ""
+            fp = fingerprint(((f.key, f.info.size, f.info.token) for f in files), salt)
+            plan.listed[seg] = (fp, len(files))
+            ref = base.segments.get(seg)
+            if not self.full and ref is not None and ref.fingerprint == fp:
+                self.c.files_unchanged += len(files)
+                self.c.pending += ref.pending
                 continue
-            verified = self._verify(sf, state)
+            plan.visited.append(seg)
+        if not self.full:
+            self._load_segments(base, plan.visited)
+        checks: list[tuple[SourceFile, FileState]] = []
+        for seg in plan.visited:
+            old = {} if self.full else self.loaded.get(seg, {})
+            for sf in groups[seg]:
+                self.seg_of[sf.key] = seg
+                state = old.get(sf.key)
+                if state is None:
+                    plan.works.append(_Work(sf, FileState(sf.table, sf.root, sf.path), 0))
+                elif sf.info.size == state.size and sf.info.token == state.token:
+                    self.c.files_unchanged += 1
+                    if state.offset < state.size:
+                        self.c.pending += 1
+                else:
+                    checks.append((sf, state))
+        for (sf, state), verified in zip(
+            checks, self._map(lambda item: self._verify(*item), checks), strict=True
+        ):
             if verified is None:
                 plan.reexport[sf.key] = sf
                 continue
@@ -549,8 +877,18 @@ class _Run:
                 self.c.files_unchanged += 1
                 continue
             plan.works.append(_Work(sf, state.copy(), state.offset, open_line, tail))
+        plan.works.sort(key=lambda w: _order(w.source))
         self.c.files_reexported = len(plan.reexport)
+        if self.compact:
+            plan.compact = self._compaction_candidates(base)
         return plan
+
+    def _compaction_candidates(self, base: Manifest) -> set[str]:
+        groups: dict[tuple[str, str], list[str]] = {}
+        for path, info in base.parts.items():
+            if info.bytes < COMPACT_BELOW:
+                groups.setdefault((info.table, info.date), []).append(path)
+        return {path for paths in groups.values() if len(paths) > 1 for path in paths}
 
     def _in_window(self, day: str | None) -> bool:
         if day is None:
@@ -594,6 +932,7 @@ class _Run:
         seq = iter(range(1, 1 << 30))
 
         def on_part(path: str, info: PartInfo, keys: set[str]) -> None:
+            info.segments = sorted({self.seg_of[key] for key in keys})
             written[path] = info
             self.c.parts_written += 1
             self.c.bytes_written += info.bytes
@@ -616,11 +955,12 @@ class _Run:
         self.pipe = WriterThread()
         try:
             removed = set(base.parts) if self.full else set()
-            if plan.reexport:
-                removed |= self._rewrite(base, plan, states, sinks)
-            total = sum(max(0, w.source.info.size - w.start) for w in plan.works)
-            for done, work in enumerate(plan.works):
-                self._export_file(work, sinks[work.source.table], total, done, len(plan.works))
+            affected = set(plan.compact)
+            for key in plan.reexport:
+                affected.update(self._base_state(key).parts)
+            if affected or plan.reexport:
+                removed |= self._rewrite(base, plan, states, sinks, affected)
+            self._export_works(plan.works, sinks)
             for sink in sinks.values():
                 self.pipe.submit(sink.finish_all)
             self.pipe.close()
@@ -629,10 +969,169 @@ class _Run:
             for sink in sinks.values():
                 sink.discard()
             raise
-        for table in TABLES:
-            if any(info.table == table for info in written.values()):
-                self._write_common_metadata(table)
+        self._ensure_table_dirs()
         return states, removed
+
+    def _base_state(self, key: str) -> FileState:
+        return self.loaded[self.seg_of[key]][key]
+
+    def _export_works(self, works: list[_Work], sinks: dict[str, PartSink]) -> None:
+        total = sum(w.remaining for w in works)
+        batches: list[list[_Work]] = []
+        batch_bytes = 0
+        for work in works:
+            last = batches[-1] if batches else None
+            if (
+                last is not None
+                and self._batchable(work)
+                and self._batchable(last[0])
+                and len(last) < BATCH_FILES
+                and last[0].source.day == work.source.day
+                and batch_bytes + work.remaining <= self.block_size // 2
+            ):
+                last.append(work)
+                batch_bytes += work.remaining
+            else:
+                batches.append([work])
+                batch_bytes = work.remaining
+        done = 0
+        ahead: Callable[[], list[bytes | None]] | None = None
+        for i, batch in enumerate(batches):
+            if len(batch) == 1 and not self._batchable(batch[0]):
+                ahead = None
+                self._export_file(batch[0], sinks[batch[0].source.table])
+            else:
+                fetched = ahead if ahead is not None else self._fetch(batch)
+                nxt = batches[i + 1] if i + 1 < len(batches) else None
+                ahead = self._fetch(nxt) if nxt is not None and self._batchable(nxt[0]) else None
+                self._export_batch(batch, fetched(), sinks[MEMORY_TABLE])
+            done += len(batch)
+            self._renew()
+            if self.progress is not None:
+                self.progress(
+                    ExportProgress(
+                        done, len(works), self.c.lines_read, self.c.bytes_read, total,
+                        sum(self.c.rows.values()),
+                    )
+                )  # fmt: skip
+
+    @staticmethod
+    def _batchable(work: _Work) -> bool:
+        return work.source.table == MEMORY_TABLE and work.remaining <= SMALL_FILE
+
+    def _fetch(self, batch: list[_Work]) -> Callable[[], list[bytes | None]]:
+        """Start reading the unread part of each file of ``batch``, ``concurrency`` reads
+        in flight; returns a function that waits for the contents (None: vanished)."""
+        assert self.pool is not None
+
+        def read(works: list[_Work]) -> list[bytes | None]:
+            with self._flight:
+                self.c.in_flight += 1
+                self.c.max_in_flight = max(self.c.max_in_flight, self.c.in_flight)
+            try:
+                return self.src.read_ranges(
+                    [(w.source.key, w.start, w.source.info.size) for w in works]
+                )
+            finally:
+                with self._flight:
+                    self.c.in_flight -= 1
+
+        if not self.parallel or len(batch) == 1:
+            try:
+                done = read(batch)
+            except BaseException as exc:
+                error = exc
+
+                def fail() -> list[bytes | None]:
+                    raise error
+
+                return fail
+            return lambda: done
+        # A few files per task: enough tasks to keep every worker busy, few enough that
+        # scheduling them costs little next to the reads.
+        step = max(1, -(-len(batch) // (self.concurrency * 4)))
+        futures = [self.pool.submit(read, batch[i : i + step]) for i in range(0, len(batch), step)]
+        return lambda: [data for f in futures for data in f.result()]
+
+    def _parser(self, root: str, source_file: str) -> MemoryParser:
+        if self.memory_parser is None:
+            self.memory_parser = MemoryParser(root, source_file)
+        self.memory_parser.root, self.memory_parser.source_file = root, source_file
+        return self.memory_parser
+
+    def _export_batch(
+        self, batch: list[_Work], datas: list[bytes | None], sink: PartSink
+    ) -> None:
+        """Export small memory logs of one day, read whole: their complete lines are
+        parsed as one block when the fast path takes it, else file by file."""
+        day = batch[0].source.day
+        assert day is not None
+        self.pipe.submit(sink.finish_other_days, day)
+        pieces: list[tuple[_Work, bytes, int, int]] = []  # work, data, start offset, cut
+        for work, data in zip(batch, datas, strict=True):
+            sf, state = work.source, work.state
+            self.c.files_read += 1
+            state.size, state.token = sf.info.size, sf.info.token
+            if data is None:
+                self.c.files_vanished += 1
+                logger.info("%s vanished during the export", sf.key)
+                continue
+            offset = work.start
+            if work.open_line and data[:1] == b"\n":
+                data = data[1:]
+                offset += 1
+                work.tail = (work.tail + b"\n")[-CHECK_BYTES:]
+            self.c.bytes_read += len(data)
+            pieces.append((work, data, offset, data.rfind(b"\n") + 1))
+        whole = [p for p in pieces if p[3]]
+        table = None
+        if len(whole) > 1:
+            parser = self._parser(whole[0][0].source.root, whole[0][0].source.path)
+            table = parser.parse_many(
+                [(w.source.root, w.source.path, d, cut, w.state.lines + 1) for w, d, _, cut in whole]
+            )
+        if table is not None:
+            keys = []
+            for work, data, offset, cut in whole:
+                lines = data.count(b"\n", 0, cut)
+                self.c.lines_read += lines
+                self._consumed(work, data, offset, cut, lines)
+                keys.append(work.source.key)
+            self.c.rows[MEMORY_TABLE] += table.num_rows
+            self.pipe.submit(sink.write, day, table, keys)
+        for work, data, offset, cut in pieces:
+            sf = work.source
+            parser = self._parser(sf.root, sf.path)
+            if cut and table is None:
+                parsed = parser.parse(data, work.state.lines + 1, offset, cut)
+                self._account(sf, parsed, parsed.lines)
+                self._write_memory(sink, day, parsed, sf.key)
+                self._consumed(work, data, offset, cut, parsed.lines)
+            rest = data[cut:]
+            if not rest.strip():
+                continue
+            # An unfinished last line: exported when it already is a whole JSON object
+            # (a hand-written last line without newline), else left for a later run.
+            if not _whole_object(rest):
+                self.c.pending += 1
+                continue
+            parsed = parser.parse(rest + b"\n", work.state.lines + 1, offset + cut)
+            self._account(sf, parsed, 1)
+            self._write_memory(sink, day, parsed, sf.key)
+            self._consumed(work, data, offset, len(data), 1)
+
+    def _write_memory(self, sink: PartSink, day: str, parsed: Parsed, key: str) -> None:
+        rows = parsed.batch.num_rows
+        if rows:
+            self.c.rows[MEMORY_TABLE] += rows
+            self.pipe.submit(sink.write, day, parsed.batch, (key,))
+
+    def _consumed(self, work: _Work, data: bytes, offset: int, upto: int, lines: int) -> None:
+        """Record that ``work``'s file is exported up to ``data[:upto]``, ``lines`` more
+        lines (``data`` starts at file offset ``offset``, after ``work.tail``)."""
+        head = bytearray(data[: min(CHECK_BYTES, upto)]) if work.start == 0 else None
+        tail = (work.tail + data[max(0, upto - CHECK_BYTES) : upto])[-CHECK_BYTES:]
+        _advance(work.state, offset + upto, work.state.lines + lines, head, tail)
 
     def _rewrite(
         self,
@@ -640,32 +1139,35 @@ class _Run:
         plan: _Plan,
         states: dict[str, FileState],
         sinks: dict[str, PartSink],
+        affected: set[str],
     ) -> set[str]:
-        """Replace the parts holding rows of re-exported files by copies without those
-        rows; the re-exported files are then read again from the start."""
+        """Replace the ``affected`` parts by copies without the rows of re-exported
+        files (compaction: with all their rows, merged); the re-exported files are then
+        read again from the start."""
         pa = self.pa
         import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
-        affected: set[str] = set()
-        for key in plan.reexport:
-            affected.update(base.files[key].parts)
+        holder_segments = {s for p in affected if p in base.parts for s in base.parts[p].segments}
+        self._load_segments(base, holder_segments)
         holders: dict[str, list[str]] = {}
-        for key, state in base.files.items():
-            for path in state.parts:
-                if path in affected:
-                    holders.setdefault(path, []).append(key)
+        for seg in sorted(holder_segments | {self.seg_of[k] for k in plan.reexport}):
+            for key, state in self.loaded.get(seg, {}).items():
+                self.seg_of.setdefault(key, seg)
+                for path in state.parts:
+                    if path in affected:
+                        holders.setdefault(path, []).append(key)
         for key, sf in plan.reexport.items():
             fresh = FileState(sf.table, sf.root, sf.path)
             plan.works.append(_Work(sf, fresh, 0))
             states[key] = fresh
         plan.works.sort(key=lambda w: _order(w.source))
-        dropped = {(base.files[k].root, base.files[k].path) for k in plan.reexport}
+        dropped = {(self._base_state(k).root, self._base_state(k).path) for k in plan.reexport}
         for path in sorted(affected):
             info = base.parts.get(path)
             keepers = [k for k in holders.get(path, []) if k not in plan.reexport]
             for key in keepers:
-                kept_state = states.setdefault(key, base.files[key].copy())
+                kept_state = states.setdefault(key, self._base_state(key).copy())
                 if path in kept_state.parts:
                     kept_state.parts.remove(path)
             if info is None or not keepers:
@@ -675,6 +1177,8 @@ class _Run:
             except KeyNotFoundError:
                 logger.warning("%s is listed in the manifest but missing", path)
                 continue
+            if path in plan.compact:
+                self.c.parts_compacted += 1
             parquet = pq.ParquetFile(pa.BufferReader(data))
             for batch in parquet.iter_batches(batch_size=64 * 1024):
                 mask = None
@@ -692,14 +1196,12 @@ class _Run:
             self.pipe.submit(sink.finish_all)
         return affected
 
-    def _export_file(
-        self, work: _Work, sink: PartSink, total: int, done: int, n_files: int
-    ) -> None:
+    def _export_file(self, work: _Work, sink: PartSink) -> None:
         sf, state = work.source, work.state
         if sf.table == MEMORY_TABLE:
             assert sf.day is not None
             self.pipe.submit(sink.finish_other_days, sf.day)
-            parser: MemoryParser | EventParser = MemoryParser(sf.root, sf.path)
+            parser: MemoryParser | EventParser = self._parser(sf.root, sf.path)
         else:
             mtime = sf.info.mtime
             default = (
@@ -716,26 +1218,16 @@ class _Run:
                 until=self.until,
             )
         self.c.files_read += 1
-        table_rows = 0
         try:
             for parsed in self._parsed_blocks(work, parser):
-                rows = parsed.batch.num_rows
-                if rows:
+                if parsed.batch.num_rows:
                     if sf.table == MEMORY_TABLE:
                         assert sf.day is not None
                         self.pipe.submit(sink.write, sf.day, parsed.batch, (sf.key,))
                     else:
                         self._write_events(sink, parsed, sf.key)
-                table_rows += rows
-                self.c.rows[sf.table] += rows
+                self.c.rows[sf.table] += parsed.batch.num_rows
                 self._renew()
-                if self.progress is not None:
-                    self.progress(
-                        ExportProgress(
-                            done, n_files, self.c.lines_read, self.c.bytes_read, total,
-                            sum(self.c.rows.values()),
-                        )
-                    )  # fmt: skip
         except KeyNotFoundError:
             self.c.files_vanished += 1
             logger.info("%s vanished during the export", sf.key)
@@ -810,13 +1302,7 @@ class _Run:
                 return
         if not rest.strip():
             return
-        # An unfinished last line: exported when it already is a whole JSON object (a
-        # hand-written last line without newline), else left for a later run.
-        try:
-            whole = isinstance(_jsonutil.loads(rest), dict)
-        except _jsonutil.JSONDecodeError:
-            whole = False
-        if not whole:
+        if not _whole_object(rest):
             self.c.pending += 1
             return
         parsed = parser.parse(rest + b"\n", lines + 1, offset)
@@ -837,17 +1323,19 @@ class _Run:
                 self.c.samples.append(CorruptLine(sf.root, sf.path, number, reason))
             logger.warning("skipping corrupt line %s:%d (%s)", sf.key, number, reason)
 
-    def _write_common_metadata(self, table: str) -> None:
-        """``<table>/_common_metadata``: the schema, for engines that look for it."""
+    def _ensure_table_dirs(self) -> None:
+        """``<table>/_common_metadata`` (the schema) for every exported table, rows or
+        not: engines that look for it find it, and the table's folder always exists."""
         import pyarrow.parquet as pq
 
-        path = f"{table}/_common_metadata"
-        if self.dst.exists(path):
-            return
-        sink = self.pa.BufferOutputStream()
-        pq.write_metadata(schema_for(table), sink)
-        with contextlib.suppress(ConflictError):
-            self.dst.write(path, sink.getvalue().to_pybytes(), create_only=True)
+        for table in sorted(self.tables):
+            path = f"{table}/_common_metadata"
+            if self.dst.exists(path):
+                continue
+            sink = self.pa.BufferOutputStream()
+            pq.write_metadata(schema_for(table), sink)
+            with contextlib.suppress(ConflictError):
+                self.dst.write(path, sink.getvalue().to_pybytes(), create_only=True)
 
     # -- report ------------------------------------------------------------------------
     def _report(self, generation: int) -> ExportReport:
@@ -875,10 +1363,24 @@ class _Run:
             parts_written=c.parts_written,
             bytes_written=c.bytes_written,
             parts_removed=c.parts_removed,
+            parts_compacted=c.parts_compacted,
             conflicts=c.conflicts,
             manifest_generation=generation,
+            manifest_bytes_read=c.manifest_read,
+            manifest_bytes_written=c.manifest_written,
+            segments_read=c.segments_read,
+            segments_written=c.segments_written,
+            max_reads_in_flight=c.max_in_flight,
+            shard=f"{self.shard[0]}/{self.shard[1]}" if self.shard else None,
             seconds=round(time.monotonic() - self.started, 3),
         )
+
+
+def _whole_object(text: bytes) -> bool:
+    try:
+        return isinstance(_jsonutil.loads(text), dict)
+    except _jsonutil.JSONDecodeError:
+        return False
 
 
 def _advance(

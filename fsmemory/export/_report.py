@@ -80,8 +80,15 @@ class ExportReport:
         bytes_written: bytes of Parquet written.
         parts_removed: Parquet files deleted (replaced, rebuilt, or orphans of
             crashed runs).
+        parts_compacted: small Parquet files merged into bigger ones (``compact``).
         conflicts: concurrent exports this run had to merge with or retry after.
         manifest_generation: the destination manifest's generation after this run.
+        manifest_bytes_read: bytes of manifest (head and segment files) read.
+        manifest_bytes_written: bytes of manifest (head and segment files) written.
+        segments_read: manifest segment files read (the others were unchanged).
+        segments_written: manifest segment files written.
+        max_reads_in_flight: the most source reads this run had in flight at once.
+        shard: ``"i/n"`` for a sharded run, else None.
         seconds: wall time.
     """
 
@@ -107,8 +114,15 @@ class ExportReport:
     parts_written: int = 0
     bytes_written: int = 0
     parts_removed: int = 0
+    parts_compacted: int = 0
     conflicts: int = 0
     manifest_generation: int = 0
+    manifest_bytes_read: int = 0
+    manifest_bytes_written: int = 0
+    segments_read: int = 0
+    segments_written: int = 0
+    max_reads_in_flight: int = 0
+    shard: str | None = None
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -131,6 +145,8 @@ class ExportReport:
             extras.append(f"{self.files_reexported:,} rewritten files re-exported")
         if self.out_of_window:
             extras.append(f"{self.out_of_window:,} events before --since skipped")
+        if self.parts_compacted:
+            extras.append(f"{self.parts_compacted:,} small Parquet files merged")
         if self.conflicts:
             extras.append(f"{self.conflicts:,} concurrent-export conflicts resolved")
         return text + ("; " + ", ".join(extras) if extras else "")

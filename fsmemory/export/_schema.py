@@ -19,6 +19,7 @@ type or meaning bumps :data:`SCHEMA_VERSION`.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -144,6 +145,7 @@ def _arrow_type(arrow: Any, name: str) -> pa.DataType:
     return types[name]
 
 
+@functools.cache
 def _build(table: str, columns: tuple[Column, ...]) -> pa.Schema:
     arrow = require_pyarrow()
     fields = [

@@ -13,7 +13,7 @@ import hashlib
 import random
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -202,6 +202,24 @@ class StorageRoot(ABC):
             raise ValueError("offsets must be >= 0")
         data = self.read_bytes(path)
         return data[start:end]
+
+    def read_ranges(
+        self, requests: Sequence[tuple[str, int, int | None]]
+    ) -> builtins.list[bytes | None]:
+        """Read many byte ranges ``(path, start, end)``, in order; None for a file that
+        does not exist. Backends may do it with less per-file work than
+        :meth:`read_range` one by one (the default).
+
+        Raises:
+            ValueError: a negative offset.
+        """
+        out: builtins.list[bytes | None] = []
+        for path, start, end in requests:
+            try:
+                out.append(self.read_range(path, start, end))
+            except KeyNotFoundError:
+                out.append(None)
+        return out
 
     @abstractmethod
     def stat(self, path: str) -> FileInfo | None:

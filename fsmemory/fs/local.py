@@ -22,7 +22,7 @@ import os
 import stat as stat_mod
 import threading
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
@@ -186,7 +186,11 @@ class LocalRoot(StorageRoot):
 
     # -- reads -------------------------------------------------------------------------
     def _open_read(self, path: str) -> int:
-        full = self._confined(path)
+        return self._open_confined(self._confined(path), path)
+
+    @staticmethod
+    def _open_confined(full: str, path: str) -> int:
+        """Open ``full`` (whose parent is checked) for reading, refusing a symlink."""
         try:
             fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:
@@ -221,21 +225,53 @@ class LocalRoot(StorageRoot):
             raise ValueError("offsets must be >= 0")
         fd = self._open_read(path)
         try:
-            size = os.fstat(fd).st_size
-            stop = size if end is None else min(end, size)
-            if stop <= start:
-                return b""
-            chunks = []
-            pos = start
-            while pos < stop:
-                chunk = os.pread(fd, stop - pos, pos)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                pos += len(chunk)
-            return b"".join(chunks)
+            return _pread_range(fd, start, end)
         finally:
             os.close(fd)
+
+    def read_ranges(
+        self, requests: Sequence[tuple[str, int, int | None]]
+    ) -> builtins.list[bytes | None]:
+        """Read many byte ranges, in order (None: missing); each parent directory is
+        resolved and checked once per call instead of once per file."""
+        checked: set[str] = {self.root}
+        out: builtins.list[bytes | None] = []
+        for path, start, end in requests:
+            if start < 0 or (end is not None and end < 0):
+                raise ValueError("offsets must be >= 0")
+            full = self.full_path(path)
+            parent = os.path.dirname(full)
+            if parent not in checked and not self._plain_dirs(parent, checked):
+                self._confined(path)  # a symlinked folder: allowed only inside the root
+                checked.add(parent)
+            try:
+                fd = self._open_confined(full, path)
+            except KeyNotFoundError:
+                out.append(None)
+                continue
+            try:
+                out.append(_pread_range(fd, start, end))
+            finally:
+                os.close(fd)
+        return out
+
+    def _plain_dirs(self, directory: str, checked: set[str]) -> bool:
+        """True when every folder from the root down to ``directory`` is a real folder
+        (no symlink); those folders are added to ``checked``. False when one is not."""
+        rel = os.path.relpath(directory, self.root)
+        current = self.root
+        for name in rel.split(os.sep):
+            current = os.path.join(current, name)
+            if current in checked:
+                continue
+            try:
+                mode = os.lstat(current).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                return False
+            if not stat_mod.S_ISDIR(mode):
+                return False
+            checked.add(current)
+        return True
 
     def stat(self, path: str) -> FileInfo | None:
         """Size, mtime and an inode/size/mtime change token; None when missing."""
@@ -466,6 +502,23 @@ def _scandir(base: str) -> Iterator[os.DirEntry[str]]:
         for entry in it:
             if not is_reserved_name(entry.name):
                 yield entry
+
+
+def _pread_range(fd: int, start: int, end: int | None) -> bytes:
+    """Bytes ``[start, end)`` of an open file (fewer when it is shorter)."""
+    size = os.fstat(fd).st_size
+    stop = size if end is None else min(end, size)
+    if stop <= start:
+        return b""
+    chunks = []
+    pos = start
+    while pos < stop:
+        chunk = os.pread(fd, stop - pos, pos)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        pos += len(chunk)
+    return b"".join(chunks)
 
 
 def _read_all(fd: int) -> bytes:

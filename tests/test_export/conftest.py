@@ -127,3 +127,21 @@ Opener = Callable[[str], StorageRoot]
 def opener() -> Opener:
     """``open_root`` with no options."""
     return lambda url: open_root(url)
+
+
+def file_states(dest: str | StorageRoot) -> dict[str, Any]:
+    """Every source file's export state recorded in ``dest``'s manifest (head and
+    segment files), by source key."""
+    from fsmemory.export._manifest import (
+        MANIFEST_PATH,
+        Manifest,
+        decode_segment,
+        segment_path,
+    )
+
+    root = open_root(dest)
+    head = Manifest.from_bytes(root.read_bytes(MANIFEST_PATH))
+    states: dict[str, Any] = {}
+    for seg, ref in head.segments.items():
+        states.update(decode_segment(root.read_bytes(segment_path(seg, ref.run))))
+    return states

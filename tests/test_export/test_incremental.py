@@ -15,7 +15,7 @@ from fsmemory.errors import InvalidInputError
 from fsmemory.export import MANIFEST_PATH, ExportProgress, export_parquet
 from fsmemory.fs import open_root
 
-from .conftest import lines, parquet_files, read_rows, record, write_log
+from .conftest import file_states, lines, parquet_files, read_rows, record, write_log
 
 pytest.importorskip("duckdb")
 
@@ -258,5 +258,5 @@ def test_manifest_is_small_json(local_dirs: tuple[str, str]) -> None:
     export_parquet(src, dest)
     size = os.path.getsize(os.path.join(dest, MANIFEST_PATH))
     assert size < 4096
-    state = _manifest(dest)["files"]["logs/2026-03-10.jsonl"]
-    assert state["lines"] == 1000 and state["offset"] == state["size"]
+    state = file_states(dest)["logs/2026-03-10.jsonl"]
+    assert state.lines == 1000 and state.offset == state.size

@@ -344,12 +344,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add("stats", cmd_stats, "print counts")
     add("demo", cmd_demo, "run a short scripted session and print the result", json_flag=False)
-    try:
-        from fsmemory.export._cli import add_export_parser
-    except ImportError:
-        pass
-    else:
-        add_export_parser(sub)
+    from fsmemory._cli_export import add_export_parser
+
+    add_export_parser(sub)
     from fsmemory.integrations.mcp import add_mcp_parser
 
     p = add_mcp_parser(sub)

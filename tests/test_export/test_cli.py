@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+from typing import Any
 
 import pytest
 
-from fsmemory.export._cli import add_export_parser, parse_storage_options
+from fsmemory._cli_export import add_export_parser
 from fsmemory.fs import open_root
 
 from .conftest import lines, read_rows, record, write_log
@@ -64,18 +67,6 @@ def test_bad_input_exit_codes(
     assert "KEY=VALUE" in capsys.readouterr().err
 
 
-def test_storage_options_are_json_when_they_can_be() -> None:
-    assert parse_storage_options(["anon=true", "n=3", "endpoint_url=http://x:1", "s=a=b"]) == {
-        "anon": True, "n": 3, "endpoint_url": "http://x:1", "s": "a=b",
-    }  # fmt: skip
-    assert parse_storage_options(['client_kwargs={"region_name": "x"}']) == {
-        "client_kwargs": {"region_name": "x"}
-    }
-    assert parse_storage_options(["client_kwargs.endpoint_url=http://h:1", ("anon", False)]) == {
-        "client_kwargs": {"endpoint_url": "http://h:1"}, "anon": False,
-    }  # fmt: skip
-
-
 def test_wired_into_the_fsmemory_command(
     local_dirs: tuple[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -104,3 +95,86 @@ def test_progress_bar_on_a_terminal(
     assert _run(["export", src, dest]) == 0
     text = fake.getvalue()
     assert "lines" in text and "files" in text and text.startswith("\r[")
+
+
+@pytest.mark.parametrize("kind", ["missing", "file"])
+def test_source_that_is_not_a_folder_is_one_line_and_exit_1(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    from fsmemory import cli
+
+    source = tmp_path / "nonexistent"
+    if kind == "file":
+        source.write_text("x")
+    dest = tmp_path / "out"
+    assert cli.main(["export", str(source), str(dest)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nonexistent" in err
+    assert not dest.exists()  # no manifest, nothing
+
+
+def test_messages_name_cli_flags(
+    local_dirs: tuple[str, str], tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src, dest = local_dirs
+    _source(src)
+    assert _run(["export", src, dest]) == 0
+    other = tmp_path / "other"
+    other.mkdir()
+    capsys.readouterr()
+    assert _run(["export", str(other), dest]) == 2
+    err = capsys.readouterr().err
+    assert "--full" in err and "incremental" not in err and err.count("\n") == 1
+
+
+def test_relative_and_absolute_source_are_the_same(
+    local_dirs: tuple[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src, dest = local_dirs
+    _source(src)
+    monkeypatch.chdir(os.path.dirname(src))
+    assert _run(["export", os.path.basename(src), dest, "--json"]) == 0
+    capsys.readouterr()
+    assert _run(["export", src, dest, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"] == 0
+
+
+def test_export_into_the_source_is_refused(
+    local_dirs: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    src, _ = local_dirs
+    _source(src)
+    assert _run(["export", src, os.path.join(src, "out")]) == 2
+    assert "overlaps" in capsys.readouterr().err
+    assert not os.path.exists(os.path.join(src, "out"))
+
+
+def test_shard_and_compact_flags(
+    local_dirs: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    src, dest = local_dirs
+    _source(src)
+    assert _run(["export", src, dest, "--shard", "0/1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["shard"] == "0/1"
+    assert _run(["export", src, dest, "--compact", "--json", "--concurrency", "2"]) == 0
+    capsys.readouterr()
+    for bad in (["--shard", "2/2"], ["--shard", "x"], ["--shard", "0/2", "--full"],
+                ["--shard", "0/2", "--compact"], ["--concurrency", "0"]):  # fmt: skip
+        with contextlib.suppress(SystemExit):
+            assert _run(["export", src, dest, *bad]) == 2
+        assert "shard" in capsys.readouterr().err or bad[0] == "--concurrency"
+
+
+def test_readme_synopsis_lists_every_flag() -> None:
+    from pathlib import Path
+
+    import fsmemory.export
+
+    readme = Path(fsmemory.export.__file__).with_name("README.md").read_text()
+    synopsis = readme.split("## Command line", 1)[1].split("```", 2)[1]
+    parser = argparse.ArgumentParser(prog="fsmemory")
+    add_export_parser(parser.add_subparsers(dest="command"))
+    sub = parser._subparsers._group_actions[0].choices["export"]  # type: ignore[union-attr]
+    flags = {s for a in sub._actions for s in a.option_strings if s.startswith("--")}
+    missing = sorted(f for f in flags - {"--help"} if f not in synopsis)
+    assert missing == []

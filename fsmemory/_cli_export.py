@@ -1,24 +1,33 @@
-"""The ``fsmemory export`` subcommand (wired into ``fsmemory.cli`` by the caller)."""
+"""The ``fsmemory export`` subcommand: its options, progress bar and messages.
+
+Part of the command line (``fsmemory.cli`` registers it); the export itself is
+:func:`fsmemory.export.export_parquet`. Messages name this command's flags (``--full``),
+never the Python arguments behind them.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
-from collections.abc import Iterable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from fsmemory import _jsonutil
-from fsmemory.errors import FsMemoryError
-from fsmemory.export._report import ExportProgress
+from fsmemory._cliopts import parse_storage_options
+from fsmemory.errors import FsMemoryError, MissingDependencyError
 
-__all__ = ["add_export_parser", "parse_storage_options", "run_export_command"]
+if TYPE_CHECKING:
+    from fsmemory.export import ExportProgress
+
+__all__ = ["add_export_parser", "run_export_command"]
 
 _DESCRIPTION = """\
 Export memory logs (<root>/logs/*.jsonl) and agent event logs (<root>/log/*.jsonl) under
 SOURCE to a hive-partitioned Parquet dataset at DEST (DEST/memory/date=.../*.parquet and
 DEST/events/date=.../*.parquet). SOURCE is one memory root or a prefix holding many.
-Re-runs export only what is new; --full rebuilds. Read the result with DuckDB:
+Re-runs export only what is new; --full rebuilds. Several processes or machines export
+one dataset together with --shard I/N each (N shards, this one is I). --compact merges
+the small Parquet files that many incremental runs leave. Read the result with DuckDB:
   SELECT * FROM read_parquet('DEST/memory/*/*.parquet', hive_partitioning=true)
 """
 
@@ -71,43 +80,39 @@ def add_export_parser(subparsers: Any) -> None:
         help="Parquet codec (default snappy; zstd makes smaller files, slower)",
     )
     parser.add_argument(
+        "--shard",
+        metavar="I/N",
+        type=_shard,
+        help="export only shard I of N (tenants split by a stable hash); run the N "
+        "shards at once, in any processes or machines, into the same DEST",
+    )
+    parser.add_argument(
+        "--compact",
+        action="store_true",
+        help="also merge each partition's small Parquet files (not with --shard)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        metavar="N",
+        type=int,
+        default=16,
+        help="source reads in flight at once on object stores (default 16)",
+    )
+    parser.add_argument(
         "--no-progress", action="store_true", help="no progress bar, even on a terminal"
     )
     parser.set_defaults(func=run_export_command)
 
 
-def parse_storage_options(items: Iterable[str | tuple[str, Any]]) -> dict[str, Any]:
-    """``["anon=true", "client_kwargs.endpoint_url=http://x"]`` ->
-    ``{"anon": True, "client_kwargs": {"endpoint_url": "http://x"}}``.
-
-    VALUE is parsed as JSON when it can be, else kept as text; ``a.b=v`` sets key ``b``
-    of option ``a``. Already split ``(key, value)`` pairs are accepted too.
-
-    Raises:
-        ValueError: an item without ``=``.
-    """
-    options: dict[str, Any] = {}
-    for item in items:
-        if isinstance(item, tuple):
-            key, value = item
-        else:
-            key, sep, raw = item.partition("=")
-            if not sep or not key:
-                raise ValueError(f"storage option {item!r} is not KEY=VALUE")
-            try:
-                value = _jsonutil.loads(raw)
-            except _jsonutil.JSONDecodeError:
-                value = raw
-        key = key.strip()
-        if "." in key:
-            outer, inner = key.split(".", 1)
-            nested = options.setdefault(outer, {})
-            if not isinstance(nested, dict):
-                raise ValueError(f"storage option {outer!r} is set twice")
-            nested[inner] = value
-        else:
-            options[key] = value
-    return options
+def _shard(text: str) -> tuple[int, int]:
+    index, sep, count = text.partition("/")
+    try:
+        shard = (int(index), int(count))
+    except ValueError:
+        shard = (-1, 0)
+    if not sep or not 0 <= shard[0] < shard[1]:
+        raise argparse.ArgumentTypeError(f"expected I/N with 0 <= I < N, got {text!r}")
+    return shard
 
 
 class _ProgressBar:
@@ -149,7 +154,7 @@ def run_export_command(args: argparse.Namespace) -> int:
     to stderr. Exit codes: 0 done (corrupt lines are skipped and reported, not fatal),
     1 the export failed, 2 bad arguments.
     """
-    from fsmemory.export._export import export_parquet
+    from fsmemory.export import export_parquet
 
     # `fsmemory -o KEY=VALUE export ...` (the command's global option) counts too.
     global_options = getattr(args, "storage_option", None) or []
@@ -162,6 +167,15 @@ def run_export_command(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"fsmemory export: {exc}", file=sys.stderr)
         return 2
+    if args.shard is not None and (args.full or args.compact):
+        flag = "--full" if args.full else "--compact"
+        print(f"fsmemory export: {flag} cannot be combined with --shard", file=sys.stderr)
+        return 2
+    if args.concurrency < 1:
+        print("fsmemory export: --concurrency must be at least 1", file=sys.stderr)
+        return 2
+    from fsmemory.export import NeedsFullExport
+
     bar = None
     if not args.no_progress and sys.stderr.isatty():
         bar = _ProgressBar(sys.stderr)
@@ -177,7 +191,20 @@ def run_export_command(args: argparse.Namespace) -> int:
             tables=tuple(args.table) if args.table else ("memory", "events"),
             progress=bar,
             compression=args.compression,
+            shard=args.shard,
+            compact=args.compact,
+            concurrency=args.concurrency,
         )
+    except NeedsFullExport as exc:
+        if bar is not None:
+            bar.close()
+        print(f"fsmemory export: {exc.problem}; rebuild it with --full", file=sys.stderr)
+        return 2
+    except MissingDependencyError as exc:
+        if bar is not None:
+            bar.close()
+        print(f"fsmemory export: {exc}", file=sys.stderr)
+        return 1
     except (ValueError, ImportError) as exc:
         if bar is not None:
             bar.close()

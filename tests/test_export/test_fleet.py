@@ -1,0 +1,353 @@
+"""Export of many tenants: the split manifest, shards, compaction, source identity.
+
+Fleets here are small (a few dozen tenants); the big ones are marked slow and the speed
+is measured in ``benchmarks/bench_export.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fsmemory import _jsonutil
+from fsmemory.errors import InvalidInputError, KeyNotFoundError
+from fsmemory.export import MANIFEST_PATH, NeedsFullExport, export_parquet
+from fsmemory.export._manifest import (
+    BUCKETS,
+    SEGMENTS_DIR,
+    Manifest,
+    bucket_of,
+    segment_path,
+)
+from fsmemory.fs import open_root
+
+from .conftest import file_states, lines, parquet_files, read_rows, record, write_log
+
+DAYS = ("2026-03-10", "2026-03-11", "2026-03-12")
+
+
+def _fleet(src: str, tenants: int, days: tuple[str, ...] = DAYS, rows: int = 3) -> int:
+    """``tenants`` memory roots under ``src``, ``rows`` records per day; returns rows."""
+    for t in range(tenants):
+        root = open_root(os.path.join(src, f"tenant-{t:03d}"))
+        for day in days:
+            recs = [record(f"t{t} {day} {i}", day=day, n=i, id=f"{t}-{day}-{i}") for i in range(rows)]
+            write_log(root, day, lines(recs))
+    return tenants * len(days) * rows
+
+
+def _head(dest: str) -> Manifest:
+    return Manifest.from_bytes(Path(dest, MANIFEST_PATH).read_bytes())
+
+
+def _key(row: dict[str, Any]) -> tuple[Any, ...]:
+    return (row["root"], row["source_file"], row["line"], row["id"], row["content"])
+
+
+def _assert_manifest_matches_files(dest: str) -> None:
+    """A glob reader and a manifest reader see the same files; every part a source's
+    state names is in the dataset."""
+    head = _head(dest)
+    assert set(parquet_files(dest)) == set(head.parts)
+    for state in file_states(dest).values():
+        assert set(state.parts) <= set(head.parts)
+
+
+def test_noop_rerun_reads_only_the_head(local_dirs: tuple[str, str]) -> None:
+    src, dest = local_dirs
+    total = _fleet(src, 40)
+    first = export_parquet(src, dest)
+    assert first.rows == total and first.segments_written == len(_head(dest).segments)
+    before = sorted(p.relative_to(dest).as_posix() for p in Path(dest).rglob("*"))
+    again = export_parquet(src, dest)
+    assert again.rows == 0 and again.files_unchanged == again.files_seen == 120
+    assert again.segments_read == 0 and again.manifest_bytes_written == 0
+    assert again.manifest_bytes_read == os.path.getsize(os.path.join(dest, MANIFEST_PATH))
+    assert again.manifest_generation == first.manifest_generation
+    # Nothing written, not even a lease.
+    assert sorted(p.relative_to(dest).as_posix() for p in Path(dest).rglob("*")) == before
+
+
+def test_append_rewrites_only_its_segment(local_dirs: tuple[str, str]) -> None:
+    src, dest = local_dirs
+    total = _fleet(src, 30)
+    export_parquet(src, dest)
+    root = open_root(os.path.join(src, "tenant-007"))
+    write_log(root, DAYS[1], lines([record("late", day=DAYS[1], n=50, id="late")]))
+    report = export_parquet(src, dest)
+    assert report.rows == 1 and report.files_read == 1
+    assert report.segments_read == 1 and report.segments_written == 1
+    rows = read_rows(dest)
+    assert len(rows) == total + 1 and len({_key(r) for r in rows}) == total + 1
+    _assert_manifest_matches_files(dest)
+    # The replaced segment file is gone; the head names only existing ones.
+    head = _head(dest)
+    on_disk = {p.relative_to(dest).as_posix() for p in Path(dest, SEGMENTS_DIR).rglob("*.json")}
+    assert on_disk == {segment_path(s, r.run) for s, r in head.segments.items()}
+
+
+def test_rewritten_source_in_a_shared_part_keeps_the_other_tenants(
+    local_dirs: tuple[str, str],
+) -> None:
+    src, dest = local_dirs
+    total = _fleet(src, 20)
+    export_parquet(src, dest)
+    root = open_root(os.path.join(src, "tenant-003"))
+    write_log(root, DAYS[0], lines([record("rewritten", day=DAYS[0], id="rw")]), append=False)
+    report = export_parquet(src, dest)
+    assert report.files_reexported == 1 and report.rewritten_rows == 19 * 3
+    rows = read_rows(dest)
+    assert len(rows) == total - 3 + 1
+    mine = [r["content"] for r in rows if r["root"] == "tenant-003" and r["date"].isoformat() == DAYS[0]]
+    assert mine == ["rewritten"]
+    _assert_manifest_matches_files(dest)
+
+
+def _run_shards(src: str, dest: str, n: int) -> list[dict[str, Any]]:
+    code = (
+        "import json, sys\n"
+        "from fsmemory.export import export_parquet\n"
+        "r = export_parquet(sys.argv[1], sys.argv[2], shard=(int(sys.argv[3]), int(sys.argv[4])))\n"
+        "print(json.dumps(r.to_dict()))\n"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, src, dest, str(i), str(n)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(n)
+    ]
+    reports = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        reports.append(json.loads(out.strip().splitlines()[-1]))
+    return reports
+
+
+@pytest.mark.parametrize("tenants", [24, pytest.param(400, marks=pytest.mark.slow)])
+def test_four_concurrent_shards_equal_one_unsharded_run(tmp_path: Path, tenants: int) -> None:
+    src = str(tmp_path / "users")
+    total = _fleet(src, tenants)
+    whole = str(tmp_path / "whole")
+    assert export_parquet(src, whole).rows == total
+    sharded = str(tmp_path / "sharded")
+    reports = _run_shards(src, sharded, 4)
+    assert sum(r["rows"] for r in reports) == total
+    assert sorted(r["shard"] for r in reports) == ["0/4", "1/4", "2/4", "3/4"]
+    assert [_key(r) for r in read_rows(sharded)] == [_key(r) for r in read_rows(whole)]
+    _assert_manifest_matches_files(sharded)
+    # Every shard committed only its own buckets.
+    head = _head(sharded)
+    assert {r["run"] for r in head.runs} >= {r["run_id"] for r in reports}
+    for report in reports:
+        index, count = map(int, report["shard"].split("/"))
+        for seg, ref in head.segments.items():
+            if ref.run == report["run_id"]:
+                assert int(seg.split("/")[0]) % count == index
+    # Re-running a shard, or all of them unsharded, finds nothing new.
+    assert _run_shards(src, sharded, 4)[0]["rows"] == 0
+    assert export_parquet(src, sharded).rows == 0
+
+
+def test_shard_splits_tenants_by_a_stable_hash(local_dirs: tuple[str, str]) -> None:
+    src, dest = local_dirs
+    _fleet(src, 16, days=DAYS[:1], rows=1)
+    report = export_parquet(src, dest, shard=(1, 3))
+    expected = sorted(
+        f"tenant-{t:03d}" for t in range(16) if bucket_of(f"tenant-{t:03d}", BUCKETS) % 3 == 1
+    )
+    assert sorted({r["root"] for r in read_rows(dest)}) == expected
+    assert report.rows == len(expected) and report.shard == "1/3"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"shard": (3, 3)}, "0 <= i < n"),
+        ({"shard": (0, 0)}, "0 <= i < n"),
+        ({"shard": "1/2"}, "pair"),
+        ({"shard": (0, 2), "incremental": False}, "incremental"),
+        ({"shard": (0, 2), "compact": True}, "without shard"),
+        ({"concurrency": 0}, "concurrency"),
+    ],
+)
+def test_bad_shard_arguments(
+    local_dirs: tuple[str, str], kwargs: dict[str, Any], needle: str
+) -> None:
+    src, dest = local_dirs
+    with pytest.raises(InvalidInputError, match=needle):
+        export_parquet(src, dest, **kwargs)
+    assert not os.path.exists(dest)
+
+
+def test_compact_merges_a_partitions_small_files(local_dirs: tuple[str, str]) -> None:
+    src, dest = local_dirs
+    root = open_root(os.path.join(src, "solo"))
+    other = open_root(os.path.join(src, "other"))
+    for run in range(5):
+        write_log(root, DAYS[0], lines([record(f"r{run}", n=run, id=f"s{run}")]))
+        write_log(other, DAYS[0], lines([record(f"o{run}", n=run, id=f"o{run}")]))
+        export_parquet(src, dest)
+    assert len(parquet_files(dest)) == 5
+    before = read_rows(dest)
+    report = export_parquet(src, dest, compact=True)
+    assert report.parts_compacted == 5 and report.parts_written == 1 and report.rows == 0
+    assert len(parquet_files(dest)) == 1
+    assert read_rows(dest) == before
+    _assert_manifest_matches_files(dest)
+    # The sources' states point at the merged file: a rewrite after compaction still
+    # replaces exactly that tenant's rows.
+    write_log(root, DAYS[0], lines([record("new", id="n")]), append=False)
+    assert export_parquet(src, dest).files_reexported == 1
+    rows = read_rows(dest)
+    assert sorted(r["content"] for r in rows) == ["new", "o0", "o1", "o2", "o3", "o4"]
+    # A second compaction finds one file per partition and leaves it.
+    assert export_parquet(src, dest, compact=True).parts_compacted == 2
+    assert export_parquet(src, dest, compact=True).parts_compacted == 0
+
+
+def test_source_is_identified_by_its_normalized_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = tmp_path / "mem"
+    _fleet(str(src), 2, days=DAYS[:1], rows=2)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert export_parquet("mem", "out").rows == 4
+    write_log(open_root(str(src / "tenant-000")), DAYS[0], lines([record("x", n=9, id="x")]))
+    assert export_parquet(str(src), str(tmp_path / "out")).rows == 1
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert export_parquet("../mem/", "../out").rows == 0
+    assert export_parquet(f"file://{src}", "../out").rows == 0
+    assert len(read_rows(str(tmp_path / "out"))) == 5
+
+
+def test_another_source_is_refused(local_dirs: tuple[str, str], tmp_path: Path) -> None:
+    src, dest = local_dirs
+    _fleet(src, 1, days=DAYS[:1], rows=1)
+    export_parquet(src, dest)
+    other = tmp_path / "other"
+    other.mkdir()
+    with pytest.raises(NeedsFullExport, match="incremental=False") as caught:
+        export_parquet(str(other), dest)
+    assert "holds an export of" in caught.value.problem
+    assert "incremental" not in caught.value.problem
+
+
+@pytest.mark.parametrize("kind", ["missing", "file"])
+def test_a_local_source_that_is_not_a_folder_is_an_error(
+    tmp_path: Path, kind: str
+) -> None:
+    source = tmp_path / "nonexistent"
+    if kind == "file":
+        source.write_text("not a folder")
+    dest = tmp_path / "out"
+    with pytest.raises(KeyNotFoundError, match="no such folder" if kind == "missing" else "a file"):
+        export_parquet(str(source), str(dest))
+    assert not dest.exists()
+
+
+@pytest.mark.parametrize("where", ["inside", "same", "around"])
+def test_destination_overlapping_the_source_is_refused(tmp_path: Path, where: str) -> None:
+    src = tmp_path / "mem"
+    _fleet(str(src), 1, days=DAYS[:1], rows=1)
+    before = sorted(p.as_posix() for p in src.rglob("*"))
+    dest = {"inside": src / "out", "same": src, "around": tmp_path}[where]
+    source = src if where != "around" else src / "tenant-000"
+    with pytest.raises(InvalidInputError, match="overlaps"):
+        export_parquet(str(source), str(dest))
+    assert sorted(p.as_posix() for p in src.rglob("*")) == before
+
+
+def test_table_folders_exist_without_rows(local_dirs: tuple[str, str]) -> None:
+    pads = pytest.importorskip("pyarrow.dataset")
+    src, dest = local_dirs
+    _fleet(src, 1, days=DAYS[:1], rows=1)
+    export_parquet(src, dest)
+    assert os.path.isfile(os.path.join(dest, "events", "_common_metadata"))
+    events = pads.dataset(os.path.join(dest, "events"), format="parquet", partitioning="hive")
+    assert events.to_table().num_rows == 0
+    # An empty source still creates both tables' folders (and a manifest).
+    empty_src, empty_dest = os.path.join(src, "..", "empty"), os.path.join(dest, "..", "e")
+    os.makedirs(empty_src)
+    export_parquet(empty_src, empty_dest)
+    for table in ("memory", "events"):
+        assert os.path.isfile(os.path.join(empty_dest, table, "_common_metadata"))
+
+
+def test_layout_1_manifest_is_converted_in_place(local_dirs: tuple[str, str]) -> None:
+    """A destination written by an older fsmemory (one JSON manifest) continues
+    incrementally: only new rows, and the manifest becomes head + segments."""
+    from dataclasses import asdict
+
+    src, dest = local_dirs
+    total = _fleet(src, 5)
+    export_parquet(src, dest)
+    head = _head(dest)
+    legacy = {
+        "format": "fsmemory-export-manifest",
+        "schema_version": 1,
+        "generation": head.generation,
+        "source": src,  # layout 1 kept the URL as typed
+        "files": {k: asdict(v) for k, v in file_states(dest).items()},
+        "parts": {
+            k: {f: v for f, v in asdict(p).items() if f != "segments"}
+            for k, p in head.parts.items()
+        },
+        "trash": [],
+        "runs": [],
+    }
+    open_root(dest).write(MANIFEST_PATH, _jsonutil.dumps(legacy))
+    open_root(dest).delete_tree(SEGMENTS_DIR)
+    write_log(open_root(os.path.join(src, "tenant-001")), DAYS[2],
+              lines([record("new", day=DAYS[2], n=40, id="new")]))  # fmt: skip
+    report = export_parquet(src, dest)
+    assert report.rows == 1
+    rows = read_rows(dest)
+    assert len(rows) == total + 1 and len({_key(r) for r in rows}) == total + 1
+    converted = _jsonutil.loads(Path(dest, MANIFEST_PATH).read_bytes())
+    assert converted["layout"] == 2 and "files" not in converted
+    assert len(file_states(dest)) == 15
+    # Rewrites after the conversion still find the holders of old parts.
+    write_log(open_root(os.path.join(src, "tenant-002")), DAYS[0],
+              lines([record("redo", id="redo")]), append=False)  # fmt: skip
+    assert export_parquet(src, dest).files_reexported == 1
+    assert len(read_rows(dest)) == total + 1 - 3 + 1
+    _assert_manifest_matches_files(dest)
+
+
+def test_orphan_segment_files_of_a_crashed_run_are_swept(local_dirs: tuple[str, str]) -> None:
+    src, dest = local_dirs
+    _fleet(src, 3, days=DAYS[:1], rows=1)
+    export_parquet(src, dest)
+    root = open_root(dest)
+    dead = f"{SEGMENTS_DIR}/00/2026-03-10-20260101T000000Z-0badf00d.json"
+    live = f"{SEGMENTS_DIR}/00/2026-03-10-20260101T000000Z-0000beef.json"
+    root.write(dead, b"{}")
+    root.write(live, b"{}")
+    lease = {"run": "20260101T000000Z-0000beef", "state": "running", "expires": 4e12}
+    root.write("_fsmemory_runs/20260101T000000Z-0000beef.json", _jsonutil.dumps(lease))
+    write_log(open_root(os.path.join(src, "tenant-000")), DAYS[0],
+              lines([record("more", n=5, id="more")]))  # fmt: skip
+    export_parquet(src, dest)
+    assert not root.exists(dead)  # no lease: its run is gone
+    assert root.exists(live)  # its run still holds a lease
+
+
+def test_import_stays_light() -> None:
+    code = (
+        "import sys, fsmemory, fsmemory.cli, fsmemory.export\n"
+        "fsmemory.cli.build_parser()\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyarrow', 'dask')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -15,9 +15,17 @@ one separate, untimed run) tracemalloc's peak of Python allocations. The last tw
 export ONE daily log of N/4 and of N lines (much larger than a read block or a Parquet
 file) to show that peak memory does not grow with the number of lines.
 
+``--fleet`` measures what a data team exports instead: many tenants with small daily
+logs (2,000 tenants x 10 days x 5 lines, and 10,000 x 30 without ``--quick``), beside a
+floor that reads the same files, parses them with one ``pyarrow.json`` call and writes
+one Parquet file: a full export, a no-op re-run (with the manifest bytes each reads and
+writes), the same fleet on a moto S3 server (reads in flight), and 4 shard processes
+exporting into one destination at once (their union checked row for row).
+
 Usage::
 
     python benchmarks/bench_export.py [--lines N] [--quick] [--repeat R] [--dir PATH]
+    python benchmarks/bench_export.py --fleet [--quick] [--repeat R] [--dir PATH]
 """
 
 from __future__ import annotations
@@ -194,6 +202,8 @@ def _child(task: str, args: list[str]) -> None:
         "floor": task_floor,
         "export": task_export,
         "tracemalloc": task_tracemalloc,
+        "fleet-floor": task_fleet_floor,
+        "fleet-export": task_fleet_export,
     }
     result = tasks[task](*args)
     result["maxrss"] = _peak_rss(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
@@ -226,6 +236,281 @@ def run(task: str, *args: str) -> dict[str, Any]:
     return result
 
 
+# -- the fleet workload -----------------------------------------------------------------
+def generate_fleet(base: str, tenants: int, days: int, per_day: int = 5, *, seed: int = 1) -> int:
+    """``tenants`` memory roots under ``base``, one log of ``per_day`` lines per day."""
+    from fsmemory._jsonutil import dumps_line
+    from fsmemory.memory.entry import KnowledgeEntry, new_entry_id
+
+    rng = random.Random(seed)
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    written = 0
+    for t in range(tenants):
+        logs = os.path.join(base, f"tenant-{t:05d}", "logs")
+        os.makedirs(logs, exist_ok=True)
+        for d in range(days):
+            moment = t0 + timedelta(days=d)
+            out = []
+            for i in range(per_day):
+                entry = KnowledgeEntry(
+                    id=new_entry_id(),
+                    content=" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 30))),
+                    category=rng.choice(CATEGORIES),
+                    persistent=rng.random() < 0.25,
+                    importance=round(rng.random(), 3),
+                    created_at=moment + timedelta(seconds=i * 600),
+                    metadata={"source": "chat", "turn": i} if rng.random() < 0.1 else {},
+                )
+                out.append(dumps_line(entry.to_dict()))
+            data = b"".join(out)
+            with open(os.path.join(logs, f"{moment:%Y-%m-%d}.jsonl"), "wb") as f:
+                f.write(data)
+            written += len(data)
+    return written
+
+
+def task_fleet_floor(src: str, dest: str) -> dict[str, Any]:
+    """Find, read and concatenate every log, one ``pyarrow.json`` parse, one Parquet file."""
+    import glob
+
+    import pyarrow as pa
+    import pyarrow.json as pj
+    import pyarrow.parquet as pq
+
+    cpu = _cpu()
+    t = time.perf_counter()
+    blobs = []
+    for path in sorted(glob.glob(os.path.join(src, "*", "logs", "*.jsonl"))):
+        with open(path, "rb") as f:
+            blobs.append(f.read())
+    table = pj.read_json(pa.BufferReader(b"".join(blobs)))
+    del blobs
+    os.makedirs(dest, exist_ok=True)
+    pq.write_table(table, os.path.join(dest, "floor.parquet"))
+    return {"seconds": time.perf_counter() - t, "cpu": _cpu() - cpu, "rows": table.num_rows}
+
+
+def task_fleet_export(src: str, dest: str, mode: str, *extra: str) -> dict[str, Any]:
+    """fsmemory's export of a fleet (``mode``: full, incremental or shard:i/n);
+    ``extra`` = JSON storage options for an S3 run."""
+    import pyarrow.compute
+    import pyarrow.json
+    import pyarrow.parquet  # noqa: F401 - imported before the clock starts, as in the floor
+
+    from fsmemory.export import export_parquet
+
+    options = json.loads(extra[0]) if extra else None
+    shard = None
+    if mode.startswith("shard:"):
+        index, count = mode.split(":", 1)[1].split("/")
+        shard = (int(index), int(count))
+    cpu = _cpu()
+    t = time.perf_counter()
+    report = export_parquet(
+        src, dest, incremental=mode != "full", shard=shard, storage_options=options
+    )
+    return {
+        "seconds": time.perf_counter() - t,
+        "cpu": _cpu() - cpu,
+        "rows": report.rows,
+        "files": report.files_seen,
+        "manifest_read": report.manifest_bytes_read,
+        "manifest_written": report.manifest_bytes_written,
+        "in_flight": report.max_reads_in_flight,
+        "parts": report.parts_written,
+    }
+
+
+def _rows_sorted(dest: str, options: dict[str, Any] | None = None) -> Any:
+    import pyarrow.dataset as ds
+
+    from fsmemory.fs import open_root
+
+    root = open_root(dest, options)
+    table = ds.dataset(
+        f"{root.root}/memory", filesystem=root.fs, format="parquet", partitioning="hive"
+    ).to_table()
+    return table.sort_by([("root", "ascending"), ("source_file", "ascending"),
+                          ("line", "ascending")])  # fmt: skip
+
+
+def _concurrent_shards(src: str, dest: str, n: int) -> tuple[float, list[dict[str, Any]]]:
+    t = time.perf_counter()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, __file__, "--child", "fleet-export", src, dest, f"shard:{i}/{n}"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(n)
+    ]
+    results = []
+    for proc in procs:
+        out, _ = proc.communicate()
+        if proc.returncode:
+            raise RuntimeError(f"shard process failed ({proc.returncode})")
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    return time.perf_counter() - t, results
+
+
+def _s3_fleet(src: str, tenants: int) -> tuple[Any, str, dict[str, Any]] | None:
+    """A moto server holding the first ``tenants`` tenants of ``src``; None without moto."""
+    try:
+        from fsmemory.testing.cloud_services import start_moto
+    except ImportError:
+        return None
+    try:
+        service = start_moto(serialize=False)
+    except Exception as exc:  # moto[server] missing or not starting: skip the row
+        print(f"(no S3 row: {exc})")
+        return None
+    import s3fs
+
+    options = service.s3_storage_options()
+    fs = s3fs.S3FileSystem(**options)
+    fs.mkdir("fleet")
+    batch: dict[str, bytes] = {}
+    for name in sorted(os.listdir(src))[:tenants]:
+        logs = os.path.join(src, name, "logs")
+        for log in os.listdir(logs):
+            with open(os.path.join(logs, log), "rb") as f:
+                batch[f"fleet/users/{name}/logs/{log}"] = f.read()
+        if len(batch) >= 2000:
+            fs.pipe(batch)
+            batch = {}
+    if batch:
+        fs.pipe(batch)
+    return service, "s3://fleet/users", options
+
+
+def fleet(args: argparse.Namespace, work: str) -> None:
+    """The fleet benchmark (see the module docstring)."""
+    repeat = 2 if args.quick else args.repeat
+    sizes = [(2000, 10)] if args.quick else [(2000, 10), (10000, 30)]
+    if args.tenants:
+        sizes = [(args.tenants, args.days)]
+    table: list[tuple[str, str, dict[str, Any], str]] = []
+    for tenants, days in sizes:
+        src = os.path.join(work, f"fleet-{tenants}x{days}")
+        shutil.rmtree(src, ignore_errors=True)
+        t = time.perf_counter()
+        size = generate_fleet(src, tenants, days)
+        print(
+            f"generated {tenants:,} tenants x {days} days ({tenants * days:,} files, "
+            f"{size / 2**20:,.1f} MiB) in {time.perf_counter() - t:.1f} s"
+        )
+        label = f"{tenants:,} x {days}"
+        samples: dict[str, list[dict[str, Any]]] = {"floor": [], "full": [], "noop": []}
+        rounds = repeat if tenants * days <= 20_000 else 1
+        for i in range(rounds):
+            dest = os.path.join(work, f"out-fleet-{i}")
+            shutil.rmtree(dest, ignore_errors=True)
+            samples["floor"].append(run("fleet-floor", src, dest))
+            shutil.rmtree(dest, ignore_errors=True)
+            samples["full"].append(run("fleet-export", src, dest, "full"))
+            samples["noop"].append(run("fleet-export", src, dest, "incremental"))
+            shutil.rmtree(dest, ignore_errors=True)
+        floor = _median(samples["floor"], "seconds")
+        full = _median(samples["full"], "seconds")
+        table.append(
+            (f"{label} local: floor (read+parse+1 write)", "floor", _summary(samples["floor"]), "")
+        )
+        table.append((f"{label} local: export --full", "full", _summary(samples["full"]),
+                      f"{full / floor:.2f}x floor (target <= 3x)"))  # fmt: skip
+        table.append((f"{label} local: no-op re-run", "noop", _summary(samples["noop"]),
+                      "target <= 0.3 s, <= 1 MB manifest" if tenants == 2000 else ""))  # fmt: skip
+        shutil.rmtree(os.path.join(work, "out-fleet-0"), ignore_errors=True)
+        if (tenants, days) != sizes[0]:
+            continue
+        # Shards: 4 processes at once into one destination vs one unsharded run.
+        whole = os.path.join(work, "out-whole")
+        sharded = os.path.join(work, "out-sharded")
+        walls, unsharded = [], []
+        for _ in range(rounds):
+            for path in (whole, sharded):
+                shutil.rmtree(path, ignore_errors=True)
+            t = time.perf_counter()
+            unsharded.append(run("fleet-export", src, whole, "full"))
+            unsharded[-1]["wall"] = time.perf_counter() - t
+            wall, shards = _concurrent_shards(src, sharded, 4)
+            walls.append(wall)
+        same = _rows_sorted(sharded).equals(_rows_sorted(whole))
+        one = statistics.median(r["wall"] for r in unsharded)
+        shard_row = {
+            "seconds": statistics.median(walls),
+            "rows": sum(r["rows"] for r in shards),
+            "files": sum(r["files"] for r in shards) // 4,
+            "maxrss": max(r["maxrss"] for r in shards),
+            "manifest_read": sum(r["manifest_read"] for r in shards),
+            "manifest_written": sum(r["manifest_written"] for r in shards),
+            "in_flight": 0,
+        }
+        table.append((f"{label} local: unsharded, process wall", "whole",
+                      {**_summary(unsharded), "seconds": one}, ""))  # fmt: skip
+        note = (
+            f"union {'==' if same else '!='} unsharded; "
+            f"{statistics.median(walls) / one:.2f}x unsharded wall (target < 1x)"
+        )
+        table.append((f"{label} local: 4 shard processes at once", "shards", shard_row, note))
+        # S3 (moto server on loopback).
+        s3 = _s3_fleet(src, tenants)
+        if s3 is not None:
+            service, url, options = s3
+            try:
+                s3_runs = []
+                for i in range(rounds):
+                    dest = f"s3://fleet/out-{i}"
+                    s3_runs.append(run("fleet-export", url, dest, "full", json.dumps(options)))
+                s3_full = _median(s3_runs, "seconds")
+                note = f"{s3_full / full:.2f}x local (target <= 5x, >= 16 in flight)"
+                table.append((f"{label} moto S3: export --full", "s3", _summary(s3_runs), note))
+            finally:
+                service.stop()
+        shutil.rmtree(src, ignore_errors=True)
+    _print_fleet(table)
+
+
+def _median(runs: list[dict[str, Any]], key: str) -> float:
+    return float(statistics.median(r[key] for r in runs))
+
+
+def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    first = runs[0]
+    return {
+        "seconds": _median(runs, "seconds"),
+        "rows": first["rows"],
+        "files": first.get("files", 0),
+        "maxrss": max(r["maxrss"] for r in runs),
+        "manifest_read": first.get("manifest_read", 0),
+        "manifest_written": first.get("manifest_written", 0),
+        "in_flight": max(r.get("in_flight", 0) for r in runs),
+    }
+
+
+def _print_fleet(table: list[tuple[str, str, dict[str, Any], str]]) -> None:
+    header = (
+        f"{'fleet workload':<44} {'rows':>9} {'wall s':>7} {'RSS MiB':>8} "
+        f"{'manifest read':>13} {'written':>9} {'in flight':>9}  note"
+    )
+    print(header)
+    print("-" * len(header))
+    for label, _, row, note in table:
+        print(
+            f"{label:<44} {row['rows']:>9,} {row['seconds']:>7.3f} {_mib(row['maxrss']):>8} "
+            f"{_kib(row['manifest_read']):>13} {_kib(row['manifest_written']):>9} "
+            f"{row['in_flight'] or '-':>9}  {note}"
+        )
+    print(
+        "\nMedians of interleaved runs, each in a fresh process (wall of the export call; "
+        "the shard row is the wall from the first start to the last exit, the unsharded "
+        f"row beside it the same for one process). Load average: {os.getloadavg()[0]:.1f}."
+    )
+
+
+def _kib(n: int) -> str:
+    return "-" if not n else (f"{n / 2**10:,.0f} KiB" if n < 2**20 else f"{n / 2**20:,.1f} MiB")
+
+
 # -- the report -----------------------------------------------------------------------
 def _mib(n: float) -> str:
     return f"{n / 2**20:,.0f}"
@@ -237,10 +522,21 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="100k lines, 2 repeats")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--dir", default=None, help="work folder (default: a temp dir)")
+    parser.add_argument("--fleet", action="store_true", help="the many-tenants workload")
+    parser.add_argument("--tenants", type=int, default=0, help="--fleet: only this many tenants")
+    parser.add_argument("--days", type=int, default=10, help="--fleet --tenants: days each")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         _child(args.child[0], args.child[1:])
+        return
+    if args.fleet:
+        work = args.dir or tempfile.mkdtemp(prefix="bench_export_")
+        try:
+            fleet(args, work)
+        finally:
+            if args.dir is None:
+                shutil.rmtree(work, ignore_errors=True)
         return
     lines = 100_000 if args.quick else args.lines
     repeat = 2 if args.quick else args.repeat

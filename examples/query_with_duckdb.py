@@ -121,6 +121,15 @@ def main() -> None:
             """
         )
 
+        print("4. Agent events (none in these memories: this glob also works on an empty table)")
+        events = f"read_parquet('{dest}/events/**', hive_partitioning = false)"
+        show(f"SELECT count(*) AS events FROM {events}")
+
+        # The same export in 2 shards, as 2 machines would run it, into one dataset.
+        sharded = str(Path(tmp) / "sharded")
+        rows = sum(export_parquet(str(users), sharded, shard=(i, 2)).rows for i in range(2))
+        print(f"2 shards exported {rows} rows into one dataset; one run exported {report.rows}")
+
 
 if __name__ == "__main__":
     main()

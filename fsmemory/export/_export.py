@@ -618,9 +618,7 @@ class _Run:
         # Replaced segment files are deleted after the commit; after a crash, by the
         # orphan sweep once their run's lease is gone (they are not data).
         replaced = {
-            segment_path(seg, base.segments[seg].run)
-            for seg in contents
-            if seg in base.segments
+            segment_path(seg, base.segments[seg].run) for seg in contents if seg in base.segments
         }
         if self.full:
             replaced |= {segment_path(s, r.run) for s, r in base.segments.items()}
@@ -1059,9 +1057,7 @@ class _Run:
         self.memory_parser.root, self.memory_parser.source_file = root, source_file
         return self.memory_parser
 
-    def _export_batch(
-        self, batch: list[_Work], datas: list[bytes | None], sink: PartSink
-    ) -> None:
+    def _export_batch(self, batch: list[_Work], datas: list[bytes | None], sink: PartSink) -> None:
         """Export small memory logs of one day, read whole: their complete lines are
         parsed as one block when the fast path takes it, else file by file."""
         day = batch[0].source.day
@@ -1088,7 +1084,10 @@ class _Run:
         if len(whole) > 1:
             parser = self._parser(whole[0][0].source.root, whole[0][0].source.path)
             table = parser.parse_many(
-                [(w.source.root, w.source.path, d, cut, w.state.lines + 1) for w, d, _, cut in whole]
+                [
+                    (w.source.root, w.source.path, d, cut, w.state.lines + 1)
+                    for w, d, _, cut in whole
+                ]
             )
         if table is not None:
             keys = []

@@ -173,8 +173,9 @@ def test_readme_synopsis_lists_every_flag() -> None:
     readme = Path(fsmemory.export.__file__).with_name("README.md").read_text()
     synopsis = readme.split("## Command line", 1)[1].split("```", 2)[1]
     parser = argparse.ArgumentParser(prog="fsmemory")
-    add_export_parser(parser.add_subparsers(dest="command"))
-    sub = parser._subparsers._group_actions[0].choices["export"]  # type: ignore[union-attr]
+    subparsers = parser.add_subparsers(dest="command")
+    add_export_parser(subparsers)
+    sub = subparsers.choices["export"]
     flags = {s for a in sub._actions for s in a.option_strings if s.startswith("--")}
     missing = sorted(f for f in flags - {"--help"} if f not in synopsis)
     assert missing == []

@@ -25,4 +25,7 @@ def test_query_with_duckdb_example(tmp_path: Path) -> None:
     assert "Facts remembered per category per day" in out
     assert "Most-remembered topics" in out
     assert "exported 0 rows" in out  # the incremental re-run
+    assert "Agent events" in out and "│      0 │" in out
+    first = out.split("exported ", 1)[1].split(" rows", 1)[0]
+    assert f"2 shards exported {first} rows into one dataset; one run exported {first}" in out
     assert (tmp_path / "export" / "_fsmemory_manifest.json").exists()

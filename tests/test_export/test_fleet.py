@@ -37,7 +37,9 @@ def _fleet(src: str, tenants: int, days: tuple[str, ...] = DAYS, rows: int = 3) 
     for t in range(tenants):
         root = open_root(os.path.join(src, f"tenant-{t:03d}"))
         for day in days:
-            recs = [record(f"t{t} {day} {i}", day=day, n=i, id=f"{t}-{day}-{i}") for i in range(rows)]
+            recs = [
+                record(f"t{t} {day} {i}", day=day, n=i, id=f"{t}-{day}-{i}") for i in range(rows)
+            ]
             write_log(root, day, lines(recs))
     return tenants * len(days) * rows
 
@@ -104,7 +106,9 @@ def test_rewritten_source_in_a_shared_part_keeps_the_other_tenants(
     assert report.files_reexported == 1 and report.rewritten_rows == 19 * 3
     rows = read_rows(dest)
     assert len(rows) == total - 3 + 1
-    mine = [r["content"] for r in rows if r["root"] == "tenant-003" and r["date"].isoformat() == DAYS[0]]
+    mine = [
+        r["content"] for r in rows if r["root"] == "tenant-003" and r["date"].isoformat() == DAYS[0]
+    ]
     assert mine == ["rewritten"]
     _assert_manifest_matches_files(dest)
 
@@ -244,9 +248,7 @@ def test_another_source_is_refused(local_dirs: tuple[str, str], tmp_path: Path) 
 
 
 @pytest.mark.parametrize("kind", ["missing", "file"])
-def test_a_local_source_that_is_not_a_folder_is_an_error(
-    tmp_path: Path, kind: str
-) -> None:
+def test_a_local_source_that_is_not_a_folder_is_an_error(tmp_path: Path, kind: str) -> None:
     source = tmp_path / "nonexistent"
     if kind == "file":
         source.write_text("not a folder")
@@ -351,3 +353,21 @@ def test_import_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_readme_dask_recipe_runs(tmp_path: Path) -> None:
+    pytest.importorskip("dask")
+    import fsmemory.export
+
+    readme = Path(fsmemory.export.__file__).with_name("README.md").read_text()
+    block = readme.split("With Dask", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    total = _fleet(str(tmp_path / "users"), 12)
+    done = subprocess.run(
+        [sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == f"{total} rows"
+    whole = str(tmp_path / "whole")
+    export_parquet(str(tmp_path / "users"), whole)
+    sharded = str(tmp_path / "exports" / "memory")
+    assert [_key(r) for r in read_rows(sharded)] == [_key(r) for r in read_rows(whole)]

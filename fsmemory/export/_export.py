@@ -143,7 +143,7 @@ def export_parquet(
             relative to ``source`` fills the ``root`` column). A path-store root's
             ``log/*.jsonl`` files feed the ``events`` table. The same folder given as a
             relative or an absolute path is the same source.
-        dest: any fsspec URL (or an open root), outside ``source``.
+        dest: any fsspec URL (or an open root), not inside ``source``.
         since: export only days on or after this (``YYYY-MM-DD``, a date or a datetime).
         until: export only days on or before this.
         incremental: export only what earlier runs did not; False rebuilds the dataset
@@ -175,7 +175,7 @@ def export_parquet(
         KeyNotFoundError: ``source`` is a local folder that does not exist (or a file).
         NeedsFullExport: ``dest`` holds an export of another source or another schema
             version, or an unreadable manifest.
-        InvalidInputError: bad arguments, or ``dest`` overlaps ``source``.
+        InvalidInputError: bad arguments, or ``dest`` is (inside) ``source``.
         ConflictError: still losing to concurrent exports after ``max_attempts``.
     """
     require_pyarrow()
@@ -283,9 +283,9 @@ def _check_roots(src: StorageRoot, dst: StorageRoot) -> None:
         kind = "a file, not a folder" if os.path.exists(src.root) else "no such folder"
         raise KeyNotFoundError(f"export source {src.url}: {kind}")
     s, d = source_id(src), source_id(dst)
-    if d == s or d.startswith(s.rstrip("/") + "/") or s.startswith(d.rstrip("/") + "/"):
+    if d == s or d.startswith(s.rstrip("/") + "/"):
         raise InvalidInputError(
-            f"export destination {dst.url} overlaps the source {src.url}: "
+            f"export destination {dst.url} is inside the source {src.url}: "
             "export to a folder outside it"
         )
 
@@ -525,7 +525,7 @@ class _Run:
         if manifest.source not in (self.source, self.src.url.rstrip("/")):
             raise NeedsFullExport(
                 f"{self.dst.url} holds an export of {manifest.source!r}, not of "
-                f"{self.source!r}; use another destination or"
+                f"{self.source!r} (export to another destination)"
             )
         if manifest.schema_version != SCHEMA_VERSION:
             raise NeedsFullExport(
@@ -877,7 +877,7 @@ class _Run:
             plan.works.append(_Work(sf, state.copy(), state.offset, open_line, tail))
         plan.works.sort(key=lambda w: _order(w.source))
         self.c.files_reexported = len(plan.reexport)
-        if self.compact:
+        if self.compact and not self.full:  # a full run rewrites every file anyway
             plan.compact = self._compaction_candidates(base)
         return plan
 

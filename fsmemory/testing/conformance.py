@@ -493,6 +493,20 @@ class StorageRootTests:
         root.append("tail.log", b"b\n")
         assert root.read_range("tail.log", offset) == b"b\n"
 
+    def test_read_ranges_match_read_range(self, root: StorageRoot) -> None:
+        """Many ranges at once: what ``read_range`` gives each, in order; None when the
+        file does not exist."""
+        root.write("d1/a.bin", b"0123456789")
+        root.write("d2/b.bin", b"abcdef")
+        requests: list[tuple[str, int, int | None]] = [
+            ("d1/a.bin", 0, None), ("d2/b.bin", 2, 4), ("d1/missing.bin", 0, None),
+            ("d1/a.bin", 8, 100), ("d2/b.bin", 50, None), ("d1/a.bin", 3, 3),
+        ]  # fmt: skip
+        assert root.read_ranges(requests) == [b"0123456789", b"cd", None, b"89", b"", b""]
+        assert root.read_ranges([]) == []
+        with _raises(ValueError):
+            root.read_ranges([("d1/a.bin", -1, None)])
+
     # -- change tokens -----------------------------------------------------------------
     def test_stat_token_changes_on_every_change(self, root: StorageRoot) -> None:
         """Each write or append gives a new token, even at the same size."""

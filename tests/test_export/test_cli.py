@@ -145,7 +145,7 @@ def test_export_into_the_source_is_refused(
     src, _ = local_dirs
     _source(src)
     assert _run(["export", src, os.path.join(src, "out")]) == 2
-    assert "overlaps" in capsys.readouterr().err
+    assert "inside the source" in capsys.readouterr().err
     assert not os.path.exists(os.path.join(src, "out"))
 
 

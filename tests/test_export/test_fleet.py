@@ -258,16 +258,24 @@ def test_a_local_source_that_is_not_a_folder_is_an_error(tmp_path: Path, kind: s
     assert not dest.exists()
 
 
-@pytest.mark.parametrize("where", ["inside", "same", "around"])
-def test_destination_overlapping_the_source_is_refused(tmp_path: Path, where: str) -> None:
+@pytest.mark.parametrize("where", ["inside", "same", "nested"])
+def test_destination_inside_the_source_is_refused(tmp_path: Path, where: str) -> None:
     src = tmp_path / "mem"
     _fleet(str(src), 1, days=DAYS[:1], rows=1)
     before = sorted(p.as_posix() for p in src.rglob("*"))
-    dest = {"inside": src / "out", "same": src, "around": tmp_path}[where]
-    source = src if where != "around" else src / "tenant-000"
-    with pytest.raises(InvalidInputError, match="overlaps"):
-        export_parquet(str(source), str(dest))
+    dest = {"inside": src / "out", "same": src, "nested": src / "tenant-000" / "x"}[where]
+    with pytest.raises(InvalidInputError, match="inside the source"):
+        export_parquet(str(src), str(dest))
+    with pytest.raises(InvalidInputError, match="inside the source"):
+        export_parquet(f"file://{src}/", os.path.relpath(dest))
     assert sorted(p.as_posix() for p in src.rglob("*")) == before
+
+
+def test_destination_beside_or_around_the_source_is_fine(tmp_path: Path) -> None:
+    src = tmp_path / "mem"
+    _fleet(str(src), 1, days=DAYS[:1], rows=1)
+    assert export_parquet(str(src), str(tmp_path / "mem-export")).rows == 1
+    assert export_parquet(str(src / "tenant-000"), str(src)).rows == 1  # dest around it
 
 
 def test_table_folders_exist_without_rows(local_dirs: tuple[str, str]) -> None:

@@ -125,6 +125,7 @@ def test_storage_root_refuses_every_escape(tenant: Tenant) -> None:
         if bad:
             _refused(lambda bad=bad: root.read(bad))
             _refused(lambda bad=bad: root.read_range(bad, 0, 1))
+            _refused(lambda bad=bad: root.read_ranges([("mine.txt", 0, 1), (bad, 0, 1)]))
             _refused(lambda bad=bad: root.stat(bad))
             _refused(lambda bad=bad: root.write(bad, b"x"))
             _refused(lambda bad=bad: root.write(bad, b"x", create_only=True))
@@ -296,6 +297,7 @@ def test_local_symlinks_never_lead_outside(request: pytest.FixtureRequest, tmp_p
     for path in links:
         _refused(lambda path=path: root.read(path))
         _refused(lambda path=path: root.read_range(path, 0))
+        _refused(lambda path=path: root.read_ranges([(path, 0, None)]))
         _refused(lambda path=path: root.append(path, b"pwned"))
         with contextlib.suppress(InvalidPathError):
             assert root.delete_tree(path) == 0

@@ -54,10 +54,28 @@ WORDS = [
 ]  # fmt: skip
 
 
+def _fact(
+    rng: random.Random, now: datetime, turn: int, ttl: float | None = None, words: int = 30
+) -> dict[str, Any]:
+    """One remember record as ``KnowledgeMemory`` writes it (~10% with metadata)."""
+    from fsmemory.memory.entry import KnowledgeEntry, new_entry_id
+
+    return KnowledgeEntry(
+        id=new_entry_id(),
+        content=" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, words))),
+        category=rng.choice(CATEGORIES),
+        persistent=rng.random() < 0.25,
+        importance=round(rng.random(), 3),
+        ttl_days=ttl,
+        created_at=now,
+        metadata={"source": "chat", "turn": turn} if rng.random() < 0.1 else {},
+        expires_at=None if ttl is None else now + timedelta(days=ttl),
+    ).to_dict()
+
+
 def generate(root: str, lines: int, *, seed: int = 1) -> int:
     """Write ``lines`` log lines into ``root/logs/`` over :data:`DAYS` days; returns bytes."""
     from fsmemory._jsonutil import dumps_line
-    from fsmemory.memory.entry import KnowledgeEntry, new_entry_id
 
     rng = random.Random(seed)
     os.makedirs(os.path.join(root, "logs"), exist_ok=True)
@@ -81,21 +99,9 @@ def generate(root: str, lines: int, *, seed: int = 1) -> int:
                     "reason": "forget",
                 }
             else:
-                ttl = rng.choice([None, None, None, 7.0, 30.0])
-                entry = KnowledgeEntry(
-                    id=new_entry_id(),
-                    content=" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 40))),
-                    category=rng.choice(CATEGORIES),
-                    persistent=rng.random() < 0.25,
-                    importance=round(rng.random(), 3),
-                    ttl_days=ttl,
-                    created_at=now,
-                    metadata={"source": "chat", "turn": i} if rng.random() < 0.1 else {},
-                    expires_at=None if ttl is None else now + timedelta(days=ttl),
-                )
-                record = entry.to_dict()
+                record = _fact(rng, now, i, rng.choice([None, None, None, 7.0, 30.0]), 40)
                 if len(ids) < 10_000:
-                    ids.append(entry.id)
+                    ids.append(record["id"])
             out.append(dumps_line(record))
         path = os.path.join(root, "logs", f"{moment:%Y-%m-%d}.jsonl")
         with open(path, "ab") as f:
@@ -240,7 +246,6 @@ def run(task: str, *args: str) -> dict[str, Any]:
 def generate_fleet(base: str, tenants: int, days: int, per_day: int = 5, *, seed: int = 1) -> int:
     """``tenants`` memory roots under ``base``, one log of ``per_day`` lines per day."""
     from fsmemory._jsonutil import dumps_line
-    from fsmemory.memory.entry import KnowledgeEntry, new_entry_id
 
     rng = random.Random(seed)
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -252,16 +257,7 @@ def generate_fleet(base: str, tenants: int, days: int, per_day: int = 5, *, seed
             moment = t0 + timedelta(days=d)
             out = []
             for i in range(per_day):
-                entry = KnowledgeEntry(
-                    id=new_entry_id(),
-                    content=" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 30))),
-                    category=rng.choice(CATEGORIES),
-                    persistent=rng.random() < 0.25,
-                    importance=round(rng.random(), 3),
-                    created_at=moment + timedelta(seconds=i * 600),
-                    metadata={"source": "chat", "turn": i} if rng.random() < 0.1 else {},
-                )
-                out.append(dumps_line(entry.to_dict()))
+                out.append(dumps_line(_fact(rng, moment + timedelta(seconds=i * 600), i)))
             data = b"".join(out)
             with open(os.path.join(logs, f"{moment:%Y-%m-%d}.jsonl"), "wb") as f:
                 f.write(data)
@@ -293,12 +289,14 @@ def task_fleet_floor(src: str, dest: str) -> dict[str, Any]:
 def task_fleet_export(src: str, dest: str, mode: str, *extra: str) -> dict[str, Any]:
     """fsmemory's export of a fleet (``mode``: full, incremental or shard:i/n);
     ``extra`` = JSON storage options for an S3 run."""
+    import fsspec
     import pyarrow.compute
     import pyarrow.json
     import pyarrow.parquet  # noqa: F401 - imported before the clock starts, as in the floor
 
     from fsmemory.export import export_parquet
 
+    fsspec.filesystem("file")  # the import of fsspec's implementations, before the clock
     options = json.loads(extra[0]) if extra else None
     shard = None
     if mode.startswith("shard:"):
@@ -420,7 +418,7 @@ def fleet(args: argparse.Namespace, work: str) -> None:
         table.append((f"{label} local: no-op re-run", "noop", _summary(samples["noop"]),
                       "target <= 0.3 s, <= 1 MB manifest" if tenants == 2000 else ""))  # fmt: skip
         shutil.rmtree(os.path.join(work, "out-fleet-0"), ignore_errors=True)
-        if (tenants, days) != sizes[0]:
+        if (tenants, days) != sizes[0] or args.local_only:
             continue
         # Shards: 4 processes at once into one destination vs one unsharded run.
         whole = os.path.join(work, "out-whole")
@@ -525,6 +523,7 @@ def main() -> None:
     parser.add_argument("--fleet", action="store_true", help="the many-tenants workload")
     parser.add_argument("--tenants", type=int, default=0, help="--fleet: only this many tenants")
     parser.add_argument("--days", type=int, default=10, help="--fleet --tenants: days each")
+    parser.add_argument("--local-only", action="store_true", help="--fleet: no shards, no S3")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:

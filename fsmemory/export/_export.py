@@ -415,6 +415,8 @@ class _Run:
         self._cleared: set[str] = set()
         self._flight = threading.Lock()
         self.buckets = BUCKETS
+        self._buckets: dict[str, int] = {}
+        self._prefixes: dict[str, str] = {}
         #: base states of the segments read so far
         self.loaded: dict[str, dict[str, FileState]] = {}
         #: segment of every source file this run knows of
@@ -445,7 +447,8 @@ class _Run:
         head, version = self._load()
         self._check_compatible(head)
         base = head or Manifest(source=self.source)
-        self.buckets = base.buckets
+        if base.buckets != self.buckets:
+            self.buckets, self._buckets, self._prefixes = base.buckets, {}, {}
         if base.legacy_files is not None:
             self._adopt_legacy(base)
         written: dict[str, PartInfo] = {}
@@ -538,16 +541,24 @@ class _Run:
                 "without shard first (it converts the manifest)"
             )
 
+    def _bucket(self, root: str) -> int:
+        bucket = self._buckets.get(root)
+        if bucket is None:
+            bucket = self._buckets[root] = bucket_of(root, self.buckets)
+        return bucket
+
     def _segment_name(self, table: str, root: str, day: str | None) -> str:
-        width = len(str(self.buckets - 1))
-        bucket = bucket_of(root, self.buckets)
-        return f"{bucket:0{width}d}/{day if table == MEMORY_TABLE else EVENTS_SEGMENT}"
+        prefix = self._prefixes.get(root)
+        if prefix is None:
+            width = len(str(self.buckets - 1))
+            prefix = self._prefixes[root] = f"{self._bucket(root):0{width}d}/"
+        return prefix + (day if table == MEMORY_TABLE and day else EVENTS_SEGMENT)
 
     def _mine(self, root: str) -> bool:
         if self.shard is None:
             return True
         index, count = self.shard
-        return bucket_of(root, self.buckets) % count == index
+        return self._bucket(root) % count == index
 
     def _adopt_legacy(self, base: Manifest) -> None:
         """Group a layout-1 manifest's files into segments (all rewritten at commit)."""
@@ -848,6 +859,7 @@ class _Run:
         if not self.full:
             self._load_segments(base, plan.visited)
         checks: list[tuple[SourceFile, FileState]] = []
+        listing_order = [sf for seg in plan.visited for sf in groups[seg]]
         for seg in plan.visited:
             old = {} if self.full else self.loaded.get(seg, {})
             for sf in groups[seg]:
@@ -875,7 +887,9 @@ class _Run:
                 self.c.files_unchanged += 1
                 continue
             plan.works.append(_Work(sf, state.copy(), state.offset, open_line, tail))
-        plan.works.sort(key=lambda w: _order(w.source))
+        # In listing order (day, root, path): the small logs of a day follow each other.
+        rank = {sf.key: i for i, sf in enumerate(listing_order)}
+        plan.works.sort(key=lambda w: rank[w.source.key])
         self.c.files_reexported = len(plan.reexport)
         if self.compact and not self.full:  # a full run rewrites every file anyway
             plan.compact = self._compaction_candidates(base)
@@ -974,24 +988,27 @@ class _Run:
         return self.loaded[self.seg_of[key]][key]
 
     def _export_works(self, works: list[_Work], sinks: dict[str, PartSink]) -> None:
-        total = sum(w.remaining for w in works)
+        sizes = [w.remaining for w in works]
+        total = sum(sizes)
         batches: list[list[_Work]] = []
         batch_bytes = 0
-        for work in works:
+        limit = self.block_size // 2
+        for work, size in zip(works, sizes, strict=True):
             last = batches[-1] if batches else None
             if (
                 last is not None
-                and self._batchable(work)
-                and self._batchable(last[0])
+                and size <= SMALL_FILE
+                and work.source.table == MEMORY_TABLE
                 and len(last) < BATCH_FILES
                 and last[0].source.day == work.source.day
-                and batch_bytes + work.remaining <= self.block_size // 2
+                and self._batchable(last[0])
+                and batch_bytes + size <= limit
             ):
                 last.append(work)
-                batch_bytes += work.remaining
+                batch_bytes += size
             else:
                 batches.append([work])
-                batch_bytes = work.remaining
+                batch_bytes = size
         done = 0
         ahead: Callable[[], list[bytes | None]] | None = None
         for i, batch in enumerate(batches):
@@ -1003,6 +1020,9 @@ class _Run:
                 nxt = batches[i + 1] if i + 1 < len(batches) else None
                 ahead = self._fetch(nxt) if nxt is not None and self._batchable(nxt[0]) else None
                 self._export_batch(batch, fetched(), sinks[MEMORY_TABLE])
+                # Arrow's allocator keeps freed pages; thousands of small blocks would
+                # otherwise grow the process by tens of MiB.
+                self.pa.default_memory_pool().release_unused()
             done += len(batch)
             self._renew()
             if self.progress is not None:
@@ -1388,8 +1408,10 @@ def _advance(
     """Record that ``state``'s file is exported up to ``offset`` (``lines`` lines)."""
     state.offset = offset
     state.lines = lines
-    if head is not None:
-        state.head_len = min(len(head), offset)
-        state.head = digest(bytes(head[: state.head_len]))
     state.tail_len = len(tail)
     state.tail = digest(tail)
+    if head is not None:
+        state.head_len = min(len(head), offset)
+        # A file shorter than a check block: head and tail are the same bytes.
+        same = state.head_len == offset == len(tail)
+        state.head = state.tail if same else digest(bytes(head[: state.head_len]))

@@ -79,9 +79,9 @@ def bucket_of(root: str, buckets: int) -> int:
 
 def fingerprint(entries: Iterable[tuple[str, int, str]], salt: str = "") -> str:
     """A digest of ``(key, size, token)`` listing entries (in the order given)."""
+    text = "".join(f"{key}\0{size}\0{token}\n" for key, size, token in entries)
     h = hashlib.blake2b(salt.encode(), digest_size=8)
-    for key, size, token in entries:
-        h.update(f"{key}\0{size}\0{token}\n".encode("utf-8", "surrogatepass"))
+    h.update(text.encode("utf-8", "surrogatepass"))
     return h.hexdigest()
 
 
@@ -279,7 +279,9 @@ def encode_segment(states: dict[str, FileState]) -> bytes:
     files: dict[str, list[Any]] = {}
     for key in sorted(states):
         s = states[key]
-        refs = [parts.setdefault(p, len(parts)) for p in s.parts]
+        refs = []
+        for path in s.parts:
+            refs.append(parts.setdefault(path, len(parts)))
         files[key] = [s.table, s.root, s.path, s.size, s.token, s.offset, s.lines,
                       s.head_len, s.head, s.tail_len, s.tail, refs, s.last_date]  # fmt: skip
     return _jsonutil.dumps(

@@ -142,15 +142,18 @@ class _Base:
         self.pj = pj
         self.ts_type = self.pa.timestamp("us", tz="UTC")
         self.read_options = pj.ReadOptions(use_threads=True, block_size=1 << 20)
+        self.serial_options = pj.ReadOptions(use_threads=False, block_size=1 << 20)
 
     def _read_json(self, data: Any, parse_options: Any) -> Any:
         """``pyarrow.json`` over ``data`` (bytes or an Arrow buffer), or None when it
-        refuses the block."""
+        refuses the block. Blocks of a few MiB are parsed on this thread: Arrow's
+        thread pool gains little there and keeps a memory heap per thread."""
         pa = self.pa
+        options = self.read_options if len(data) > 4 << 20 else self.serial_options
         try:
             return self.pj.read_json(
                 pa.BufferReader(data),
-                read_options=self.read_options,
+                read_options=options,
                 parse_options=parse_options,
             )
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):

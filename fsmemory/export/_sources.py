@@ -8,8 +8,10 @@ folder holds them, relative to the source (``""`` when the source is the root it
 
 from __future__ import annotations
 
+import functools
+import operator
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 
 from fsmemory.export._schema import EVENTS_TABLE, MEMORY_TABLE
@@ -33,6 +35,7 @@ class SourceFile:
         path: its path relative to ``root``.
         info: its listing entry (``info.path`` is relative to the source).
         day: memory logs: the UTC day in the file name.
+        key: its manifest key: the path relative to the source (``info.path``).
     """
 
     table: str
@@ -40,13 +43,13 @@ class SourceFile:
     path: str
     info: FileInfo
     day: str | None = None
+    key: str = field(init=False)
 
-    @property
-    def key(self) -> str:
-        """Its manifest key: the path relative to the source."""
-        return self.info.path
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", self.info.path)
 
 
+@functools.cache
 def _valid_day(text: str) -> bool:
     try:
         date.fromisoformat(text)
@@ -57,24 +60,28 @@ def _valid_day(text: str) -> bool:
 
 def classify(info: FileInfo) -> SourceFile | None:
     """The :class:`SourceFile` of a listed file, or None when it is not a log."""
-    match = _MEMORY_LOG.match(info.path)
-    if match:
-        day = log_date(match["rel"])
-        if day is not None and _valid_day(day):
-            return SourceFile(MEMORY_TABLE, match["root"] or "", match["rel"], info, day)
-    match = _EVENT_LOG.match(info.path)
-    if match:
-        return SourceFile(EVENTS_TABLE, match["root"] or "", match["rel"], info)
+    path = info.path
+    if path.endswith(".jsonl"):
+        match = _MEMORY_LOG.match(path)
+        if match:
+            day = log_date(match["rel"])
+            if day is not None and _valid_day(day):
+                return SourceFile(MEMORY_TABLE, match["root"] or "", match["rel"], info, day)
+        match = _EVENT_LOG.match(path)
+        if match:
+            return SourceFile(EVENTS_TABLE, match["root"] or "", match["rel"], info)
     return None
 
 
 def discover(src: StorageRoot, tables: frozenset[str]) -> list[SourceFile]:
     """Every log file under ``src`` belonging to one of ``tables``: memory logs by
     (day, root), then event logs by (root, stream)."""
-    found = []
+    memory: list[SourceFile] = []
+    events: list[SourceFile] = []
     for info in src.list("", recursive=True):
         item = classify(info)
         if item is not None and item.table in tables:
-            found.append(item)
-    found.sort(key=lambda s: (s.table != MEMORY_TABLE, s.day or "", s.root, s.path))
-    return found
+            (memory if item.table == MEMORY_TABLE else events).append(item)
+    memory.sort(key=operator.attrgetter("day", "root", "path"))
+    events.sort(key=operator.attrgetter("root", "path"))
+    return memory + events

@@ -258,9 +258,10 @@ class LocalRoot(StorageRoot):
     def _plain_dirs(self, directory: str, checked: set[str]) -> bool:
         """True when every folder from the root down to ``directory`` is a real folder
         (no symlink); those folders are added to ``checked``. False when one is not."""
-        rel = os.path.relpath(directory, self.root)
+        if not directory.startswith(self.root + os.sep):
+            return False
         current = self.root
-        for name in rel.split(os.sep):
+        for name in directory[len(self.root) + 1 :].split(os.sep):
             current = os.path.join(current, name)
             if current in checked:
                 continue
@@ -344,9 +345,12 @@ class LocalRoot(StorageRoot):
         recursive: bool,
         files: builtins.list[FileInfo] | None,
         dirs: builtins.list[str] | None,
+        confined: bool = False,
     ) -> None:
         base = self.full_path(prefix) if prefix else self.root
-        if prefix and not self._inside(base):
+        # A folder reached from a confined one through a real (non-symlink) entry is
+        # confined too: only the prefix a caller names is resolved.
+        if prefix and not confined and not self._inside(base):
             raise InvalidPathError(f"{prefix!r} resolves outside the root (symlink)")
         for entry in _scandir(base):
             name = entry.name
@@ -355,7 +359,7 @@ class LocalRoot(StorageRoot):
                 if dirs is not None:
                     dirs.append(name)
                 if recursive and files is not None:
-                    self._scan(rel, True, files, None)
+                    self._scan(rel, True, files, None, confined=True)
             elif files is not None and entry.is_file(follow_symlinks=False):
                 try:
                     st = entry.stat(follow_symlinks=False)

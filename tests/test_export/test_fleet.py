@@ -379,3 +379,45 @@ def test_readme_dask_recipe_runs(tmp_path: Path) -> None:
     export_parquet(str(tmp_path / "users"), whole)
     sharded = str(tmp_path / "exports" / "memory")
     assert [_key(r) for r in read_rows(sharded)] == [_key(r) for r in read_rows(whole)]
+
+
+@pytest.mark.s3
+def test_shards_at_once_on_s3(s3_root_url: str, s3_storage_options: dict[str, Any]) -> None:
+    """Two shards racing to create the manifest of a new S3 dataset both commit (the
+    loser merges), reads run concurrently, and the union is the whole source."""
+    import threading
+
+    users = f"{s3_root_url}/users"
+    for t in range(12):
+        root = open_root(f"{users}/tenant-{t:03d}", s3_storage_options)
+        write_log(root, DAYS[0], lines([record(f"t{t}", id=f"t{t}")]))
+    reports: list[Any] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def shard(i: int) -> None:
+        try:
+            start.wait()
+            reports.append(
+                export_parquet(users, f"{s3_root_url}/out", shard=(i, 2),
+                               storage_options=s3_storage_options, concurrency=4)
+            )  # fmt: skip
+        except BaseException as exc:  # re-raised below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=shard, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert sum(r.rows for r in reports) == 12
+    again = export_parquet(users, f"{s3_root_url}/out", storage_options=s3_storage_options)
+    assert again.rows == 0 and again.files_unchanged == 12
+    whole = export_parquet(users, f"{s3_root_url}/whole", storage_options=s3_storage_options,
+                           concurrency=4)  # fmt: skip
+    assert whole.rows == 12 and whole.max_reads_in_flight > 1
+    dest = open_root(f"{s3_root_url}/out", s3_storage_options)
+    head = Manifest.from_bytes(dest.read_bytes(MANIFEST_PATH))
+    assert {p.path for p in dest.list("memory", recursive=True) if p.path.endswith(".parquet")} \
+        == set(head.parts)  # fmt: skip

@@ -386,31 +386,21 @@ def test_shards_at_once_on_s3(s3_root_url: str, s3_storage_options: dict[str, An
     """Two shards racing to create the manifest of a new S3 dataset both commit (the
     loser merges), reads run concurrently, and the union is the whole source."""
     import threading
+    from concurrent.futures import ThreadPoolExecutor
 
     users = f"{s3_root_url}/users"
     for t in range(12):
         root = open_root(f"{users}/tenant-{t:03d}", s3_storage_options)
         write_log(root, DAYS[0], lines([record(f"t{t}", id=f"t{t}")]))
-    reports: list[Any] = []
-    errors: list[BaseException] = []
     start = threading.Barrier(2)
 
-    def shard(i: int) -> None:
-        try:
-            start.wait()
-            reports.append(
-                export_parquet(users, f"{s3_root_url}/out", shard=(i, 2),
-                               storage_options=s3_storage_options, concurrency=4)
-            )  # fmt: skip
-        except BaseException as exc:  # re-raised below
-            errors.append(exc)
+    def shard(i: int) -> Any:
+        start.wait()
+        return export_parquet(users, f"{s3_root_url}/out", shard=(i, 2),
+                              storage_options=s3_storage_options, concurrency=4)  # fmt: skip
 
-    threads = [threading.Thread(target=shard, args=(i,)) for i in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    with ThreadPoolExecutor(2) as pool:
+        reports = list(pool.map(shard, range(2)))
     assert sum(r.rows for r in reports) == 12
     again = export_parquet(users, f"{s3_root_url}/out", storage_options=s3_storage_options)
     assert again.rows == 0 and again.files_unchanged == 12

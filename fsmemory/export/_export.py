@@ -69,7 +69,7 @@ from fsmemory.export._schema import (
     require_pyarrow,
     schema_for,
 )
-from fsmemory.export._sources import SourceFile, discover
+from fsmemory.export._sources import SourceFile, discover, tenant_of
 from fsmemory.export._writer import PartSink, WriterThread, part_run
 from fsmemory.fs import FileInfo, StorageRoot, open_root
 from fsmemory.memory.index import log_date
@@ -542,9 +542,10 @@ class _Run:
             )
 
     def _bucket(self, root: str) -> int:
+        """The bucket of a root: that of its tenant (:func:`tenant_of`)."""
         bucket = self._buckets.get(root)
         if bucket is None:
-            bucket = self._buckets[root] = bucket_of(root, self.buckets)
+            bucket = self._buckets[root] = bucket_of(tenant_of(root), self.buckets)
         return bucket
 
     def _segment_name(self, table: str, root: str, day: str | None) -> str:
@@ -554,11 +555,12 @@ class _Run:
             prefix = self._prefixes[root] = f"{self._bucket(root):0{width}d}/"
         return prefix + (day if table == MEMORY_TABLE and day else EVENTS_SEGMENT)
 
-    def _mine(self, root: str) -> bool:
+    def _mine(self, tenant: str) -> bool:
+        """Whether ``tenant`` belongs to this run's shard."""
         if self.shard is None:
             return True
         index, count = self.shard
-        return self._bucket(root) % count == index
+        return self._bucket(tenant) % count == index
 
     def _adopt_legacy(self, base: Manifest) -> None:
         """Group a layout-1 manifest's files into segments (all rewritten at commit)."""
@@ -838,11 +840,10 @@ class _Run:
     def _plan(self, base: Manifest) -> _Plan:
         plan = _Plan()
         groups: dict[str, list[SourceFile]] = {}
-        for sf in discover(self.src, self.tables):
+        mine = None if self.shard is None else self._mine
+        for sf in discover(self.src, self.tables, mine, by_folder=_in_process(self.src)):
             self.c.files_seen += 1
             if sf.table == MEMORY_TABLE and not self._in_window(sf.day):
-                continue
-            if not self._mine(sf.root):
                 continue
             groups.setdefault(self._segment_name(sf.table, sf.root, sf.day), []).append(sf)
         window = f"{self.since}|{self.until}"

@@ -7,7 +7,8 @@ the run that wrote the segment's file and a fingerprint of the listing (path, si
 change token of each source file) that file describes.
 
 A segment groups the source files of one day (``events`` for agent event logs) of the
-tenants whose root hashes to one of :data:`BUCKETS` buckets; its file
+tenants (top-level folders of the source) that hash to one of :data:`BUCKETS` buckets;
+its file
 ``_fsmemory_manifest.d/<bucket>/<day>-<run>.json`` records, per source file, how far it
 has been exported (byte offset and line count, digests of the first and last bytes
 before that offset so a rewritten file is noticed) and which Parquet files hold its
@@ -71,9 +72,9 @@ def digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def bucket_of(root: str, buckets: int) -> int:
-    """The bucket of a tenant root: stable across runs, machines and Python versions."""
-    value = hashlib.blake2b(root.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+def bucket_of(tenant: str, buckets: int) -> int:
+    """The bucket of a tenant: stable across runs, machines and Python versions."""
+    value = hashlib.blake2b(tenant.encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return int.from_bytes(value, "big") % buckets
 
 

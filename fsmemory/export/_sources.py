@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -19,10 +20,12 @@ from fsmemory.fs import FileInfo, StorageRoot
 from fsmemory.memory.layout import DAILY_LOG_DIR as LOG_DIR
 from fsmemory.memory.layout import log_date
 
-__all__ = ["SourceFile", "discover"]
+__all__ = ["SourceFile", "discover", "tenant_of"]
 
 _MEMORY_LOG = re.compile(rf"^(?:(?P<root>.+)/)?(?P<rel>{LOG_DIR}/[^/]+\.jsonl)$")
 _EVENT_LOG = re.compile(r"^(?:(?P<root>.+)/)?(?P<rel>log/[^/]+\.jsonl)$")
+#: Top-level folders of a source that is itself a root (its logs, not a tenant).
+_OWN_DIRS = frozenset({LOG_DIR, "log"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,15 +76,43 @@ def classify(info: FileInfo) -> SourceFile | None:
     return None
 
 
-def discover(src: StorageRoot, tables: frozenset[str]) -> list[SourceFile]:
-    """Every log file under ``src`` belonging to one of ``tables``: memory logs by
-    (day, root), then event logs by (root, stream)."""
+def tenant_of(root: str) -> str:
+    """The tenant a root belongs to: its top-level folder under the source (``""`` when
+    the source is itself the root). Shards and manifest buckets split by tenant."""
+    return root.split("/", 1)[0]
+
+
+def discover(
+    src: StorageRoot,
+    tables: frozenset[str],
+    tenants: Callable[[str], bool] | None = None,
+    *,
+    by_folder: bool = False,
+) -> list[SourceFile]:
+    """Every log file under ``src`` belonging to one of ``tables`` (and, when given, to
+    a tenant ``tenants`` accepts): memory logs by (day, root), then event logs by (root,
+    stream).
+
+    One recursive listing of the source; with ``by_folder`` (cheap listings, e.g. a
+    local folder) and ``tenants``, one listing per accepted top-level folder instead.
+    """
+    if tenants is not None and by_folder:
+        infos: list[FileInfo] = []
+        for name in src.list_dirs(""):
+            tenant = "" if name in _OWN_DIRS else name
+            if tenants(tenant):
+                infos += src.list(name, recursive=True)
+    else:
+        infos = src.list("", recursive=True)
     memory: list[SourceFile] = []
     events: list[SourceFile] = []
-    for info in src.list("", recursive=True):
+    for info in infos:
         item = classify(info)
-        if item is not None and item.table in tables:
-            (memory if item.table == MEMORY_TABLE else events).append(item)
+        if item is None or item.table not in tables:
+            continue
+        if tenants is not None and not tenants(tenant_of(item.root)):
+            continue
+        (memory if item.table == MEMORY_TABLE else events).append(item)
     memory.sort(key=operator.attrgetter("day", "root", "path"))
     events.sort(key=operator.attrgetter("root", "path"))
     return memory + events

@@ -173,6 +173,27 @@ def test_shard_splits_tenants_by_a_stable_hash(local_dirs: tuple[str, str]) -> N
     assert report.rows == len(expected) and report.shard == "1/3"
 
 
+def test_shards_split_by_top_level_folder(tmp_path: Path) -> None:
+    """Nested roots (org/user) and a source that is itself a root: each top-level folder
+    is one tenant, and the shards together are exactly the unsharded export."""
+    src = tmp_path / "src"
+    for root in ("", "org/a", "org/b", "x", "y/z/w"):
+        log = open_root(str(src / root) if root else str(src))
+        write_log(log, DAYS[0], lines([record(f"{root or 'top'} {i}", n=i, id=f"{root}{i}") for i in range(2)]))  # fmt: skip
+    whole = str(tmp_path / "whole")
+    assert export_parquet(str(src), whole).rows == 10
+    sharded = str(tmp_path / "sharded")
+    seen: dict[str, int] = {}
+    for i in range(3):
+        export_parquet(str(src), sharded, shard=(i, 3))
+        for row in read_rows(sharded):
+            seen.setdefault(row["root"], i)
+    assert [_key(r) for r in read_rows(sharded)] == [_key(r) for r in read_rows(whole)]
+    assert seen["org/a"] == seen["org/b"]
+    for root, shard in seen.items():
+        assert bucket_of(root.split("/")[0], BUCKETS) % 3 == shard
+
+
 @pytest.mark.parametrize(
     ("kwargs", "needle"),
     [

@@ -162,6 +162,29 @@ def test_four_concurrent_shards_equal_one_unsharded_run(tmp_path: Path, tenants:
     assert export_parquet(src, sharded).rows == 0
 
 
+def test_a_shard_rewriting_a_shared_part_keeps_the_other_shards_rows(tmp_path: Path) -> None:
+    """After an unsharded export (parts hold every tenant's rows), a shard that re-exports
+    a rewritten log carries the other shards' rows over and updates their segments; the
+    other shard then continues from there."""
+    src = str(tmp_path / "users")
+    total = _fleet(src, 8, days=DAYS[:1])
+    dest = str(tmp_path / "out")
+    export_parquet(src, dest)
+    owner = next(t for t in range(8) if bucket_of(f"tenant-{t:03d}", BUCKETS) % 2 == 0)
+    other = next(t for t in range(8) if bucket_of(f"tenant-{t:03d}", BUCKETS) % 2 == 1)
+    rewritten = open_root(os.path.join(src, f"tenant-{owner:03d}"))
+    write_log(rewritten, DAYS[0], lines([record("again", id="again")]), append=False)
+    report = export_parquet(src, dest, shard=(0, 2))
+    assert report.files_reexported == 1 and report.rewritten_rows == total - 3
+    grown = open_root(os.path.join(src, f"tenant-{other:03d}"))
+    write_log(grown, DAYS[0], lines([record("more", n=7, id="more")]))
+    assert export_parquet(src, dest, shard=(1, 2)).rows == 1
+    assert export_parquet(src, dest).rows == 0
+    rows = read_rows(dest)
+    assert len(rows) == total - 3 + 2 and len({_key(r) for r in rows}) == len(rows)
+    _assert_manifest_matches_files(dest)
+
+
 def test_shard_splits_tenants_by_a_stable_hash(local_dirs: tuple[str, str]) -> None:
     src, dest = local_dirs
     _fleet(src, 16, days=DAYS[:1], rows=1)

@@ -413,8 +413,9 @@ def fleet(args: argparse.Namespace, work: str) -> None:
         table.append(
             (f"{label} local: floor (read+parse+1 write)", "floor", _summary(samples["floor"]), "")
         )
-        table.append((f"{label} local: export --full", "full", _summary(samples["full"]),
-                      f"{full / floor:.2f}x floor (target <= 3x)"))  # fmt: skip
+        cpu = _median(samples["full"], "cpu") / _median(samples["floor"], "cpu")
+        note = f"{full / floor:.2f}x floor wall, {cpu:.2f}x CPU (target <= 3x)"
+        table.append((f"{label} local: export --full", "full", _summary(samples["full"]), note))
         table.append((f"{label} local: no-op re-run", "noop", _summary(samples["noop"]),
                       "target <= 0.3 s, <= 1 MB manifest" if tenants == 2000 else ""))  # fmt: skip
         shutil.rmtree(os.path.join(work, "out-fleet-0"), ignore_errors=True)
@@ -436,6 +437,7 @@ def fleet(args: argparse.Namespace, work: str) -> None:
         one = statistics.median(r["wall"] for r in unsharded)
         shard_row = {
             "seconds": statistics.median(walls),
+            "cpu": sum(r["cpu"] for r in shards),
             "rows": sum(r["rows"] for r in shards),
             "files": sum(r["files"] for r in shards) // 4,
             "maxrss": max(r["maxrss"] for r in shards),
@@ -456,7 +458,7 @@ def fleet(args: argparse.Namespace, work: str) -> None:
             service, url, options = s3
             try:
                 s3_runs = []
-                for i in range(rounds):
+                for i in range(args.s3_repeat):
                     dest = f"s3://fleet/out-{i}"
                     s3_runs.append(run("fleet-export", url, dest, "full", json.dumps(options)))
                 s3_full = _median(s3_runs, "seconds")
@@ -476,6 +478,7 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     first = runs[0]
     return {
         "seconds": _median(runs, "seconds"),
+        "cpu": _median(runs, "cpu") if all("cpu" in r for r in runs) else 0.0,
         "rows": first["rows"],
         "files": first.get("files", 0),
         "maxrss": max(r["maxrss"] for r in runs),
@@ -487,22 +490,29 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _print_fleet(table: list[tuple[str, str, dict[str, Any], str]]) -> None:
     header = (
-        f"{'fleet workload':<44} {'rows':>9} {'wall s':>7} {'RSS MiB':>8} "
+        f"{'fleet workload':<44} {'rows':>9} {'wall s':>7} {'CPU s':>6} {'RSS MiB':>8} "
         f"{'manifest read':>13} {'written':>9} {'in flight':>9}  note"
     )
     print(header)
     print("-" * len(header))
     for label, _, row, note in table:
         print(
-            f"{label:<44} {row['rows']:>9,} {row['seconds']:>7.3f} {_mib(row['maxrss']):>8} "
+            f"{label:<44} {row['rows']:>9,} {row['seconds']:>7.3f} {_cpu_text(row):>6} "
+            f"{_mib(row['maxrss']):>8} "
             f"{_kib(row['manifest_read']):>13} {_kib(row['manifest_written']):>9} "
             f"{row['in_flight'] or '-':>9}  {note}"
         )
     print(
-        "\nMedians of interleaved runs, each in a fresh process (wall of the export call; "
-        "the shard row is the wall from the first start to the last exit, the unsharded "
-        f"row beside it the same for one process). Load average: {os.getloadavg()[0]:.1f}."
+        "\nMedians of interleaved runs, each in a fresh process (wall and CPU of the export "
+        "call; the shard row is the wall from the first start to the last exit and the CPU "
+        "of the 4 calls, the unsharded row beside it the same for one process). "
+        f"Load average: {os.getloadavg()[0]:.1f}."
     )
+
+
+def _cpu_text(row: dict[str, Any]) -> str:
+    cpu = float(row.get("cpu") or 0.0)
+    return f"{cpu:.2f}" if cpu else "-"
 
 
 def _kib(n: int) -> str:
@@ -524,6 +534,7 @@ def main() -> None:
     parser.add_argument("--tenants", type=int, default=0, help="--fleet: only this many tenants")
     parser.add_argument("--days", type=int, default=10, help="--fleet --tenants: days each")
     parser.add_argument("--local-only", action="store_true", help="--fleet: no shards, no S3")
+    parser.add_argument("--s3-repeat", type=int, default=1, help="--fleet: S3 runs (slow)")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:

@@ -72,7 +72,7 @@ from fsmemory.export._schema import (
 from fsmemory.export._sources import SourceFile, discover, tenant_of
 from fsmemory.export._writer import PartSink, WriterThread, part_run
 from fsmemory.fs import FileInfo, StorageRoot, open_root
-from fsmemory.memory.index import log_date
+from fsmemory.memory.layout import log_date
 
 __all__ = ["NeedsFullExport", "export_parquet", "source_id"]
 
@@ -257,15 +257,11 @@ def _day(value: DateLike | None, name: str) -> str | None:
 
 
 def _is_local(root: StorageRoot) -> bool:
-    protocol = root.fs.protocol
-    names = (protocol,) if isinstance(protocol, str) else tuple(protocol)
-    return "file" in names or "local" in names
+    return root.storage_key()[0] == "local"
 
 
 def _in_process(root: StorageRoot) -> bool:
-    protocol = root.fs.protocol
-    names = (protocol,) if isinstance(protocol, str) else tuple(protocol)
-    return _is_local(root) or "memory" in names
+    return root.capabilities.local_io
 
 
 def source_id(root: StorageRoot) -> str:

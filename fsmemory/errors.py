@@ -25,6 +25,7 @@ __all__ = [
     "BucketNotFoundError",
     "ConflictError",
     "ContentTooLargeError",
+    "EmbedderError",
     "FsMemoryError",
     "InvalidInputError",
     "InvalidPathError",
@@ -99,6 +100,11 @@ class BucketNotFoundError(BackendError):
 
 class SnapshotError(FsMemoryError):
     """A snapshot is corrupt, unsafe to unpack, or could not be read."""
+
+
+class EmbedderError(FsMemoryError):
+    """The embedder failed or did not return one finite vector of the expected dimension
+    per text; nothing was stored."""
 
 
 class MissingDependencyError(FsMemoryError, ImportError):

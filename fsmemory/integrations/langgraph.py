@@ -86,8 +86,8 @@ from fsmemory.errors import (
 )
 from fsmemory.fs import StorageRoot, open_root, validate_path
 from fsmemory.fs.base import FileInfo
-from fsmemory.memory._search import STOPWORDS as _STOPWORDS
-from fsmemory.memory._search import tokenize
+from fsmemory.memory._rank import analyze
+from fsmemory.memory._rank import query_terms as _weighted_terms
 
 try:
     from langgraph.store.base import (
@@ -372,11 +372,9 @@ def _matches(value: dict[str, Any], filter_: Mapping[str, Any]) -> bool:
 
 
 def query_terms(query: str) -> list[str]:
-    """The distinct tokens of ``query`` that :func:`keyword_score` matches: stopwords are
-    dropped unless nothing else is left, as ``KnowledgeMemory.recall`` does."""
-    terms = list(dict.fromkeys(tokenize(query)))
-    meaningful = [t for t in terms if t not in _STOPWORDS]
-    return meaningful or terms
+    """The distinct terms of ``query`` that :func:`keyword_score` matches, analysed as
+    ``KnowledgeMemory.recall`` does (stemmed; stopwords alone match nothing)."""
+    return list(_weighted_terms(query))
 
 
 def keyword_score(query_terms: Sequence[str], text: str) -> float:
@@ -385,14 +383,14 @@ def keyword_score(query_terms: Sequence[str], text: str) -> float:
     Each query term scores 1 when it is a word of ``text`` and 0.6 when it is the start
     of one (terms of 3+ characters); with several terms the whole phrase adds 0.5. The
     sum is divided by the best possible sum. Words come from
-    :func:`fsmemory.memory._index.tokenize`, the tokenizer of ``KnowledgeMemory.recall``,
-    and this scoring mirrors recall's keyword ranking.
+    :func:`fsmemory.memory._rank.analyze`, the analyser of ``KnowledgeMemory.recall``
+    (stemmed words without stopwords).
 
     Args:
         query_terms: the distinct tokens of the query (see :func:`query_terms`).
         text: the item's searchable text.
     """
-    words = tokenize(text)
+    words = analyze(text)
     return _score_words(query_terms, words, set(words))
 
 
@@ -595,7 +593,7 @@ class FsspecStore(BaseStore):
             for record in candidates:
                 words = record.memo.get("words")
                 if words is None:
-                    words = record.memo["words"] = tokenize(self._searchable_text(record))
+                    words = record.memo["words"] = analyze(self._searchable_text(record))
                     record.memo["vocabulary"] = set(words)
                 score = _score_words(terms, words, record.memo["vocabulary"])
                 if score > 0.0:

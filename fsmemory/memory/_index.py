@@ -28,7 +28,7 @@ import logging
 import operator
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from itertools import chain, compress, repeat
 from operator import itemgetter, methodcaller
@@ -37,6 +37,7 @@ from typing import Any
 from fsmemory import _jsonutil
 from fsmemory.fs.base import FileInfo, StorageRoot
 from fsmemory.memory import _search
+from fsmemory.memory._rank import BM25Index, analyze, query_terms, term_pairs, words
 from fsmemory.memory._tail import FileCursor, read_appended
 from fsmemory.memory.entry import KnowledgeEntry, datetime_of, decode_record, stable_id, us_of
 from fsmemory.memory.layout import MEMORY_FILE, log_date
@@ -119,6 +120,8 @@ class MemoryIndex:
         self._md_rows: dict[Key, list[int]] = {}
         # -- built on first use --
         self._search = _search.SearchIndex(self._columns)
+        self._ranker: BM25Index[int] | None = None  # built on the first search
+        self._unranked: list[int] = []
         self._evict_heap: list[tuple[float, int, str, int]] | None = None
         self._content_counts: dict[str, int] | None = None
         self.corrupt_lines = 0
@@ -549,6 +552,8 @@ class MemoryIndex:
         self._flags.append(_PERSISTENT if persistent else 0)
         self._row_of[entry_id] = row
         self._search.add(row)
+        if self._ranker is not None:
+            self._unranked.append(row)
         counts = self._content_counts
         if counts is not None:
             counts[content] = counts.get(content, 0) + 1
@@ -613,6 +618,8 @@ class MemoryIndex:
             self._n_hidden -= 1
         flags[row] |= _DEAD
         self._n_dead += 1
+        if self._ranker is not None:
+            self._ranker.remove(row)
         entry_id = self._ids[row]
         if self._row_of.get(entry_id) == row:
             del self._row_of[entry_id]
@@ -854,58 +861,77 @@ class MemoryIndex:
     def search(
         self, query: str, limit: int, category: str | None, now: datetime
     ) -> list[KnowledgeEntry]:
-        """Keyword search: exact token matches score 1, prefix matches 0.6, and the whole
-        query as a substring adds 0.5; ties broken by importance, then recency."""
-        terms = list(dict.fromkeys(tokenize(query)))
-        if not terms:
-            return self.most_important(limit, category, now)
-        meaningful = [t for t in terms if t not in _search.STOPWORDS]
-        terms = meaningful or terms
-        phrase = " ".join(tokenize(query))
-        wanted = max(limit * 4, limit)
-        now_us = us_of(now)
-        matches = self._search.term_matches(terms)
-        results: list[tuple[float, float, int, str, int]] = []
-        # The best possible score, one per term, is reached exactly by the entries that
-        # hold every term. When they alone give `wanted` live hits the ranking equals the
-        # full scoring below, which costs a dict update per posting (tens of thousands
-        # for common words at 100k entries); the set intersection runs in C.
-        exact_sets = [exact for exact, _prefix in matches if exact]
-        if len(exact_sets) == len(terms):
-            smallest, *others = sorted(exact_sets, key=len)
-            best = {float(len(terms)): list(set(smallest).intersection(*others))}
-            results = self._collect(best, wanted, category, now_us)
-        if len(results) < wanted:
-            results = self._collect(_search.score(matches), wanted, category, now_us)
-        top = heapq.nlargest(wanted, results)
-        if len(terms) > 1:
-            boosted = []
-            for score, importance, stamp, entry_id, row in top:
-                text = " ".join(tokenize(self._contents[row]))
-                bonus = 0.5 if phrase and phrase in text else 0.0
-                boosted.append((score + bonus, importance, stamp, entry_id, row))
-            top = sorted(boosted, reverse=True)
-        return [self._entry(r[4]) for r in top[:limit]]
+        """Ranked search (BM25 over stemmed words of content and category, see
+        :mod:`fsmemory.memory._rank`); equal scores rank by importance, then recency.
 
-    def _collect(
-        self, buckets: dict[float, list[int]], wanted: int, category: str | None, now_us: int
-    ) -> list[tuple[float, float, int, str, int]]:
-        """Live hits as (score, importance, time, id, row), visiting the best score first
-        so a common word does not make us rank every entry that contains it: stops after
-        the bucket in which ``wanted`` hits were reached."""
-        results: list[tuple[float, float, int, str, int]] = []
-        for score in sorted(buckets, reverse=True):
-            for row in buckets[score]:
-                if not self._live_row(row, now_us):
-                    continue
-                if category is not None and self._cats[row] != category:
-                    continue
-                results.append(
-                    (score, self._importance[row], self._created[row], self._ids[row], row)
-                )
-            if len(results) >= wanted:
-                break
-        return results
+        A query without any word returns the most important entries; a query of
+        stopwords only matches nothing.
+        """
+        if not words(query):
+            return self.most_important(limit, category, now)
+        terms = query_terms(query)
+        if not terms:
+            return []
+        found = self._ranked().search(
+            terms,
+            limit,
+            self._row_acceptor(category, us_of(now)),
+            self._row_priority,
+            term_pairs(analyze(query)),
+        )
+        return [self._entry(row) for _, row in found]
+
+    def _ranked(self) -> BM25Index[int]:
+        """The BM25 index of the live rows, built on the first search, then kept up to
+        date (rows added since the last search are analysed now)."""
+        ranker = self._ranker
+        if ranker is None:
+            ranker = self._ranker = BM25Index()
+            self._unranked = [r for r in range(len(self._ids)) if not self._flags[r] & _DEAD]
+        pending, self._unranked = self._unranked, []
+        contents, cats, flags = self._contents, self._cats, self._flags
+        for row in pending:
+            if not flags[row] & _DEAD:
+                ranker.add(row, analyze(contents[row]) + analyze(cats[row]))
+        return ranker
+
+    def _row_acceptor(self, category: str | None, now_us: int) -> Callable[[int], bool]:
+        cats = self._cats
+
+        def accept(row: int) -> bool:
+            return self._live_row(row, now_us) and (category is None or cats[row] == category)
+
+        return accept
+
+    def _row_priority(self, row: int) -> tuple[float, float]:
+        return (self._importance[row], float(self._created[row]))
+
+    def lexical_scores(self, query: str, terms: dict[str, float]) -> dict[str, float]:
+        """BM25 scores by entry id of every row matching a term of ``query`` (live or not)."""
+        ids = self._ids
+        scores = self._ranked().scores(terms, term_pairs(analyze(query)))
+        return {ids[row]: score for row, score in scores.items()}
+
+    def acceptor(self, category: str | None, now: datetime) -> Callable[[str], bool]:
+        """A predicate on entry ids: live at ``now`` and (if given) in ``category``."""
+        accept = self._row_acceptor(category, us_of(now))
+        row_of = self._row_of
+
+        def accept_id(entry_id: str) -> bool:
+            row = row_of.get(entry_id)
+            return row is not None and accept(row)
+
+        return accept_id
+
+    def priority(self, entry_id: str) -> tuple[float, float]:
+        """Tie-break of equal scores: importance, then creation time (newer first)."""
+        return self._row_priority(self._row_of[entry_id])
+
+    def live_texts(self, now: datetime) -> dict[str, str]:
+        """Entry id -> content of every live entry."""
+        now_us = us_of(now)
+        ids, contents = self._ids, self._contents
+        return {ids[r]: contents[r] for r in range(len(ids)) if self._live_row(r, now_us)}
 
     def most_important(
         self, limit: int, category: str | None, now: datetime

@@ -65,6 +65,7 @@ from fsmemory.errors import KeyNotFoundError, SnapshotError
 from fsmemory.fs import FileInfo, StorageRoot
 from fsmemory.fs.base import content_version
 from fsmemory.memory._tail import TAIL, FileCursor, read_appended
+from fsmemory.memory._vectors import is_derived
 from fsmemory.memory.layout import MEMORY_FILE, log_date
 from fsmemory.memory.markdown import (
     decode_md,
@@ -536,7 +537,8 @@ class SnapshotReplica:
                 self.root.delete(path)
 
     def _list(self) -> dict[str, FileInfo]:
-        return {i.path: i for i in self.root.list("", recursive=True)}
+        """The root's files that snapshots hold: all but derived data (vectors)."""
+        return {i.path: i for i in self.root.list("", recursive=True) if not is_derived(i.path)}
 
     def _mark_synced(self, files: dict[str, bytes]) -> None:
         """Record ``files`` (now on disk) as the synced state."""

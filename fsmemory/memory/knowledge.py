@@ -26,6 +26,8 @@ from fsmemory.fs.base import FileInfo
 from fsmemory.memory._context import Contexts
 from fsmemory.memory._facts_file import FactsFile
 from fsmemory.memory._index import MemoryIndex
+from fsmemory.memory._rank import query_terms, words
+from fsmemory.memory._vectors import Embedder, VectorStore
 from fsmemory.memory.entry import (
     KnowledgeEntry,
     RememberResult,
@@ -93,6 +95,13 @@ class KnowledgeMemory:
             base once this many are waiting (default: the backend's ``compact_after``,
             32 for the built-in backends).
         clock: a function returning the current aware UTC datetime (for tests).
+        embedder: ``fn(texts) -> vectors``, batched, for hybrid recall: ``recall()``
+            fuses BM25 with the cosine similarity of the embeddings. Each ``remember()``
+            embeds its content before writing (an :class:`EmbedderError` stores
+            nothing) and appends the vector to ``vectors/<name>-<dim>.jsonl``;
+            entries without a vector (older ones, other writers, another embedder) are
+            embedded at the next ``recall()``. Identity: the embedder's ``name`` and
+            ``dimension`` attributes when present. Needs numpy.
 
     Raises:
         InvalidInputError: an option is out of range.
@@ -119,6 +128,7 @@ class KnowledgeMemory:
         on_corrupt_snapshot: Literal["raise", "reset"] = "raise",
         snapshot_compact_after: int | None = None,
         clock: Clock | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         if storage_dir is not None and directory is not None:
             raise InvalidInputError("pass storage_dir or directory, not both")
@@ -152,6 +162,8 @@ class KnowledgeMemory:
             from fsmemory.sanitizers import dedupe_against
 
             self._dedupe_hook = dedupe_against(self._dedupe_candidates, dedupe_threshold)
+        self._vectors = VectorStore(self.root, embedder) if embedder is not None else None
+        self._vectors_seen: tuple[int, int] = (-1, -1)
         self.backend = backend
         self._replica: SnapshotReplica | None = None
         if backend is not None:
@@ -260,7 +272,11 @@ class KnowledgeMemory:
                 metadata=meta,
                 expires_at=None if ttl is None else now + timedelta(days=ttl),
             )
+            # Embedded before anything is written: a failing embedder stores nothing.
+            vector = self._vectors.embed([text]) if self._vectors is not None else None
             self._write_entry(entry)
+            if self._vectors is not None:
+                self._vectors.store([entry.id], vector)
             if self.max_entries is not None:
                 self._evict(now)
             self._saved()
@@ -405,11 +421,13 @@ class KnowledgeMemory:
     def recall(
         self, query: str, limit: int = 5, category: str | None = None
     ) -> list[KnowledgeEntry]:
-        """Keyword search over all live entries (case-insensitive, content and category).
+        """Ranked search over all live entries (their content and category).
 
-        Ranked by relevance (matched query words; exact words beat prefixes; the whole
-        phrase adds a bonus), then importance, then recency. An empty query returns the
-        most important entries. Expired and forgotten entries never appear.
+        Lexical ranking is BM25 over stemmed words (``painted`` finds ``paint``;
+        stopwords alone match nothing; see :mod:`fsmemory.memory._rank`); with an
+        ``embedder`` it is fused with vector similarity. Equal scores rank by
+        importance, then recency. A query without any word returns the most
+        important entries. Expired and forgotten entries never appear.
 
         Raises:
             InvalidInputError: ``query`` is not a str or ``limit`` is not a positive int.
@@ -420,7 +438,34 @@ class KnowledgeMemory:
             raise InvalidInputError("limit must be a positive int")
         with self._lock:
             self._refresh()
-            return self._index.search(query, limit, category, self._clock())
+            if self._vectors is None:
+                return self._index.search(query, limit, category, self._clock())
+            return self._hybrid_search(self._vectors, query, limit, category)
+
+    def _hybrid_search(
+        self, vectors: VectorStore, query: str, limit: int, category: str | None
+    ) -> list[KnowledgeEntry]:
+        """Lexical scores fused with the embedder's similarity (see ``_vectors``)."""
+        now = self._clock()
+        index = self._index
+        if not words(query):
+            return index.most_important(limit, category, now)
+        terms = query_terms(query)
+        if not terms:
+            return []
+        query_vector = vectors.embed([query])[0]
+        seen = (index.generation, index.live_count())
+        if seen != self._vectors_seen:
+            vectors.fill(index.live_texts(now))
+            self._vectors_seen = seen
+        found = vectors.fused_search(
+            query_vector,
+            index.lexical_scores(query, terms),
+            limit,
+            index.acceptor(category, now),
+            index.priority,
+        )
+        return [e for _, k in found if (e := index.find(k)) is not None]
 
     def get_persistent_facts(self) -> dict[str, list[str]]:
         """All live facts of MEMORY.md by category (expired ones left out)."""

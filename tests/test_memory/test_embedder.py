@@ -1,0 +1,193 @@
+"""The embedder contract of ``KnowledgeMemory(embedder=...)``: vectors beside the logs on
+every backend, batching, clear errors that store nothing, lazy re-embedding when the
+embedder changes, snapshots without vectors, and no numeric import without an embedder."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+from fsmemory import EmbedderError, KnowledgeMemory
+from fsmemory.snapshot import FsspecBackend
+
+pytest.importorskip("numpy")
+
+SYNONYMS = {"car": "automobile", "cars": "automobile", "vehicle": "automobile"}
+
+
+VOCABULARY: dict[str, int] = {}
+
+
+class WordEmbedder:
+    """Deterministic bag of words: each word gets the next bucket the first time any
+    instance sees it (so instances agree); synonyms share a bucket."""
+
+    def __init__(self, name: str = "words", dimension: int = 128, *, extra: int = 0) -> None:
+        self.name = name
+        self.dimension = dimension
+        self.extra = extra
+        self.batches: list[list[str]] = []
+
+    def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+        self.batches.append(list(texts))
+        out = []
+        for text in texts:
+            vec = [0.0] * (self.dimension + self.extra)
+            for raw in text.lower().replace("?", " ").split():
+                word = SYNONYMS.get(raw, raw)
+                bucket = VOCABULARY.setdefault(word, len(VOCABULARY))
+                vec[bucket % self.dimension] += 1.0
+            out.append(vec)
+        return out
+
+
+def files(km: KnowledgeMemory) -> dict[str, bytes]:
+    return {i.path: km.root.read_bytes(i.path) for i in km.root.list("", recursive=True)}
+
+
+def test_vectors_live_beside_the_logs_and_are_reused(
+    make_km: Callable[..., KnowledgeMemory],
+) -> None:
+    first = WordEmbedder()
+    km = make_km(embedder=first)
+    ids = [km.remember(f"note {i} about apples") for i in range(3)]
+    pid = km.remember("a persistent fact", persistent=True, category="facts")
+    assert [len(b) for b in first.batches] == [1, 1, 1, 1]
+    stored = files(km)
+    vector_files = [p for p in stored if p.startswith("vectors/")]
+    assert vector_files == ["vectors/words-128.jsonl"]
+    assert stored["vectors/words-128.jsonl"].count(b"\n") == 4
+    for path, data in stored.items():
+        if not path.startswith("vectors/"):
+            assert b'"v":' not in data, path
+    # A second instance reads the stored vectors: only the query is embedded.
+    again = WordEmbedder()
+    reader = make_km(embedder=again)
+    assert {e.id for e in reader.recall("apples", limit=3)} == set(ids)
+    assert reader.recall("persistent fact")[0].id == pid
+    assert [len(b) for b in again.batches] == [1, 1]
+
+
+def test_the_embedder_finds_what_words_miss(tmp_path: Path) -> None:
+    km = KnowledgeMemory(tmp_path / "m", embedder=WordEmbedder())
+    target = km.remember("booked the automobile for repair")
+    km.remember("booked a table for dinner")
+    km.remember("dinner was lovely")
+    assert km.recall("when is the car fixed", limit=1)[0].id == target
+    # Without the embedder there is no word in common.
+    assert KnowledgeMemory(tmp_path / "m").recall("when is the car fixed") == []
+
+
+def test_missing_vectors_are_embedded_in_batches_and_a_new_embedder_never_mixes(
+    tmp_path: Path,
+) -> None:
+    plain = KnowledgeMemory(tmp_path / "m")
+    ids = [plain.remember(f"entry number {i} about pears") for i in range(70)]
+    first = WordEmbedder()
+    km = KnowledgeMemory(tmp_path / "m", embedder=first)
+    assert km.recall("number 5 pears", limit=1)[0].id == ids[5]
+    assert sorted(len(b) for b in first.batches) == [1, 6, 64]
+    # Another model: its own file, everything embedded again once, lazily.
+    other = WordEmbedder(name="other", dimension=8)
+    km2 = KnowledgeMemory(tmp_path / "m", embedder=other)
+    assert not other.batches
+    km2.recall("pears")
+    km2.recall("pears again")
+    assert sorted(len(b) for b in other.batches) == [1, 1, 6, 64]
+    names = sorted(p.name for p in (tmp_path / "m" / "vectors").iterdir())
+    assert names == ["other-8.jsonl", "words-128.jsonl"]
+    assert (tmp_path / "m" / "vectors" / "words-128.jsonl").read_bytes().count(b"\n") == 70
+
+
+def test_vectors_are_never_needed_and_rebuilt_when_deleted(tmp_path: Path) -> None:
+    km = KnowledgeMemory(tmp_path / "m", embedder=WordEmbedder())
+    kept = km.remember("plums are ripe")
+    vectors = tmp_path / "m" / "vectors" / "words-128.jsonl"
+    vectors.write_bytes(b"not json\n" + vectors.read_bytes()[:10])
+    assert KnowledgeMemory(tmp_path / "m").recall("plums")[0].id == kept
+    rebuilt = WordEmbedder()
+    assert KnowledgeMemory(tmp_path / "m", embedder=rebuilt).recall("plums")[0].id == kept
+    assert sorted(len(b) for b in rebuilt.batches) == [1, 1]
+
+
+def broken(texts: Sequence[str]) -> list[list[float]]:
+    raise RuntimeError("embedding service down")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        broken,
+        WordEmbedder(extra=1),
+        lambda texts: [[1.0] * 128] * (len(texts) + 1),
+        lambda texts: [["x"] * 128],
+    ],
+    ids=["raises", "wrong-dimension", "wrong-count", "not-numbers"],
+)
+def test_a_bad_embedder_gives_a_clear_error_and_stores_nothing(
+    make_km: Callable[..., KnowledgeMemory], bad: object
+) -> None:
+    km = make_km(embedder=WordEmbedder())
+    km.remember("kept entry")
+    km.remember("kept fact", persistent=True)
+    before = files(km)
+    failing = make_km(embedder=bad)
+    with pytest.raises(EmbedderError, match="embedder"):
+        failing.remember("never stored two words")
+    with pytest.raises(EmbedderError):
+        failing.remember("never stored fact", persistent=True)
+    assert files(km) == before
+    assert {e.content for e in make_km().recall("", limit=5)} == {"kept entry", "kept fact"}
+
+
+def test_snapshots_leave_vectors_out(tmp_path: Path) -> None:
+    backend = FsspecBackend(str(tmp_path / "snap" / "memory.snapshot"))
+    km = KnowledgeMemory(tmp_path / "a", backend=backend, embedder=WordEmbedder())
+    entry = km.remember("figs in autumn")
+    assert (tmp_path / "a" / "vectors" / "words-128.jsonl").exists()
+    restored = KnowledgeMemory(
+        tmp_path / "b", backend=FsspecBackend(str(tmp_path / "snap" / "memory.snapshot"))
+    )
+    assert restored.recall("figs")[0].id == entry
+    assert not (tmp_path / "b" / "vectors").exists()
+
+
+def test_no_numeric_library_without_an_embedder(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from fsmemory import KnowledgeMemory\n"
+        f"km = KnowledgeMemory({str(tmp_path / 'm')!r})\n"
+        "km.remember('painted a sunrise')\n"
+        "assert km.recall('paint')\n"
+        "print(sorted(m for m in ('numpy', 'scipy', 'torch') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.strip() == "[]"
+
+
+def test_two_writers_share_vectors_and_a_torn_line_is_skipped(tmp_path: Path) -> None:
+    e1, e2 = WordEmbedder(), WordEmbedder()
+    km1 = KnowledgeMemory(tmp_path / "m", embedder=e1)
+    km2 = KnowledgeMemory(tmp_path / "m", embedder=e2)
+    a = km1.remember("alpha apricot orchard")
+    b = km2.remember("beta blueberry bush")
+    assert km1.recall("blueberry bush", limit=1)[0].id == b
+    assert km2.recall("apricot orchard", limit=1)[0].id == a
+    # Each text was embedded once, by its writer; the other read the vector from the file.
+    assert e1.batches == [["alpha apricot orchard"], ["blueberry bush"]]
+    assert e2.batches == [["beta blueberry bush"], ["apricot orchard"]]
+    # A crash mid-append leaves a torn last line: it is skipped, the next append is whole.
+    path = tmp_path / "m" / "vectors" / "words-128.jsonl"
+    with path.open("ab") as f:
+        f.write(b'{"id": "torn", "v": "AAAA')
+    c = km1.remember("gamma grape vine")
+    e3 = WordEmbedder()
+    fresh = KnowledgeMemory(tmp_path / "m", embedder=e3)
+    assert fresh.recall("grape vine", limit=1)[0].id == c
+    assert e3.batches == [["grape vine"]]

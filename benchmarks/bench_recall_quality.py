@@ -97,7 +97,7 @@ def bm25_reference(stem: bool) -> Callable[[int, list[str]], Ranker]:
 
     def tok(text: str) -> list[str]:
         ws = [w for w in re.findall(r"\w+", text.lower()) if w not in _rank.STOPWORDS]
-        return [_rank._STEMMER.stemWord(w) for w in ws] if stem else ws
+        return [_rank.english_stemmer().stemWord(w) for w in ws] if stem else ws
 
     def make(ci: int, texts: list[str]) -> Ranker:
         model = BM25Okapi([tok(t) for t in texts])

@@ -40,14 +40,13 @@ import re
 import unicodedata
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from operator import itemgetter
-from typing import Generic, TypeVar
-
-import snowballstemmer
+from typing import Any, Generic, TypeVar
 
 __all__ = [
     "STOPWORDS",
     "BM25Index",
     "analyze",
+    "english_stemmer",
     "query_terms",
     "stem",
     "term_pairs",
@@ -119,7 +118,7 @@ def _irregular_table() -> dict[str, str]:
 
 
 _IRREGULAR = _irregular_table()
-_STEMMER = snowballstemmer.stemmer("english")
+_STEMMERS: list[Any] = []  # loaded on first use: a cold start that never searches skips it
 _STEM_CACHE: dict[str, str] = {}
 _STEM_CACHE_MAX = 200_000
 _MIN_PREFIX = 4
@@ -129,13 +128,22 @@ _NAME_WEIGHT = 2.0
 _PAIR_BONUS = 0.5
 
 
+def english_stemmer() -> Any:
+    """The English Snowball stemmer (``snowballstemmer``; PyStemmer when installed)."""
+    if not _STEMMERS:
+        import snowballstemmer
+
+        _STEMMERS.append(snowballstemmer.stemmer("english"))
+    return _STEMMERS[0]
+
+
 def stem(word: str) -> str:
     """The index form of one lower-case word: irregular forms to their base, then the
     English Snowball stem (cached)."""
     out = _STEM_CACHE.get(word)
     if out is None:
         base = _IRREGULAR.get(word, word)
-        out = _STEMMER.stemWord(base)
+        out = english_stemmer().stemWord(base)
         if len(_STEM_CACHE) >= _STEM_CACHE_MAX:
             _STEM_CACHE.clear()
         _STEM_CACHE[word] = out

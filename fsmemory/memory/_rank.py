@@ -462,11 +462,15 @@ def top_accepted(
             # Bring in every key tied with the last one so the tie-break sees them all.
             edge = best[-1][1] - 1e-9
             best = [kv for kv in scores.items() if kv[1] >= edge]
-        ranked = sorted(
-            ((round(s, 9), priority(k), k) for k, s in best if accept(k)),
-            key=lambda r: (r[0], r[1]),
-            reverse=True,
-        )
-        if len(ranked) >= limit or complete:
-            return [(s, k) for s, _, k in ranked[:limit]]
+        # Every key outside ``best`` scores below every key in it: the first ``limit``
+        # accepted keys in this order are the answer (accept() runs only until then).
+        ranked = sorted(best, key=lambda kv: (round(kv[1], 9), priority(kv[0])), reverse=True)
+        found: list[tuple[float, K]] = []
+        for key, score in ranked:
+            if accept(key):
+                found.append((round(score, 9), key))
+                if len(found) == limit:
+                    return found
+        if complete:
+            return found
         want *= 4

@@ -9,7 +9,7 @@ and re-parsed when it was rewritten.
 Entries are held in columns: one row number per entry, with its id, content and
 category strings and its times, importance and flags in flat arrays; a
 :class:`~fsmemory.memory.entry.KnowledgeEntry` is built only for entries a caller gets
-back. Search postings (:mod:`fsmemory.memory._search`), the eviction heap and the
+back. The BM25 ranker (:mod:`fsmemory.memory._rank`), the eviction heap and the
 content counts of dedupe are built on first use.
 
 Persistent entries live in two places: their log record and a bullet in MEMORY.md. A
@@ -36,18 +36,16 @@ from typing import Any
 
 from fsmemory import _jsonutil
 from fsmemory.fs.base import FileInfo, StorageRoot
-from fsmemory.memory import _search
 from fsmemory.memory._rank import BM25Index, analyze, query_terms, term_pairs, words
 from fsmemory.memory._tail import FileCursor, read_appended
 from fsmemory.memory.entry import KnowledgeEntry, datetime_of, decode_record, stable_id, us_of
 from fsmemory.memory.layout import MEMORY_FILE, log_date
 from fsmemory.memory.markdown import Fact, MemoryDocument, escape_line, needs_escape
 
-__all__ = ["MemoryIndex", "fact_key", "tokenize"]
+__all__ = ["MemoryIndex", "fact_key"]
 
 logger = logging.getLogger(__name__)
 
-tokenize = _search.tokenize
 
 Key = tuple[str, str]
 
@@ -55,7 +53,6 @@ _PERSISTENT = 1
 _DEAD = 2  # removed (forgotten, its file dropped, or a replaced md- entry)
 _HIDDEN = 4  # a persistent record no bullet claims
 _NEVER = (1 << 63) - 1  # expires_us of an entry without expiry
-_DEAD_ONLY = bytes(b & _DEAD for b in range(256))  # flags -> the _DEAD bit alone
 # The fields of a record as fsmemory writes it (no metadata): six typed, two null.
 _CANONICAL = (
     "id",
@@ -119,7 +116,6 @@ class MemoryIndex:
         self._pending: dict[Key, list[int]] = {}
         self._md_rows: dict[Key, list[int]] = {}
         # -- built on first use --
-        self._search = _search.SearchIndex(self._columns)
         self._ranker: BM25Index[int] | None = None  # built on the first search
         self._unranked: list[int] = []
         self._evict_heap: list[tuple[float, int, str, int]] | None = None
@@ -524,7 +520,6 @@ class MemoryIndex:
         self._tl_row.extend(rows)
         self._pending.update(zip(keys, map(_one, persistent_rows), strict=True))
         self._n_hidden += len(persistent_rows)
-        self._search.add_many(rows)
         if self._evict_heap is not None:
             for row in rows:
                 if not self._flags[row] & _PERSISTENT:
@@ -551,7 +546,6 @@ class MemoryIndex:
         self._importance.append(importance)
         self._flags.append(_PERSISTENT if persistent else 0)
         self._row_of[entry_id] = row
-        self._search.add(row)
         if self._ranker is not None:
             self._unranked.append(row)
         counts = self._content_counts
@@ -599,9 +593,6 @@ class MemoryIndex:
 
     def _evict_item(self, row: int) -> tuple[float, int, str, int]:
         return (self._importance[row], self._created[row], self._ids[row], row)
-
-    def _columns(self) -> tuple[list[str], list[str], bytearray]:
-        return self._contents, self._cats, self._flags.translate(_DEAD_ONLY)
 
     def forget(self, entry_id: str, path: str) -> None:
         """Apply a forget record found in ``path``."""

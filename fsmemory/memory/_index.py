@@ -130,6 +130,15 @@ class MemoryIndex:
         """MEMORY.md as last parsed (read it, never change it)."""
         return self._doc
 
+    def live_facts(self, now: datetime) -> dict[str, list[str]]:
+        """MEMORY.md's facts by category, expired ones left out (empty sections too)."""
+        out: dict[str, list[str]] = {}
+        for cat, facts in self._doc.sections.items():
+            live = [f.content for f in facts if f.expires_at is None or f.expires_at > now]
+            if live:
+                out[cat] = live
+        return out
+
     @property
     def last_category(self) -> str | None:
         """The section MEMORY.md currently ends in (where an appended bullet lands)."""

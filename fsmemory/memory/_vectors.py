@@ -25,12 +25,18 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from itertools import repeat
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fsmemory import _jsonutil
 from fsmemory.errors import EmbedderError, require
 from fsmemory.fs.base import StorageRoot
-from fsmemory.memory._rank import top_accepted
+from fsmemory.memory._rank import query_terms, top_accepted, words
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from fsmemory.memory._index import MemoryIndex
+    from fsmemory.memory.entry import KnowledgeEntry
 
 __all__ = [
     "VECTOR_DIR",
@@ -89,6 +95,7 @@ class VectorStore:
         self._ids: list[str] = []
         self._buffer: Any = None  # (capacity, dimension) float32; rows [0, len(_ids))
         self._loaded_upto = -1
+        self._filled_for: tuple[int, int] = (-1, -1)  # index (generation, live count)
         self.calls = 0
 
     @property
@@ -232,6 +239,31 @@ class VectorStore:
         if self._buffer is None:
             return _numpy().zeros((0, self.dimension or 0), dtype="float32")
         return self._buffer[: len(self._ids)]
+
+    def search(
+        self, index: MemoryIndex, query: str, limit: int, category: str | None, now: datetime
+    ) -> list[KnowledgeEntry]:
+        """Hybrid recall: the index's lexical scores fused with the embedder's
+        similarity (see :meth:`fused_search`); live entries missing a vector are
+        embedded first, in batches."""
+        if not words(query):
+            return index.most_important(limit, category, now)
+        terms = query_terms(query)
+        if not terms:
+            return []
+        query_vector = self.embed([query])[0]
+        seen = (index.generation, index.live_count())
+        if seen != self._filled_for:
+            self.fill(index.live_texts(now))
+            self._filled_for = seen
+        found = self.fused_search(
+            query_vector,
+            index.lexical_scores(query, terms),
+            limit,
+            index.acceptor(category, now),
+            index.priority,
+        )
+        return [e for _, k in found if (e := index.find(k)) is not None]
 
     def fused_search(
         self,

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
+
+from fsmemory import _jsonutil
 
 __all__ = [
     "KnowledgeEntry",
@@ -15,6 +17,7 @@ __all__ = [
     "RememberResult",
     "datetime_of",
     "decode_record",
+    "forget_records",
     "format_timestamp",
     "new_entry_id",
     "parse_timestamp",
@@ -89,6 +92,30 @@ class KnowledgeEntry:
     created_at: datetime = field(default_factory=lambda: datetime.now(tz=UTC))
     metadata: dict[str, Any] = field(default_factory=dict)
     expires_at: datetime | None = None
+
+    @classmethod
+    def new(
+        cls,
+        content: str,
+        category: str,
+        persistent: bool,
+        importance: float,
+        ttl_days: float | None,
+        metadata: dict[str, Any],
+        now: datetime,
+    ) -> KnowledgeEntry:
+        """A new entry created at ``now`` with a fresh id (arguments already checked)."""
+        return cls(
+            id=new_entry_id(),
+            content=content,
+            category=category,
+            persistent=persistent,
+            importance=importance,
+            ttl_days=ttl_days,
+            created_at=now,
+            metadata=metadata,
+            expires_at=None if ttl_days is None else now + timedelta(days=ttl_days),
+        )
 
     @property
     def is_expired(self) -> bool:
@@ -207,6 +234,15 @@ def _timestamp_us(text: str, field_name: str) -> int:
         return us_of(parse_timestamp(text))
     except (ValueError, OverflowError):
         raise ValueError(f"invalid {field_name} {text[:40]!r}") from None
+
+
+def forget_records(ids: Sequence[str], reason: str, now: datetime) -> bytes:
+    """The log lines that forget ``ids`` (``{"op": "forget", ...}``, one per id)."""
+    stamp = format_timestamp(now)
+    return b"".join(
+        _jsonutil.dumps_line({"op": "forget", "id": i, "timestamp": stamp, "reason": reason})
+        for i in ids
+    )
 
 
 def decode_record(record: Mapping[str, Any], *, default_id: str = "") -> Record:

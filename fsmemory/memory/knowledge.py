@@ -26,14 +26,8 @@ from fsmemory.fs.base import FileInfo
 from fsmemory.memory._context import Contexts
 from fsmemory.memory._facts_file import FactsFile
 from fsmemory.memory._index import MemoryIndex
-from fsmemory.memory._rank import query_terms, words
 from fsmemory.memory._vectors import Embedder, VectorStore
-from fsmemory.memory.entry import (
-    KnowledgeEntry,
-    RememberResult,
-    format_timestamp,
-    new_entry_id,
-)
+from fsmemory.memory.entry import KnowledgeEntry, RememberResult, forget_records
 from fsmemory.memory.layout import DAILY_LOG_DIR, MEMORY_FILE, log_date, log_name_for
 from fsmemory.memory.validation import (
     DEFAULT_MAX_CONTENT_BYTES,
@@ -163,7 +157,6 @@ class KnowledgeMemory:
 
             self._dedupe_hook = dedupe_against(self._dedupe_candidates, dedupe_threshold)
         self._vectors = VectorStore(self.root, embedder) if embedder is not None else None
-        self._vectors_seen: tuple[int, int] = (-1, -1)
         self.backend = backend
         self._replica: SnapshotReplica | None = None
         if backend is not None:
@@ -261,17 +254,7 @@ class KnowledgeMemory:
                     logger.debug("remember() rejected a duplicate")
                     return RememberResult("", False, "duplicate")
             now = self._clock()
-            entry = KnowledgeEntry(
-                id=new_entry_id(),
-                content=text,
-                category=cat,
-                persistent=persistent,
-                importance=weight,
-                ttl_days=ttl,
-                created_at=now,
-                metadata=meta,
-                expires_at=None if ttl is None else now + timedelta(days=ttl),
-            )
+            entry = KnowledgeEntry.new(text, cat, persistent, weight, ttl, meta, now)
             # Embedded before anything is written: a failing embedder stores nothing.
             vector = self._vectors.embed([text]) if self._vectors is not None else None
             self._write_entry(entry)
@@ -283,13 +266,8 @@ class KnowledgeMemory:
             return RememberResult(entry.id, True, None)
 
     def _dedupe_candidates(self) -> list[str]:
-        now = self._clock()
-        out: list[str] = []
-        for entry in self._index.newest(now):
-            if len(out) >= self.dedupe_window:
-                break
-            out.append(entry.content)
-        return out
+        texts = self._index.newest_texts(self._clock())
+        return [text for _, _, text, _ in itertools.islice(texts, self.dedupe_window)]
 
     def _write_entry(self, entry: KnowledgeEntry) -> None:
         line = _jsonutil.dumps_line(entry.to_dict())
@@ -330,11 +308,7 @@ class KnowledgeMemory:
 
     def _append_forgets(self, ids: list[str], *, reason: str) -> None:
         now = self._clock()
-        stamp = format_timestamp(now)
-        data = b"".join(
-            _jsonutil.dumps_line({"op": "forget", "id": i, "timestamp": stamp, "reason": reason})
-            for i in ids
-        )
+        data = forget_records(ids, reason, now)
         path = log_name_for(now)
         offset = self.root.append(path, data, line_safe=True, unique=True)
         if self._index.loaded and not self._index.note_append(path, offset, data, None):
@@ -403,9 +377,8 @@ class KnowledgeMemory:
 
     # -- reads ---------------------------------------------------------------------------
     def _refresh(self) -> None:
-        listing = self.root.list("", recursive=True)
-        self._listing = listing
-        self._index.refresh(self.root, listing)
+        self._listing = self.root.list("", recursive=True)
+        self._index.refresh(self.root, self._listing)
 
     def refresh(self) -> None:
         """Re-read whatever changed on storage (reads call this themselves)."""
@@ -440,46 +413,13 @@ class KnowledgeMemory:
             self._refresh()
             if self._vectors is None:
                 return self._index.search(query, limit, category, self._clock())
-            return self._hybrid_search(self._vectors, query, limit, category)
-
-    def _hybrid_search(
-        self, vectors: VectorStore, query: str, limit: int, category: str | None
-    ) -> list[KnowledgeEntry]:
-        """Lexical scores fused with the embedder's similarity (see ``_vectors``)."""
-        now = self._clock()
-        index = self._index
-        if not words(query):
-            return index.most_important(limit, category, now)
-        terms = query_terms(query)
-        if not terms:
-            return []
-        query_vector = vectors.embed([query])[0]
-        seen = (index.generation, index.live_count())
-        if seen != self._vectors_seen:
-            vectors.fill(index.live_texts(now))
-            self._vectors_seen = seen
-        found = vectors.fused_search(
-            query_vector,
-            index.lexical_scores(query, terms),
-            limit,
-            index.acceptor(category, now),
-            index.priority,
-        )
-        return [e for _, k in found if (e := index.find(k)) is not None]
+            return self._vectors.search(self._index, query, limit, category, self._clock())
 
     def get_persistent_facts(self) -> dict[str, list[str]]:
         """All live facts of MEMORY.md by category (expired ones left out)."""
         with self._lock:
             self._refresh()
-            return self._facts(self._clock())
-
-    def _facts(self, now: datetime) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {}
-        for cat, facts in self._index.document.sections.items():
-            live = [f.content for f in facts if f.expires_at is None or f.expires_at > now]
-            if live:
-                out[cat] = live
-        return out
+            return self._index.live_facts(self._clock())
 
     def get_recent_entries(self, days: int = 7, limit: int = 50) -> list[dict[str, Any]]:
         """Live log entries of the last ``days`` days, newest first, as dicts with
@@ -496,8 +436,7 @@ class KnowledgeMemory:
         """Every live entry (log entries oldest first, then MEMORY.md-only facts)."""
         with self._lock:
             self._refresh()
-            now = self._clock()
-            return self._index.every_live_entry(now)
+            return self._index.every_live_entry(self._clock())
 
     def build_context(self) -> str:
         """The prompt block: ``[Long-term Memory]`` (MEMORY.md facts by category) and
@@ -538,7 +477,7 @@ class KnowledgeMemory:
         with self._lock:
             self._refresh()
             now = self._clock()
-            facts = self._facts(now)
+            facts = self._index.live_facts(now)
             logs = [i for i in self._listing if log_date(i.path) is not None]
             count, categories = self._index.live_categories(now)
             md = next((i for i in self._listing if i.path == MEMORY_FILE), None)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from fsmemory import KnowledgeMemory
-from fsmemory.memory import knowledge as knowledge_module
+from fsmemory.memory import entry as entry_module
 from fsmemory.memory.markdown import parse_memory_md
 from fsmemory.sanitizers import defang_delimiters, strip_surrogates
 from fsmemory.snapshot import FsspecBackend
@@ -90,7 +90,7 @@ def test_no_hook_is_byte_identical(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     outputs = []
     for name, hooks in (("plain", None), ("empty", [])):
         counter = itertools.count()
-        monkeypatch.setattr(knowledge_module, "new_entry_id", lambda c=counter: f"id{next(c)}")
+        monkeypatch.setattr(entry_module, "new_entry_id", lambda c=counter: f"id{next(c)}")
         km = KnowledgeMemory(tmp_path / name, clock=FakeClock(), pre_save=hooks)
         km.remember("fact", persistent=True)
         km.remember("note\n## with markdown")

@@ -46,6 +46,7 @@ from typing import Any
 
 from fsmemory import _jsonutil
 from fsmemory.export._schema import events_schema, memory_schema, require_pyarrow
+from fsmemory.memory.entry import number_or_none as _number
 from fsmemory.memory.entry import parse_timestamp, stable_id
 
 __all__ = ["EventParser", "MemoryParser", "Parsed"]
@@ -112,15 +113,6 @@ def _ts_us(text: str) -> int | None:
     if not isinstance(us, int) or not _MIN_US <= us <= _MAX_US:
         return None
     return us
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        return float(value)
-    except OverflowError:
-        return None
 
 
 def _split_lines(data: bytes) -> list[bytes]:

@@ -20,6 +20,7 @@ __all__ = [
     "forget_records",
     "format_timestamp",
     "new_entry_id",
+    "number_or_none",
     "parse_timestamp",
     "stable_id",
     "us_of",
@@ -220,7 +221,8 @@ class Record(NamedTuple):
         )
 
 
-def _number(value: Any) -> float | None:
+def number_or_none(value: Any) -> float | None:
+    """``value`` as a float when it is a JSON number (not a bool, not an overflow)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     try:
@@ -281,13 +283,13 @@ def decode_record(record: Mapping[str, Any], *, default_id: str = "") -> Record:
     created = _timestamp_us(stamp, "timestamp") if type(stamp) is str else None
     importance = get("importance")
     if type(importance) is not float:
-        importance = _number(importance)
+        importance = number_or_none(importance)
     if importance is None or importance != importance:
         importance = 0.5
     importance = 0.0 if importance < 0.0 else 1.0 if importance > 1.0 else importance
     ttl = get("ttl_days")
     if ttl is not None:
-        ttl = _number(ttl)
+        ttl = number_or_none(ttl)
     expires_raw = get("expires_at")
     expires: int | None = None
     if type(expires_raw) is str:

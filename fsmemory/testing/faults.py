@@ -248,23 +248,10 @@ def _loopback(url: str) -> tuple[str, int]:
     return host, port
 
 
-class _Server(socketserver.ThreadingTCPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    block_on_close = False
-
-
-class _Proxy:
-    """Common start/stop/context-manager plumbing of the two proxies."""
+class _Controls:
+    """The plan/stats/paused controls of an injector that owns a ``_chooser``."""
 
     _chooser: _Chooser
-    _server: _Server | None = None
-    _thread: threading.Thread | None = None
-
-    def __init__(self) -> None:
-        self._stopping = threading.Event()
-        self._clients: set[socket.socket] = set()
-        self._clients_lock = threading.Lock()
 
     @property
     def plan(self) -> FaultPlan:
@@ -285,6 +272,25 @@ class _Proxy:
         """Inject nothing while the block runs (set-up, verification)."""
         with self._chooser.paused():
             yield
+
+
+class _Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    block_on_close = False
+
+
+class _Proxy(_Controls):
+    """Common start/stop/context-manager plumbing of the two proxies."""
+
+    _chooser: _Chooser
+    _server: _Server | None = None
+    _thread: threading.Thread | None = None
+
+    def __init__(self) -> None:
+        self._stopping = threading.Event()
+        self._clients: set[socket.socket] = set()
+        self._clients_lock = threading.Lock()
 
     @property
     def port(self) -> int:
@@ -664,7 +670,7 @@ class TCPFaultProxy(_Proxy):
 # -- storage-root wrapper -----------------------------------------------------------------
 
 
-class FaultyRoot(StorageRoot):
+class FaultyRoot(_Controls, StorageRoot):
     """A storage root whose primitives fail at random, for backends without a network.
 
     Each call of ``read``, ``read_range``, ``stat``, ``list``, ``list_dirs``, ``write``,
@@ -686,26 +692,6 @@ class FaultyRoot(StorageRoot):
         self.root = inner.root
         self.capabilities: Capabilities = inner.capabilities
         self._chooser = _Chooser(plan or FaultPlan(rate=0.0), FAULT_KINDS)
-
-    @property
-    def plan(self) -> FaultPlan:
-        """The plan in force; assign a new one at any time."""
-        return self._chooser.plan
-
-    @plan.setter
-    def plan(self, plan: FaultPlan) -> None:
-        self._chooser.plan = plan
-
-    @property
-    def stats(self) -> FaultStats:
-        """What was seen and injected."""
-        return self._chooser.stats
-
-    @contextmanager
-    def paused(self) -> Iterator[None]:
-        """Inject nothing while the block runs."""
-        with self._chooser.paused():
-            yield
 
     def _call(self, op: str, func: Callable[[], _T]) -> _T:
         kind = self._chooser.choose(op)

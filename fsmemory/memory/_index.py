@@ -890,9 +890,14 @@ class MemoryIndex:
             self._unranked = [r for r in range(len(self._ids)) if not self._flags[r] & _DEAD]
         pending, self._unranked = self._unranked, []
         contents, cats, flags = self._contents, self._cats, self._flags
+        cat_terms: dict[str, list[str]] = {}  # a handful of categories: analyse each once
         for row in pending:
             if not flags[row] & _DEAD:
-                ranker.add(row, analyze(contents[row]) + analyze(cats[row]))
+                cat = cats[row]
+                terms = cat_terms.get(cat)
+                if terms is None:
+                    terms = cat_terms[cat] = analyze(cat)
+                ranker.add(row, analyze(contents[row]) + terms)
         return ranker
 
     def _row_acceptor(self, category: str | None, now_us: int) -> Callable[[int], bool]:

@@ -177,20 +177,6 @@ class StorageRoot(ABC):
         """Read a whole file. Raises :class:`KeyNotFoundError` when missing."""
         return self.read(path).data
 
-    def read_many(self, paths: list[str]) -> dict[str, bytes]:
-        """Read several whole files; missing ones are left out of the result.
-
-        The default reads one after another; roots whose backend can fetch in one batch
-        or concurrently (object stores) override it.
-        """
-        out: dict[str, bytes] = {}
-        for path in paths:
-            try:
-                out[path] = self.read_bytes(path)
-            except KeyNotFoundError:
-                continue
-        return out
-
     def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
         """Read bytes ``[start, end)`` of a file (``end=None``: to the end).
 
@@ -207,8 +193,9 @@ class StorageRoot(ABC):
         self, requests: Sequence[tuple[str, int, int | None]]
     ) -> builtins.list[bytes | None]:
         """Read many byte ranges ``(path, start, end)``, in order; None for a file that
-        does not exist. Backends may do it with less per-file work than
-        :meth:`read_range` one by one (the default).
+        does not exist. The default reads one after another with :meth:`read_range`;
+        backends override it to do less per-file work (local folders) or to send the
+        reads together (object stores, Redis).
 
         Raises:
             ValueError: a negative offset.

@@ -23,7 +23,7 @@ import builtins
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, ClassVar, TypeVar
 
@@ -168,26 +168,40 @@ class FsspecRoot(StorageRoot):
         return self._read_versioned(self.full_path(path), path)
 
     @idempotent
-    def read_many(self, paths: list[str]) -> dict[str, bytes]:
-        """Whole files through one ``cat_ranges`` of all paths: one GET each, sent
-        concurrently on async filesystems such as s3fs and gcsfs (``cat`` would stat
-        every path first, and so does a whole-object read on s3fs: ranges from 0 skip
-        that); missing ones are left out, a failed one is read again on its own."""
-        if not paths:
-            return {}
-        full = [self.full_path(p) for p in paths]
-        with translated(paths[0]):
-            found = self.fs.cat_ranges(full, [0] * len(full), [None] * len(full), on_error="return")
-        out: dict[str, bytes] = {}
-        for path, data in zip(paths, found, strict=True):
+    def read_ranges(
+        self, requests: Sequence[tuple[str, int, int | None]]
+    ) -> builtins.list[bytes | None]:
+        """All ranges through one ``cat_ranges``: one GET each, sent concurrently on
+        async filesystems such as s3fs and gcsfs (a whole-object read on s3fs would stat
+        the object first; a range from 0 does not). A missing file gives None; a read
+        that failed, and an empty range (which needs an existence check), go through
+        :meth:`read_range` on their own, with its retries."""
+        for _, start, end in requests:
+            if start < 0 or (end is not None and end < 0):
+                raise ValueError("offsets must be >= 0")
+        batch = [i for i, (_, start, end) in enumerate(requests) if end is None or end > start]
+        out: builtins.list[bytes | None] = [None] * len(requests)
+        found: builtins.list[Any] = []
+        if batch:
+            with translated(requests[batch[0]][0]):
+                found = self.fs.cat_ranges(
+                    [self.full_path(requests[i][0]) for i in batch],
+                    [requests[i][1] for i in batch],
+                    [requests[i][2] for i in batch],
+                    on_error="return",
+                )
+        results = dict(zip(batch, found, strict=True))
+        for i, (path, start, end) in enumerate(requests):
+            data = results.get(i)
+            if isinstance(data, bytes):
+                out[i] = data
+                continue
             if isinstance(data, FileNotFoundError):
                 continue
-            if isinstance(data, BaseException):
-                try:
-                    data = self.read_bytes(path)
-                except KeyNotFoundError:
-                    continue
-            out[path] = data
+            try:
+                out[i] = self.read_range(path, start, end)
+            except KeyNotFoundError:
+                continue
         return out
 
     @idempotent

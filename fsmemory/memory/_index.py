@@ -198,11 +198,12 @@ class MemoryIndex:
             for i in infos
             if (self._md if i.path == MEMORY_FILE else self._logs.get(i.path)) is None
         ]
-        # Only where it pays: a root's default read_many reads one file after another,
-        # and holding every file at once would only raise the peak memory.
-        if len(paths) < 2 or type(root).read_many is StorageRoot.read_many:
+        # Only where it pays: local roots read a file as fast one at a time, and holding
+        # every file at once would only raise the peak memory.
+        if len(paths) < 2 or root.capabilities.local_io:
             return {}
-        return root.read_many(paths)
+        datas = root.read_ranges([(path, 0, None) for path in paths])
+        return {p: d for p, d in zip(paths, datas, strict=True) if d is not None}
 
     def _refresh_md(
         self, root: StorageRoot, info: FileInfo | None, whole: dict[str, bytes] | None = None

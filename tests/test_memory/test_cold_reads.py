@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fsmemory import KnowledgeMemory, StorageRoot, open_root
+from fsmemory import KnowledgeMemory, open_root
 
 from .conftest import FakeClock
 
@@ -123,7 +123,9 @@ def test_first_recall_equals_an_indexed_recall(make_km: Make, query: str) -> Non
     assert first == [e.id for e in indexed.recall(query, limit=7)]
 
 
-def test_read_many_reads_what_read_bytes_reads(location: tuple[str, dict[str, object]]) -> None:
+def test_whole_file_ranges_read_what_read_bytes_reads(
+    location: tuple[str, dict[str, object]],
+) -> None:
     url, options = location
     root = open_root(url, options)
     files = {
@@ -134,8 +136,9 @@ def test_read_many_reads_what_read_bytes_reads(location: tuple[str, dict[str, ob
     }
     for path, data in files.items():
         root.write(path, data)
-    assert root.read_many([*files, "logs/missing.jsonl"]) == files
-    assert root.read_many([]) == {}
+    requests = [(path, 0, None) for path in [*files, "logs/missing.jsonl"]]
+    assert root.read_ranges(requests) == [*files.values(), None]
+    assert root.read_ranges([]) == []
 
 
 def test_a_cold_open_fetches_its_files_together(make_km: Make, clock: FakeClock) -> None:
@@ -145,15 +148,16 @@ def test_a_cold_open_fetches_its_files_together(make_km: Make, clock: FakeClock)
         clock.advance(days=1)
     fresh = make_km()
     fetched: list[list[str]] = []
-    read_many = fresh.root.read_many
+    read_ranges = fresh.root.read_ranges
 
-    def spy(paths: list[str]) -> dict[str, bytes]:
-        fetched.append(sorted(paths))
-        return read_many(paths)
+    def spy(requests: list[tuple[str, int, int | None]]) -> list[bytes | None]:
+        assert all(start == 0 and end is None for _, start, end in requests)
+        fetched.append(sorted(path for path, _, _ in requests))
+        return read_ranges(requests)
 
-    fresh.root.read_many = spy  # type: ignore[method-assign]
+    fresh.root.read_ranges = spy  # type: ignore[method-assign]
     assert fresh.recall("day 3")[0].content == "fact of day 3"
-    if type(fresh.root).read_many is StorageRoot.read_many:
+    if fresh.root.capabilities.local_io:
         assert fetched == []  # local roots read file by file: no batch to gain
     else:
         assert fetched == [sorted(["MEMORY.md", *(i.path for i in km.root.list("logs"))])]

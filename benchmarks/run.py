@@ -533,7 +533,8 @@ class Suite:
                     for system, folder in order if r % 2 == 0 else order[::-1]:
                         if system is None:
                             continue
-                        for op in ("recall", "context"):
+                        ops = ("recall", "recall-nocache", "context")
+                        for op in ops if system is fs else ("recall", "context"):
                             params = {"system": system.name, "url": folder, "op": op}
                             got.setdefault((system.name, op), []).extend(
                                 self._fresh(system, "cold", params, cfg.cold_repeat)
@@ -542,6 +543,7 @@ class Suite:
             parse_floor = [f["fetch"] + f["parse"] for f in floor]
             rows = {
                 "recall": "open + first recall(limit=5)",
+                "recall-nocache": "same, index cache file deleted first",
                 "context": "open + first build_context()",
             }
             goals = {
@@ -551,7 +553,8 @@ class Suite:
             }
             for op, label in rows.items():
                 mine = [x["first"] for x in got.get((FS, op), [])]
-                theirs = [x["first"] for x in got.get((SELECTOOLS, op), [])]
+                peer_op = "recall" if op == "recall-nocache" else op
+                theirs = [x["first"] for x in got.get((SELECTOOLS, peer_op), [])]
                 table.rows.append(
                     [
                         label,
@@ -562,6 +565,11 @@ class Suite:
                         goals.get((op, size), ">= 3x selectools" if op == "recall" else ""),
                     ]
                 )
+                if op == "recall-nocache":
+                    series.setdefault(f"{FS}: open + first recall, no cache file", []).append(
+                        [size, statistics.median(mine), *spread(mine)]
+                    )
+                    continue
                 kind = "recall" if op == "recall" else "build_context"
                 for name, samples in ((FS, mine), (SELECTOOLS, theirs)):
                     if samples:
@@ -632,7 +640,10 @@ class Suite:
             "every 2nd persistent, 8 categories, ~60-byte texts over 20 days). `open + first "
             "op` is the construction plus the first call, import excluded; the other op runs "
             "next, then the peak RSS of the whole process is read (import included). The "
-            "floor reads every log file and `orjson.loads` every line in a fresh process.",
+            "floor reads every log file and `orjson.loads` every line in a fresh process. "
+            "fsmemory's first `recall` writes the index cache file (`.fsmemory-cache.index`) "
+            "that later fresh processes load; the `index cache file deleted first` row is "
+            "the first process ever (the file is deleted before each sample).",
             f"Samples: {cfg.cold_repeat} processes per system, op and size, per round, "
             f"x {cfg.rounds} rounds (systems alternate).",
         ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import hashlib
 import random
+import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fsmemory.errors import ConflictError, InvalidInputError, KeyNotFoundError, NotAFileError
-from fsmemory.fs.paths import validate_path
+from fsmemory.fs.paths import CACHE_PREFIX, cache_paths, validate_path
 
 __all__ = [
     "Capabilities",
@@ -85,6 +86,9 @@ class Capabilities:
     watch: bool = False
     cheap_lock: bool = False
     local_io: bool = False
+
+
+_CACHE_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 
 
 def check_condition(if_version: str | None, create_only: bool) -> None:
@@ -365,6 +369,34 @@ class StorageRoot(ABC):
         extra lock; subclasses provide real locks where they are needed.
         """
         yield
+
+    # -- fsmemory's own cache files ------------------------------------------------------
+    @staticmethod
+    def _cache_path(name: str) -> str:
+        if not _CACHE_NAME.fullmatch(name):
+            raise ValueError(f"bad cache name: {name!r}")
+        return f"{CACHE_PREFIX}.{name}"
+
+    def read_cache(self, name: str) -> bytes | None:
+        """The cache file ``name`` (``.fsmemory-cache.<name>`` at the top of the root),
+        or None when there is none. Cache files hold derived data: they are never
+        listed, packed into snapshots or exported, and deleting one changes no answer.
+        """
+        with cache_paths():
+            try:
+                return self.read_bytes(self._cache_path(name))
+            except FileNotFoundError:
+                return None
+
+    def write_cache(self, name: str, data: bytes) -> None:
+        """Replace the cache file ``name`` with ``data`` (one whole-object write)."""
+        with cache_paths():
+            self.write(self._cache_path(name), data)
+
+    def delete_cache(self, name: str) -> bool:
+        """Delete the cache file ``name``; False when there was none."""
+        with cache_paths():
+            return self.delete(self._cache_path(name))
 
     def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release resources held by this root (connections, file descriptors)."""

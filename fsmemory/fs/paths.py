@@ -10,15 +10,32 @@ namespace fsmemory reserves for its own lock and temp files (``.fsmemory*``).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from urllib.parse import unquote
 
 from fsmemory.errors import InvalidPathError
 
-__all__ = ["RESERVED_PREFIX", "children", "is_reserved_name", "join_path", "validate_path"]
+__all__ = [
+    "CACHE_PREFIX",
+    "RESERVED_PREFIX",
+    "cache_paths",
+    "children",
+    "is_reserved_name",
+    "join_path",
+    "validate_path",
+]
 
 #: Names starting with this are fsmemory's own (locks, temp files); never user data.
 RESERVED_PREFIX = ".fsmemory"
+
+#: Top-level names of fsmemory's persisted caches (derived data such as the search
+#: index). Reserved like every ``.fsmemory*`` name: only :func:`cache_paths` lets them
+#: through, for :meth:`~fsmemory.fs.base.StorageRoot.read_cache` and its siblings.
+CACHE_PREFIX = ".fsmemory-cache"
+
+_CACHE_ALLOWED: ContextVar[bool] = ContextVar("fsmemory_cache_paths", default=False)
 
 MAX_SEGMENT_BYTES = 255
 MAX_PATH_BYTES = 1024
@@ -31,6 +48,17 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 def is_reserved_name(name: str) -> bool:
     """True when ``name`` (one path segment) belongs to fsmemory's internal namespace."""
     return name.startswith(RESERVED_PREFIX)
+
+
+@contextmanager
+def cache_paths() -> Iterator[None]:
+    """Within the block, :func:`validate_path` accepts top-level ``.fsmemory-cache*``
+    names (fsmemory's own cache files); every other reserved name stays refused."""
+    token = _CACHE_ALLOWED.set(True)
+    try:
+        yield
+    finally:
+        _CACHE_ALLOWED.reset(token)
 
 
 def validate_path(path: str, *, allow_empty: bool = False) -> str:
@@ -66,6 +94,10 @@ def validate_path(path: str, *, allow_empty: bool = False) -> str:
         raise InvalidPathError(f"path must be relative: {path!r}")
     if _DRIVE.match(path):
         raise InvalidPathError(f"path looks like a drive letter: {path!r}")
+    if _CACHE_ALLOWED.get() and path.startswith(CACHE_PREFIX) and "/" not in path:
+        if len(encoded) > MAX_SEGMENT_BYTES:
+            raise InvalidPathError(f"path segment longer than {MAX_SEGMENT_BYTES} bytes")
+        return path
     for segment in path.split("/"):
         _check_segment(segment, path)
     return path

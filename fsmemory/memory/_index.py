@@ -36,9 +36,17 @@ from typing import Any
 
 from fsmemory import _jsonutil
 from fsmemory.fs.base import FileInfo, StorageRoot
+from fsmemory.fs.paths import validate_path
 from fsmemory.memory._rank import BM25Index, analyze, query_terms, term_pairs, words
-from fsmemory.memory._tail import FileCursor, read_appended
-from fsmemory.memory.entry import KnowledgeEntry, datetime_of, decode_record, stable_id, us_of
+from fsmemory.memory._tail import TAIL, FileCursor, read_appended
+from fsmemory.memory.entry import (
+    KnowledgeEntry,
+    datetime_of,
+    decode_record,
+    parse_timestamp,
+    stable_id,
+    us_of,
+)
 from fsmemory.memory.layout import MEMORY_FILE, log_date
 from fsmemory.memory.markdown import Fact, MemoryDocument, escape_line, needs_escape
 
@@ -116,7 +124,7 @@ class MemoryIndex:
         self._pending: dict[Key, list[int]] = {}
         self._md_rows: dict[Key, list[int]] = {}
         # -- built on first use --
-        self._ranker: BM25Index[int] | None = None  # built on the first search
+        self._ranker: BM25Index | None = None  # built on the first search
         self._unranked: list[int] = []
         self._evict_heap: list[tuple[float, int, str, int]] | None = None
         self._content_counts: dict[str, int] | None = None
@@ -829,6 +837,18 @@ class MemoryIndex:
         seen = set(logged)
         now_us = us_of(now)
         rest = [r for r in range(len(self._ids)) if r not in seen and self._live_row(r, now_us)]
+        if len(rest) > 1:
+            # MEMORY.md-only facts in the file's order (not in the order rows were made).
+            place: dict[Key, int] = {}
+            for cat, facts in self._doc.sections.items():
+                for fact in facts:
+                    place.setdefault((cat, fact.text), len(place))
+            rank = {
+                row: (place.get(key, len(place)), i)
+                for key, rows in self._md_rows.items()
+                for i, row in enumerate(rows)
+            }
+            rest.sort(key=lambda row: rank.get(row, (len(place), row)))
         return [self._entry(row) for row in logged + rest]
 
     def compact_timeline(self) -> None:
@@ -882,7 +902,7 @@ class MemoryIndex:
         )
         return [self._entry(row) for _, row in found]
 
-    def _ranked(self) -> BM25Index[int]:
+    def _ranked(self) -> BM25Index:
         """The BM25 index of the live rows, built on the first search, then kept up to
         date (rows added since the last search are analysed now)."""
         ranker = self._ranker
@@ -909,8 +929,10 @@ class MemoryIndex:
 
         return accept
 
-    def _row_priority(self, row: int) -> tuple[float, float]:
-        return (self._importance[row], float(self._created[row]))
+    def _row_priority(self, row: int) -> tuple[float, float, str]:
+        # The id last: equal scores, importance and times still rank the same in
+        # every process, whatever order its rows were read in.
+        return (self._importance[row], float(self._created[row]), self._ids[row])
 
     def lexical_scores(self, query: str, terms: dict[str, float]) -> dict[str, float]:
         """BM25 scores by entry id of every row matching a term of ``query`` (live or not)."""
@@ -929,8 +951,9 @@ class MemoryIndex:
 
         return accept_id
 
-    def priority(self, entry_id: str) -> tuple[float, float]:
-        """Tie-break of equal scores: importance, then creation time (newer first)."""
+    def priority(self, entry_id: str) -> tuple[float, float, str]:
+        """Tie-break of equal scores: importance, then creation time (newer first),
+        then the id."""
         return self._row_priority(self._row_of[entry_id])
 
     def live_texts(self, now: datetime) -> dict[str, str]:
@@ -950,6 +973,257 @@ class MemoryIndex:
             if (category is None or self._cats[row] == category) and self._live_row(row, now_us)
         )
         return [self._entry(c[3]) for c in heapq.nlargest(limit, candidates)]
+
+    # -- persisted form (the index cache, see fsmemory.memory._index_cache) --------------
+    @property
+    def rows(self) -> int:
+        """Rows ever created (live, hidden and removed)."""
+        return len(self._ids)
+
+    @property
+    def ranked(self) -> bool:
+        """True once the BM25 index has been built."""
+        return self._ranker is not None
+
+    def state(self) -> tuple[dict[str, Any], dict[str, bytes]]:
+        """Everything the index knows, as JSON-able values and byte strings.
+
+        The BM25 index is brought up to date first. :meth:`load_state` rebuilds an equal
+        index; a later :meth:`refresh` then reads only what changed since, exactly as
+        it would in the process that wrote the state.
+        """
+        ranker = self._ranked() if self._ranker is not None else None
+        cat_names = list(self._interned)
+        code = {name: i for i, name in enumerate(cat_names)}
+        paths = list(self._file_rows)
+        doc = self._doc
+        meta: dict[str, Any] = {
+            "ids": self._ids,
+            "contents": self._contents,
+            "cat_names": cat_names,
+            "extras": [[row, ttl, md] for row, (ttl, md) in self._extras.items()],
+            "n_dead": self._n_dead,
+            "n_hidden": self._n_hidden,
+            "file_paths": paths,
+            "forgotten": self._forgotten,
+            "logs": [_cursor_state(c) for c in self._logs.values()],
+            "md": None if self._md is None else _cursor_state(self._md),
+            "doc": {
+                "sections": [
+                    [
+                        cat,
+                        [f.text for f in facts],
+                        None
+                        if all(f.expires_at is None for f in facts)
+                        else [
+                            None if f.expires_at is None else f.expires_at.isoformat()
+                            for f in facts
+                        ],
+                    ]
+                    for cat, facts in doc.sections.items()
+                ],
+                "last_category": doc.last_category,
+                "header_count": doc.header_count,
+                "invalid_lines": doc.invalid_lines,
+            },
+            "pending": [[cat, text, rows] for (cat, text), rows in self._pending.items()],
+            "claimed_texts": [
+                None if key[1] == self._contents[row] else key[1]
+                for row, key in self._claimed.items()
+            ],
+            "md_rows": [[cat, text, rows] for (cat, text), rows in self._md_rows.items()],
+            "corrupt_lines": self.corrupt_lines,
+            "md_mtime_us": self._md_mtime_us,
+            "ranker": None,
+        }
+        blobs = {
+            "cats": array("I", map(code.__getitem__, self._cats)).tobytes(),
+            "created": self._created.tobytes(),
+            "expires": self._expires.tobytes(),
+            "importance": self._importance.tobytes(),
+            "flags": bytes(self._flags),
+            "row_of": array("I", self._row_of.values()).tobytes(),
+            "file_sizes": array("q", [len(self._file_rows[p]) for p in paths]).tobytes(),
+            "file_rows": array("I", chain.from_iterable(self._file_rows.values())).tobytes(),
+            "tl_stamp": self._tl_stamp.tobytes(),
+            "tl_row": array("I", self._tl_row).tobytes(),
+            "claimed": array("I", self._claimed).tobytes(),
+        }
+        if ranker is not None:
+            rank_meta, rank_blobs = ranker.state()
+            meta["ranker"] = rank_meta
+            blobs.update({"bm25_" + k: v for k, v in rank_blobs.items()})
+        return meta, blobs
+
+    def load_state(self, meta: dict[str, Any], blobs: dict[str, bytes]) -> None:
+        """Replace everything with a :meth:`state` (``ValueError`` when it does not hold
+        together; the index is then reset)."""
+        enabled = gc.isenabled()
+        gc.disable()  # many long-lived objects and no cycles, as in a bulk feed
+        try:
+            self._load_state(meta, blobs)
+        except (KeyError, TypeError, IndexError, ValueError, OverflowError) as exc:
+            self.reset()
+            raise ValueError(f"unusable index state: {exc}") from exc
+        finally:
+            if enabled:
+                gc.enable()
+
+    def distrust_rewrites(self, listing: Iterable[FileInfo]) -> None:
+        """After :meth:`load_state`: a log whose change token differs from the one the
+        state saw while its size did not grow was rewritten in place; mark it to be
+        read whole on the next refresh (an append always grows a log)."""
+        for info in listing:
+            cur = self._logs.get(info.path)
+            if cur is not None and cur.info.token != info.token and info.size <= cur.info.size:
+                cur.complete = False
+
+    def _load_state(self, meta: dict[str, Any], blobs: dict[str, bytes]) -> None:
+        self.reset()
+        ids, contents, names = meta["ids"], meta["contents"], meta["cat_names"]
+        if type(ids) is not list or type(contents) is not list or type(names) is not list:
+            raise ValueError("bad columns")
+        n = len(ids)
+        codes = _arr("I", blobs["cats"])
+        created, expires = _arr("q", blobs["created"]), _arr("q", blobs["expires"])
+        tl_stamp, tl_row = _arr("q", blobs["tl_stamp"]), _arr("I", blobs["tl_row"])
+        importance = array("d")
+        importance.frombytes(blobs["importance"])
+        flags = bytearray(blobs["flags"])
+        row_of_rows, claimed = _arr("I", blobs["row_of"]), _arr("I", blobs["claimed"])
+        sizes, file_rows = _arr("q", blobs["file_sizes"]), _arr("I", blobs["file_rows"])
+        paths = meta["file_paths"]
+        claimed_texts = meta["claimed_texts"]
+        if (
+            set(map(type, ids)) - {str}
+            or set(map(type, contents)) - {str}
+            or set(map(type, names)) - {str}
+            or set(map(type, paths)) - {str}
+            or len(contents) != n
+            or len(codes) != n
+            or len(created) != n
+            or len(expires) != n
+            or len(importance) != n
+            or len(flags) != n
+            or len(tl_stamp) != len(tl_row)
+            or len(sizes) != len(paths)
+            or sum(sizes) != len(file_rows)
+            or len(claimed_texts) != len(claimed)
+            or set(map(type, claimed_texts)) - {str, type(None)}
+            or (codes and max(codes) >= len(names))
+            or any(a and max(a) >= n for a in (tl_row, row_of_rows, claimed, file_rows))
+        ):
+            raise ValueError("columns of different lengths or rows out of range")
+        cats = list(map(names.__getitem__, codes))
+        self._ids, self._contents, self._cats = ids, contents, cats
+        self._interned = {name: name for name in names}
+        self._created, self._expires = created, expires
+        self._importance, self._flags = importance, flags
+        self._extras = {int(row): (ttl, md) for row, ttl, md in meta["extras"]}
+        self._row_of = dict(zip(map(ids.__getitem__, row_of_rows), row_of_rows, strict=True))
+        self._n_dead, self._n_hidden = int(meta["n_dead"]), int(meta["n_hidden"])
+        at = 0
+        for path, size in zip(paths, sizes, strict=True):
+            self._file_rows[path] = file_rows[at : at + size].tolist()
+            at += size
+        self._forgotten = {str(k): str(v) for k, v in dict(meta["forgotten"]).items()}
+        for cursor in meta["logs"]:
+            cur = _cursor_of(cursor)
+            if log_date(cur.info.path) is None:
+                raise ValueError(f"not a log: {cur.info.path!r}")
+            self._logs[cur.info.path] = cur
+        self._md = None if meta["md"] is None else _cursor_of(meta["md"])
+        if self._md is not None and self._md.info.path != MEMORY_FILE:
+            raise ValueError("bad MEMORY.md cursor")
+        doc_state = meta["doc"]
+        doc = MemoryDocument(
+            last_category=doc_state["last_category"],
+            header_count=int(doc_state["header_count"]),
+            invalid_lines=int(doc_state["invalid_lines"]),
+        )
+        counts: Counter[Key] = Counter()
+        for cat, texts, expiries in doc_state["sections"]:
+            if type(cat) is not str or set(map(type, texts)) - {str}:
+                raise ValueError("bad MEMORY.md section")
+            if expiries is None:
+                facts = list(map(tuple.__new__, repeat(Fact), zip(texts, repeat(None))))
+            else:
+                facts = [
+                    Fact(text, None if exp is None else parse_timestamp(exp))
+                    for text, exp in zip(texts, expiries, strict=True)
+                ]
+            doc.sections[cat] = facts
+            counts.update(zip(repeat(cat), texts))
+        self._doc = doc
+        self._fact_counts = counts
+        self._tl_stamp, self._tl_row = tl_stamp, array("q", tl_row)
+        keys = list(
+            zip(
+                map(cats.__getitem__, claimed),
+                (
+                    contents[row] if text is None else text
+                    for row, text in zip(claimed, claimed_texts, strict=True)
+                ),
+                strict=True,
+            )
+        )
+        self._claimed = dict(zip(claimed, keys, strict=True))
+        self._n_claimed = Counter(keys)
+        for field, target in (("pending", self._pending), ("md_rows", self._md_rows)):
+            for cat, text, rows in meta[field]:
+                if (
+                    type(cat) is not str
+                    or type(text) is not str
+                    or not rows
+                    or set(map(type, rows)) != {int}
+                    or min(rows) < 0
+                    or max(rows) >= n
+                ):
+                    raise ValueError(f"bad {field} entry")
+                target[(cat, text)] = rows
+        self.corrupt_lines = int(meta["corrupt_lines"])
+        self._md_mtime_us = int(meta["md_mtime_us"])
+        if meta["ranker"] is not None:
+            ranker = BM25Index.from_state(
+                meta["ranker"],
+                {k[5:]: v for k, v in blobs.items() if k.startswith("bm25_")},
+            )
+            # Every row not removed was ranked when the state was taken.
+            if ranker.key_space > n or len(ranker) != n - self._n_dead:
+                raise ValueError("ranked rows do not match the rows")
+            self._ranker = ranker
+        self.generation += 1
+
+
+def _cursor_state(cur: FileCursor) -> list[Any]:
+    info = cur.info
+    return [
+        info.path,
+        info.size,
+        info.mtime,
+        info.token,
+        cur.parsed_upto,
+        cur.tail.hex(),
+        cur.complete,
+    ]
+
+
+def _cursor_of(state: list[Any]) -> FileCursor:
+    path, size, mtime, token, upto, tail, complete = state
+    if not isinstance(path, str) or not isinstance(token, str):
+        raise ValueError("bad cursor")
+    validate_path(path)
+    info = FileInfo(path, int(size), None if mtime is None else float(mtime), token)
+    tail_bytes = bytes.fromhex(tail)
+    if not 0 <= int(upto) <= info.size or len(tail_bytes) > min(TAIL, int(upto)):
+        raise ValueError("bad cursor offsets")
+    return FileCursor(info, int(upto), tail_bytes, bool(complete))
+
+
+def _arr(code: str, data: bytes) -> array[int]:
+    out = array(code)
+    out.frombytes(data)
+    return out
 
 
 def _read_or_empty(root: StorageRoot, path: str) -> bytes:

@@ -36,11 +36,14 @@ import bisect
 import heapq
 import itertools
 import math
+import operator
 import re
 import unicodedata
-from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
+from array import array
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
+from itertools import repeat
 from operator import itemgetter
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 __all__ = [
     "STOPWORDS",
@@ -216,8 +219,17 @@ def query_terms(query: str) -> dict[str, float]:
     return weights
 
 
-class BM25Index(Generic[K]):
-    """Okapi BM25 over documents added and removed one at a time.
+class BM25Index:
+    """Okapi BM25 over documents (keyed by small non-negative ints, e.g. row numbers)
+    added and removed one at a time.
+
+    The index is held in flat arrays, not in Python objects per posting: a term id per
+    distinct term, each document's term ids in one shared array, and per term the
+    documents holding it with their term frequency. A removed document stays in the
+    postings, marked dead (its document frequencies are decremented at once), and the
+    postings are compacted when dead ones outnumber live ones. :meth:`state` and
+    :meth:`from_state` turn the index into a few byte strings and back without
+    re-analysing anything (the persisted index cache of ``KnowledgeMemory``).
 
     Args:
         k1: term-frequency saturation.
@@ -227,98 +239,215 @@ class BM25Index(Generic[K]):
     def __init__(self, k1: float = 1.2, b: float = 0.0) -> None:
         self.k1 = k1
         self.b = b
-        self._postings: dict[str, dict[K, int]] = {}
-        self._lengths: dict[K, int] = {}
-        self._terms: dict[K, tuple[str, ...]] = {}
+        self._tid: dict[str, int] = {}
+        self._terms: list[str] = []  # term id -> term
+        self._df = array("I")  # term id -> live documents holding it
+        self._max_tf = array("I")  # term id -> upper bound of tf (never lowered)
+        # term id -> documents holding it (dead ones included) and their tf; None while
+        # a loaded term's postings are still slices of _base_rows / _base_tfs.
+        self._rows: list[array[int] | None] = []
+        self._tfs: list[array[int] | None] = []
+        self._base_rows = array("I")
+        self._base_tfs = array("I")
+        self._base_off = array("q", [0])
+        self._seq = array("I")  # every document's term ids, one after the other
+        self._start = array("q")  # key -> offset in _seq (-1: never added)
+        self._length = array("I")  # key -> number of terms
+        self._alive = bytearray()  # key -> 1 while indexed
+        self._n_docs = 0
+        self._n_postings = 0  # postings in _rows, dead ones included
+        self._n_live_postings = 0
         self._total = 0
-        self._vocab: list[str] | None = None
-        # Upper bounds for pruning: never lowered on remove, so they stay valid bounds.
-        self._max_tf: dict[str, int] = {}
+        self._vocab: list[str] | None = None  # sorted terms, built on first prefix lookup
         self._min_length = 0
 
     def __len__(self) -> int:
-        return len(self._lengths)
+        return self._n_docs
 
     def __contains__(self, key: object) -> bool:
-        return key in self._lengths
+        return type(key) is int and 0 <= key < len(self._alive) and bool(self._alive[key])
 
-    def add(self, key: K, terms: Iterable[str]) -> None:
+    @property
+    def key_space(self) -> int:
+        """One more than the largest key ever added (0 when empty)."""
+        return len(self._alive)
+
+    def _term_id(self, term: str) -> int:
+        tid = self._tid.get(term)
+        if tid is None:
+            tid = self._tid[term] = len(self._terms)
+            self._terms.append(term)
+            self._df.append(0)
+            self._max_tf.append(0)
+            self._rows.append(array("I"))
+            self._tfs.append(array("I"))
+            if self._vocab is not None:
+                bisect.insort(self._vocab, term)
+        return tid
+
+    def add(self, key: int, terms: Iterable[str]) -> None:
         """Index document ``key`` with its analysed ``terms`` (replaces an older one)."""
-        if key in self._lengths:
+        if key < 0:
+            raise ValueError("document keys are non-negative ints")
+        if key in self:
             self.remove(key)
-        seq = tuple(terms)
-        counts: dict[str, int] = {}
-        for term in seq:
-            counts[term] = counts.get(term, 0) + 1
+        if key < len(self._start) and self._start[key] >= 0:
+            self._purge(key)
+        term_id = self._term_id
+        seq = [term_id(term) for term in terms]
+        counts: dict[int, int] = {}
+        for tid in seq:
+            counts[tid] = counts.get(tid, 0) + 1
+        grow = key + 1 - len(self._alive)
+        if grow > 0:
+            self._start.extend(repeat(-1, grow))
+            self._length.extend(repeat(0, grow))
+            self._alive.extend(bytes(grow))
+        df, max_tf, post = self._df, self._max_tf, self._post
+        for tid, tf in counts.items():
+            rows, tfs = post(tid)
+            rows.append(key)
+            tfs.append(tf)
+            df[tid] += 1
+            if tf > max_tf[tid]:
+                max_tf[tid] = tf
+        self._n_postings += len(counts)
+        self._n_live_postings += len(counts)
         length = len(seq)
-        postings = self._postings
-        vocab = self._vocab
-        max_tf = self._max_tf
-        for term, tf in counts.items():
-            post = postings.get(term)
-            if post is None:
-                post = postings[term] = {}
-                if vocab is not None:
-                    bisect.insort(vocab, term)
-            post[key] = tf
-            if tf > max_tf.get(term, 0):
-                max_tf[term] = tf
-        if not self._lengths or length < self._min_length:
+        if not self._n_docs or length < self._min_length:
             self._min_length = length
-        self._lengths[key] = length
-        self._terms[key] = seq
+        self._start[key] = len(self._seq)
+        self._length[key] = length
+        self._seq.extend(seq)
+        self._alive[key] = 1
+        self._n_docs += 1
         self._total += length
 
-    def remove(self, key: K) -> None:
+    def remove(self, key: int) -> None:
         """Drop document ``key`` (no-op when absent)."""
-        length = self._lengths.pop(key, None)
-        if length is None:
+        if key not in self:
             return
+        self._alive[key] = 0
+        self._n_docs -= 1
+        length = self._length[key]
         self._total -= length
-        for term in set(self._terms.pop(key, ())):
-            post = self._postings.get(term)
-            if post is not None:
-                post.pop(key, None)
-                if not post:
-                    del self._postings[term]
-                    if self._vocab is not None:
-                        i = bisect.bisect_left(self._vocab, term)
-                        if i < len(self._vocab) and self._vocab[i] == term:
-                            del self._vocab[i]
+        start = self._start[key]
+        df = self._df
+        distinct = {t for t in self._seq[start : start + length] if t < len(df)}
+        for tid in distinct:
+            if df[tid]:
+                df[tid] -= 1
+        self._n_live_postings -= len(distinct)
+        if self._n_postings - self._n_live_postings > max(4096, self._n_live_postings):
+            self._compact()
 
-    def _expand(self, term: str) -> list[tuple[str, float]]:
-        """Indexed terms standing in for ``term`` with their weight factor."""
-        if term in self._postings:
-            return [(term, 1.0)]
+    def _purge(self, key: int) -> None:
+        """Take the dead postings of a removed ``key`` out (before it is added again)."""
+        at, length = self._start[key], self._length[key]
+        for tid in set(self._seq[at : at + length]):
+            if tid >= len(self._rows):
+                continue
+            rows, tfs = self._post(tid)
+            try:
+                i = rows.index(key)
+            except ValueError:
+                continue
+            del rows[i]
+            del tfs[i]
+            self._n_postings -= 1
+        self._start[key] = -1
+
+    def _compact(self) -> None:
+        """Drop dead documents from the postings and the term sequence."""
+        alive = self._alive
+        for tid in range(len(self._rows)):
+            if self._size(tid) != self._df[tid]:
+                rows, tfs = self._post(tid)
+                keep = [i for i, row in enumerate(rows) if alive[row]]
+                self._rows[tid] = array("I", [rows[i] for i in keep])
+                self._tfs[tid] = array("I", [tfs[i] for i in keep])
+        seq, start, length = self._seq, self._start, self._length
+        packed = array("I")
+        for key in range(len(alive)):
+            if alive[key]:
+                at = start[key]
+                start[key] = len(packed)
+                packed.extend(seq[at : at + length[key]])
+            else:
+                start[key] = -1
+        self._seq = packed
+        self._n_postings = self._n_live_postings
+
+    def _size(self, tid: int) -> int:
+        """Postings of term ``tid``, dead ones included."""
+        rows = self._rows[tid]
+        if rows is None:
+            return self._base_off[tid + 1] - self._base_off[tid]
+        return len(rows)
+
+    def _post(self, tid: int) -> tuple[array[int], array[int]]:
+        """The postings of term ``tid`` (a loaded term's are copied out of the base
+        arrays on first use)."""
+        rows, tfs = self._rows[tid], self._tfs[tid]
+        if rows is None or tfs is None:
+            a, b = self._base_off[tid], self._base_off[tid + 1]
+            rows, tfs = self._base_rows[a:b], self._base_tfs[a:b]
+            if rows and max(rows) >= len(self._alive):  # a damaged state: keep what fits
+                keep = [i for i, row in enumerate(rows) if row < len(self._alive)]
+                rows = array("I", [rows[i] for i in keep])
+                tfs = array("I", [tfs[i] for i in keep])
+            self._rows[tid], self._tfs[tid] = rows, tfs
+        return rows, tfs
+
+    def _posting(self, tid: int) -> Iterator[tuple[int, int]]:
+        """Live ``(key, tf)`` pairs of term ``tid``."""
+        rows, tfs = self._post(tid)
+        pairs = zip(rows, tfs, strict=True)
+        if len(rows) == self._df[tid]:
+            return pairs
+        alive = self._alive
+        return (pair for pair in pairs if alive[pair[0]])
+
+    def _live_tid(self, term: str) -> int | None:
+        tid = self._tid.get(term)
+        return tid if tid is not None and self._df[tid] else None
+
+    def _expand(self, term: str) -> list[tuple[int, float]]:
+        """Indexed term ids standing in for ``term`` with their weight factor."""
+        tid = self._live_tid(term)
+        if tid is not None:
+            return [(tid, 1.0)]
         if len(term) < _MIN_PREFIX:
             return []
         if self._vocab is None:
-            self._vocab = sorted(self._postings)
+            self._vocab = sorted(self._tid)
         vocab = self._vocab
-        out: list[tuple[str, float]] = []
+        out: list[tuple[int, float]] = []
         i = bisect.bisect_left(vocab, term)
         while i < len(vocab) and vocab[i].startswith(term):
-            out.append((vocab[i], _PREFIX_WEIGHT))
+            found = self._live_tid(vocab[i])
+            if found is not None:
+                out.append((found, _PREFIX_WEIGHT))
             i += 1
         for size in range(len(term) - 1, _MIN_PREFIX - 1, -1):
-            if term[:size] in self._postings:
-                out.append((term[:size], _PREFIX_WEIGHT))
+            found = self._live_tid(term[:size])
+            if found is not None:
+                out.append((found, _PREFIX_WEIGHT))
                 break
         return out
 
     def _norms(self) -> tuple[float, float, float]:
         """(k1 + 1, constant and per-length parts of the tf normaliser)."""
         k1 = self.k1
-        avg = self._total / len(self._lengths) or 1.0
+        avg = self._total / self._n_docs or 1.0
         return k1 + 1.0, k1 * (1.0 - self.b), k1 * self.b / avg
 
     def _idf(self, df: int) -> float:
-        n_docs = len(self._lengths)
-        return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+        return math.log(1.0 + (self._n_docs - df + 0.5) / (df + 0.5))
 
     def scores(
         self, query: Mapping[str, float], pairs: Collection[tuple[str, str]] = ()
-    ) -> dict[K, float]:
+    ) -> dict[int, float]:
         """BM25 score of every document matching at least one query term.
 
         Args:
@@ -326,46 +455,54 @@ class BM25Index(Generic[K]):
             pairs: adjacent query term pairs (:func:`term_pairs`); each one found side
                 by side in a document adds a fixed bonus to it.
         """
-        if not self._lengths:
+        if not self._n_docs:
             return {}
         k1p, base, per_len = self._norms()
-        lengths = self._lengths
-        acc: dict[K, float] = {}
+        lengths = self._length
+        acc: dict[int, float] = {}
         get = acc.get
         for term, weight in query.items():
-            for found, factor in self._expand(term):
-                post = self._postings[found]
-                w = weight * factor * self._idf(len(post)) * k1p
-                for key, tf in post.items():
-                    acc[key] = get(key, 0.0) + w * tf / (tf + base + per_len * lengths[key])
+            for tid, factor in self._expand(term):
+                w = weight * factor * self._idf(self._df[tid]) * k1p
+                if per_len:
+                    for key, tf in self._posting(tid):
+                        acc[key] = get(key, 0.0) + w * tf / (tf + base + per_len * lengths[key])
+                else:
+                    for key, tf in self._posting(tid):
+                        acc[key] = get(key, 0.0) + w * tf / (tf + base)
         self._add_pair_bonus(acc, pairs, None)
         return acc
 
     def _add_pair_bonus(
-        self, acc: dict[K, float], pairs: Collection[tuple[str, str]], among: set[K] | None
+        self, acc: dict[int, float], pairs: Collection[tuple[str, str]], among: set[int] | None
     ) -> None:
         """Add the pair bonus to the documents of ``acc`` holding a pair side by side
         (only those in ``among`` when given: they hold every query term)."""
-        postings = self._postings
+        seq, start, length = self._seq, self._start, self._length
         for first, second in pairs:
-            a = postings.get(first)
-            b = postings.get(second)
-            if not a or not b:
+            a = self._live_tid(first)
+            b = self._live_tid(second)
+            if a is None or b is None:
                 continue
-            both = among if among is not None else a.keys() & b.keys()
-            terms = self._terms
+            if among is not None:
+                both: Iterable[int] = among
+            else:
+                both = {key for key, _ in self._posting(a)}.intersection(
+                    key for key, _ in self._posting(b)
+                )
             for key in both:
-                if _side_by_side(terms[key], first, second):
+                at = start[key]
+                if _side_by_side(seq[at : at + length[key]], a, b):
                     acc[key] += _PAIR_BONUS
 
     def search(
         self,
         query: Mapping[str, float],
         limit: int,
-        accept: Callable[[K], bool],
-        priority: Callable[[K], tuple[float, ...]],
+        accept: Callable[[int], bool],
+        priority: Callable[[int], tuple[Any, ...]],
         pairs: Collection[tuple[str, str]] = (),
-    ) -> list[tuple[float, K]]:
+    ) -> list[tuple[float, int]]:
         """The best ``limit`` accepted documents as ``(score, key)``, best first.
 
         Equal scores (to nine decimals) are ordered by ``priority(key)``, higher first
@@ -381,28 +518,30 @@ class BM25Index(Generic[K]):
         self,
         query: Mapping[str, float],
         limit: int,
-        accept: Callable[[K], bool],
-        priority: Callable[[K], tuple[float, ...]],
+        accept: Callable[[int], bool],
+        priority: Callable[[int], tuple[Any, ...]],
         pairs: Collection[tuple[str, str]],
-    ) -> list[tuple[float, K]] | None:
+    ) -> list[tuple[float, int]] | None:
         """The exact result from the documents holding every term, or None when a
         document missing a term might still rank among the first ``limit``."""
-        if len(query) < 2 or not self._lengths:
+        if len(query) < 2 or not self._n_docs:
             return None
-        posts = [self._postings.get(term) for term in query]
-        if any(not post for post in posts):
+        tids = [self._live_tid(term) for term in query]
+        if None in tids:
             return None
-        ordered = sorted((p for p in posts if p is not None), key=len)
+        live = [t for t in tids if t is not None]
+        posts = {tid: dict(self._posting(tid)) for tid in sorted(live, key=self._df.__getitem__)}
+        ordered = list(posts.values())
         every = set(ordered[0]).intersection(*(p.keys() for p in ordered[1:]))
         if len(every) < limit:
             return None
         k1p, base, per_len = self._norms()
-        lengths = self._lengths
-        acc: dict[K, float] = dict.fromkeys(every, 0.0)
+        lengths = self._length
+        acc: dict[int, float] = dict.fromkeys(every, 0.0)
         bounds: list[float] = []
-        for (term, weight), post in zip(query.items(), posts, strict=True):
-            assert post is not None
-            w = weight * self._idf(len(post)) * k1p
+        for weight, tid in zip(query.values(), live, strict=True):
+            post = posts[tid]
+            w = weight * self._idf(self._df[tid]) * k1p
             if per_len:
                 for key in every:
                     tf = post[key]
@@ -411,7 +550,7 @@ class BM25Index(Generic[K]):
                 for key in every:
                     tf = post[key]
                     acc[key] += w * tf / (tf + base)
-            top_tf = self._max_tf.get(term, 1)
+            top_tf = self._max_tf[tid] or 1
             bounds.append(w * top_tf / (top_tf + base + per_len * self._min_length))
         self._add_pair_bonus(acc, pairs, every)
         found = top_accepted(acc, limit, accept, priority)
@@ -427,8 +566,108 @@ class BM25Index(Generic[K]):
         )
         return found if found[-1][0] > reach + 1e-9 else None
 
+    # -- persisted form ------------------------------------------------------------------
+    def state(self) -> tuple[dict[str, Any], dict[str, bytes]]:
+        """The index as plain values and byte strings (see :meth:`from_state`)."""
+        if self._n_postings != self._n_live_postings:
+            self._compact()
+        base_rows, base_tfs, off = (
+            self._base_rows.tobytes(),
+            self._base_tfs.tobytes(),
+            self._base_off,
+        )
+        width = self._base_rows.itemsize
+        rows_parts: list[bytes] = []
+        tfs_parts: list[bytes] = []
+        for tid in range(len(self._rows)):
+            rows, tfs = self._rows[tid], self._tfs[tid]
+            if rows is None or tfs is None:
+                a, b = off[tid] * width, off[tid + 1] * width
+                rows_parts.append(base_rows[a:b])
+                tfs_parts.append(base_tfs[a:b])
+            else:
+                rows_parts.append(rows.tobytes())
+                tfs_parts.append(tfs.tobytes())
+        sizes = array("q", map(self._size, range(len(self._rows))))
+        meta: dict[str, Any] = {
+            "k1": self.k1,
+            "b": self.b,
+            "terms": "\n".join(self._terms),
+            "n_docs": self._n_docs,
+            "total": self._total,
+            "min_length": self._min_length,
+        }
+        blobs = {
+            "df": self._df.tobytes(),
+            "max_tf": self._max_tf.tobytes(),
+            "sizes": sizes.tobytes(),
+            "rows": b"".join(rows_parts),
+            "tfs": b"".join(tfs_parts),
+            "seq": self._seq.tobytes(),
+            "start": self._start.tobytes(),
+            "length": self._length.tobytes(),
+            "alive": bytes(self._alive),
+        }
+        return meta, blobs
 
-def _side_by_side(seq: tuple[str, ...], first: str, second: str) -> bool:
+    @classmethod
+    def from_state(cls, meta: Mapping[str, Any], blobs: Mapping[str, bytes]) -> BM25Index:
+        """Rebuild an index from :meth:`state` (checked: ``ValueError`` when the parts
+        do not fit together). Postings stay in two shared arrays until a term is used."""
+        index = cls(float(meta["k1"]), float(meta["b"]))
+        text = meta["terms"]
+        if type(text) is not str:
+            raise ValueError("bad term list")
+        terms = text.split("\n") if text else []
+        n_terms = len(terms)
+        df, max_tf = _arr("I", blobs["df"]), _arr("I", blobs["max_tf"])
+        sizes = _arr("q", blobs["sizes"])
+        rows, tfs, seq = _arr("I", blobs["rows"]), _arr("I", blobs["tfs"]), _arr("I", blobs["seq"])
+        start, length = _arr("q", blobs["start"]), _arr("I", blobs["length"])
+        alive = bytearray(blobs["alive"])
+        n_keys = len(alive)
+        tid = dict(zip(terms, range(n_terms), strict=True))
+        if (
+            len(tid) != n_terms
+            or len(df) != n_terms
+            or len(max_tf) != n_terms
+            or len(sizes) != n_terms
+            or array("q", df) != sizes
+            or sum(sizes) != len(rows)
+            or len(tfs) != len(rows)
+            or len(start) != n_keys
+            or len(length) != n_keys
+            or alive.count(1) != int(meta["n_docs"])
+            or alive.count(0) + alive.count(1) != n_keys
+        ):
+            raise ValueError("index parts do not fit together")
+        if n_keys and (
+            min(itertools.compress(start, alive), default=0) < 0
+            or max(map(operator.add, start, length)) > len(seq)
+        ):
+            raise ValueError("document outside the term sequence")
+        index._terms = terms
+        index._tid = tid
+        index._df, index._max_tf, index._seq = df, max_tf, seq
+        index._start, index._length, index._alive = start, length, alive
+        index._base_rows, index._base_tfs = rows, tfs
+        index._base_off = array("q", itertools.accumulate(sizes, initial=0))
+        index._rows = [None] * n_terms
+        index._tfs = [None] * n_terms
+        index._n_docs = int(meta["n_docs"])
+        index._n_postings = index._n_live_postings = len(rows)
+        index._total = int(meta["total"])
+        index._min_length = int(meta["min_length"])
+        return index
+
+
+def _arr(code: str, data: bytes) -> array[int]:
+    out = array(code)
+    out.frombytes(data)
+    return out
+
+
+def _side_by_side(seq: Sequence[int], first: int, second: int) -> bool:
     """True when ``second`` directly follows ``first`` somewhere in ``seq``."""
     try:
         i = seq.index(first)
@@ -444,7 +683,7 @@ def top_accepted(
     scores: Mapping[K, float],
     limit: int,
     accept: Callable[[K], bool],
-    priority: Callable[[K], tuple[float, ...]],
+    priority: Callable[[K], tuple[Any, ...]],
 ) -> list[tuple[float, K]]:
     """The ``limit`` best accepted keys of ``scores`` as ``(score, key)``.
 

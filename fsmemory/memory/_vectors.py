@@ -271,7 +271,7 @@ class VectorStore:
         lexical: Mapping[str, float],
         limit: int,
         accept: Callable[[str], bool],
-        priority: Callable[[str], tuple[float, ...]],
+        priority: Callable[[str], tuple[Any, ...]],
     ) -> list[tuple[float, str]]:
         """Top ``limit`` accepted ids by ``0.3 * z(lexical) + 0.7 * z(cosine)``, where
         ``z`` standardises a score over all stored entries (an entry without a lexical

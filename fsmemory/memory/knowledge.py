@@ -23,6 +23,7 @@ from fsmemory import _jsonutil
 from fsmemory.errors import InvalidInputError
 from fsmemory.fs import StorageRoot, open_root
 from fsmemory.fs.base import FileInfo
+from fsmemory.memory import _index_cache
 from fsmemory.memory._context import Contexts
 from fsmemory.memory._facts_file import FactsFile
 from fsmemory.memory._index import MemoryIndex
@@ -96,6 +97,13 @@ class KnowledgeMemory:
             entries without a vector (older ones, other writers, another embedder) are
             embedded at the next ``recall()``. Identity: the embedder's ``name`` and
             ``dimension`` attributes when present. Needs numpy.
+        index_cache: keep the search index in the root's cache file
+            ``.fsmemory-cache.index`` (written after a ``recall()`` once at least 256
+            entries are not in it, for memories of 128 KiB or more), so a fresh process
+            loads it instead of parsing and analysing every entry again. Changes by
+            other writers or by hand are detected from the listing; the file is never
+            listed, snapshotted or exported, and deleting it changes no answer. False:
+            never read or write it.
 
     Raises:
         InvalidInputError: an option is out of range.
@@ -123,6 +131,7 @@ class KnowledgeMemory:
         snapshot_compact_after: int | None = None,
         clock: Clock | None = None,
         embedder: Embedder | None = None,
+        index_cache: bool = True,
     ) -> None:
         if storage_dir is not None and directory is not None:
             raise InvalidInputError("pass storage_dir or directory, not both")
@@ -143,6 +152,10 @@ class KnowledgeMemory:
         self.max_content_bytes = max_content_bytes
         self._clock: Clock = clock or partial(datetime.now, UTC)
         self._index = MemoryIndex()
+        self.index_cache = index_cache
+        self._cache_checked = not index_cache
+        self._cache_rows = 0  # rows of the index the cache file holds
+        self._cache_loaded = False  # the index was filled from the cache file
         self._facts_file = FactsFile(self.root, self._index)
         self._lock = threading.RLock()
         self._listing: list[FileInfo] = []
@@ -351,6 +364,8 @@ class KnowledgeMemory:
         with self._lock:
             self.root.delete(MEMORY_FILE)
             self.root.delete_tree(DAILY_LOG_DIR)
+            _index_cache.delete(self.root)
+            self._cache_rows = 0
             self._index.reset()
             self._refresh()
             self._saved()
@@ -378,7 +393,28 @@ class KnowledgeMemory:
     # -- reads ---------------------------------------------------------------------------
     def _refresh(self) -> None:
         self._listing = self.root.list("", recursive=True)
+        if not self._cache_checked:
+            self._cache_checked = True
+            if (
+                not self._index.loaded
+                and _index_cache.worth_it(self._listing)
+                and _index_cache.load(self.root, self._index, self._listing)
+            ):
+                self._cache_rows = self._index.rows
+                self._cache_loaded = True
         self._index.refresh(self.root, self._listing)
+
+    def _save_index_cache(self) -> None:
+        """Persist the index once it holds enough rows the cache file does not."""
+        index = self._index
+        if (
+            self.index_cache
+            and index.ranked
+            and index.rows - self._cache_rows >= _index_cache.MIN_NEW_ROWS
+            and _index_cache.worth_it(self._listing)
+        ):
+            self._cache_rows = index.rows
+            _index_cache.save(self.root, index)
 
     def refresh(self) -> None:
         """Re-read whatever changed on storage (reads call this themselves)."""
@@ -412,8 +448,11 @@ class KnowledgeMemory:
         with self._lock:
             self._refresh()
             if self._vectors is None:
-                return self._index.search(query, limit, category, self._clock())
-            return self._vectors.search(self._index, query, limit, category, self._clock())
+                found = self._index.search(query, limit, category, self._clock())
+            else:
+                found = self._vectors.search(self._index, query, limit, category, self._clock())
+            self._save_index_cache()
+            return found
 
     def get_persistent_facts(self) -> dict[str, list[str]]:
         """All live facts of MEMORY.md by category (expired ones left out)."""

@@ -1,0 +1,172 @@
+"""The persisted index: a cache file that lets a fresh process skip re-parsing.
+
+A fresh ``KnowledgeMemory`` must know every entry before its first ``recall``: parse
+every log line, match MEMORY.md's bullets to their records, analyse every entry for
+BM25. That costs far more than reading the bytes. So after a search has built the
+index, :func:`save` writes its whole state (columns, cursors, BM25 postings: flat
+arrays, not pickles) to the root's cache file ``.fsmemory-cache.index``, and the next
+fresh process :func:`load`\\ s it and then refreshes from one listing, exactly as a warm
+process would: a log another writer appended to is read from the cached offset (after
+the tail check of :mod:`fsmemory.memory._tail`), a rewritten MEMORY.md or log is
+re-read whole, a deleted one is dropped.
+
+It is a cache and nothing more:
+
+* deleting it changes no answer (``KnowledgeMemory(..., index_cache=False)`` never
+  reads or writes it);
+* a stale one is detected by the listing (sizes and change tokens of every file);
+  a log whose token changed while its size did not grow is re-read whole;
+* a damaged, foreign or hostile one is checked (magic, version, byte order, lengths,
+  every row and term number in range) and ignored, never trusted to run code;
+* it lives in the reserved ``.fsmemory*`` namespace, so it is never listed, packed
+  into snapshots or exported, and works on every backend (one whole-object write).
+
+File format: ``MAGIC``, one JSON header line (version, byte order, the length of the
+JSON part and of each binary part), the JSON part (strings and small structures), then
+the binary parts (native ``array`` bytes) back to back.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import orjson
+
+from fsmemory.errors import FsMemoryError
+from fsmemory.fs.base import FileInfo, StorageRoot
+from fsmemory.memory._index import MemoryIndex
+from fsmemory.memory.layout import MEMORY_FILE, log_date
+
+__all__ = [
+    "CACHE_NAME",
+    "MIN_BYTES",
+    "MIN_NEW_ROWS",
+    "decode",
+    "delete",
+    "encode",
+    "load",
+    "save",
+    "worth_it",
+]
+
+logger = logging.getLogger(__name__)
+
+#: The cache file's name (``StorageRoot.read_cache`` adds the reserved prefix).
+CACHE_NAME = "index"
+#: A cache is (re)written after a search once this many rows are not in it.
+MIN_NEW_ROWS = 256
+#: Memories smaller than this (bytes of MEMORY.md and logs) parse faster than a cache
+#: round trip pays for: no cache is looked for or written.
+MIN_BYTES = 128 * 1024
+MAGIC = b"fsmemory-index\n"
+VERSION = 1
+
+
+def encode(index: MemoryIndex) -> bytes | None:
+    """The cache file for ``index``; None when its state cannot be written as JSON
+    (e.g. text holding lone surrogates from a hand-edited file)."""
+    meta, blobs = index.state()
+    try:
+        body = orjson.dumps(meta)
+    except TypeError:
+        return None
+    parts = list(blobs.items())
+    header = orjson.dumps(
+        {
+            "version": VERSION,
+            "byteorder": sys.byteorder,
+            "meta": len(body),
+            "blobs": [[name, len(data)] for name, data in parts],
+        }
+    )
+    return b"".join([MAGIC, header, b"\n", body, *(data for _, data in parts)])
+
+
+def decode(data: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split a cache file into the JSON part and the binary parts.
+
+    Raises:
+        ValueError: not a cache file of this version and byte order, or truncated.
+    """
+    if not data.startswith(MAGIC):
+        raise ValueError("not an fsmemory index cache")
+    end = data.find(b"\n", len(MAGIC))
+    if end < 0:
+        raise ValueError("no header")
+    header = orjson.loads(data[len(MAGIC) : end])
+    if not isinstance(header, dict) or header.get("version") != VERSION:
+        raise ValueError("another cache version")
+    if header.get("byteorder") != sys.byteorder:
+        raise ValueError("another byte order")
+    at = end + 1
+    view = memoryview(data)  # the parts are views: no copy of a large file
+    size = header["meta"]
+    if type(size) is not int or size < 0:
+        raise ValueError("bad header")
+    meta = orjson.loads(view[at : at + size])
+    if not isinstance(meta, dict):
+        raise ValueError("bad cache body")
+    at += size
+    blobs: dict[str, Any] = {}
+    for name, length in header["blobs"]:
+        if not isinstance(name, str) or type(length) is not int or length < 0:
+            raise ValueError("bad header")
+        blobs[name] = view[at : at + length]
+        at += length
+    if at != len(data):
+        raise ValueError("truncated or padded cache")
+    return meta, blobs
+
+
+def is_memory_file(path: str) -> bool:
+    """MEMORY.md or a daily log."""
+    return path == MEMORY_FILE or log_date(path) is not None
+
+
+def worth_it(listing: list[FileInfo]) -> bool:
+    """True when the memory in ``listing`` is large enough for a cache to pay."""
+    return sum(info.size for info in listing if is_memory_file(info.path)) >= MIN_BYTES
+
+
+def load(root: StorageRoot, index: MemoryIndex, listing: list[FileInfo]) -> bool:
+    """Fill a fresh ``index`` from the root's cache file; False (index untouched) when
+    there is none or it is unusable. The caller refreshes from ``listing`` next."""
+    try:
+        data = root.read_cache(CACHE_NAME)
+    except (OSError, FsMemoryError) as exc:
+        logger.info("index cache of %s not read: %s", root, exc)
+        return False
+    if not data:
+        return False
+    try:
+        meta, blobs = decode(data)
+        index.load_state(meta, blobs)
+    except (ValueError, KeyError, TypeError) as exc:
+        logger.warning("ignoring the index cache of %s: %s", root, exc)
+        return False
+    index.distrust_rewrites(listing)
+    return True
+
+
+def save(root: StorageRoot, index: MemoryIndex) -> bool:
+    """Write the cache file for ``index``; False when it could not be (logged: a
+    read-only root or a full disk never fails the caller's ``recall``)."""
+    data = encode(index)
+    if data is None:
+        return False
+    try:
+        root.write_cache(CACHE_NAME, data)
+    except (OSError, FsMemoryError) as exc:
+        logger.info("index cache of %s not written: %s", root, exc)
+        return False
+    return True
+
+
+def delete(root: StorageRoot) -> None:
+    """Remove the root's cache file (missing is fine)."""
+    try:
+        root.delete_cache(CACHE_NAME)
+    except (OSError, FsMemoryError) as exc:
+        logger.info("index cache of %s not deleted: %s", root, exc)

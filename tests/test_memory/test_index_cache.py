@@ -1,0 +1,331 @@
+"""The persisted index (``.fsmemory-cache.index``) is a cache and nothing more.
+
+Every test compares a fresh instance that loads the cache with a fresh instance that
+never reads it (``index_cache=False``): recall results, entries, facts, context and
+stats must be equal, whatever happened to the files or to the cache file itself.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from fsmemory import KnowledgeMemory, open_root
+from fsmemory.errors import InvalidPathError
+from fsmemory.fs.paths import cache_paths, validate_path
+from fsmemory.memory import _index_cache
+from fsmemory.memory._rank import BM25Index, top_accepted
+
+from .conftest import FakeClock
+
+Make = Callable[..., KnowledgeMemory]
+
+WORDS = [
+    "tea",
+    "coffee",
+    "lisbon",
+    "python",
+    "rust",
+    "deploy",
+    "invoice",
+    "guitar",
+    "painting",
+    "sunrise",
+    "alice",
+    "bob",
+]
+QUERIES = ["python deploy", "alice painting", "tea", "sunrise guitar lisbon", "", "bob invoice"]
+
+
+def _seed(
+    km: KnowledgeMemory, n: int = 600, seed: int = 3, clock: FakeClock | None = None
+) -> list[str]:
+    """Enough entries (about 150 KiB) for the cache to be used; with ``clock``, one
+    millisecond apart (entries written at the same microsecond have no defined order
+    among themselves in ``entries()``)."""
+    rng = random.Random(seed)
+    ids = []
+    for i in range(n):
+        if clock is not None:
+            clock.advance(milliseconds=1)
+        text = " ".join(rng.choice(WORDS) for _ in range(8)) + f" #{i} " + "x" * 200
+        ids.append(
+            km.remember(
+                text,
+                category=rng.choice(["work", "home", "prefs"]),
+                importance=rng.choice([0.2, 0.5, 0.9]),
+                persistent=i % 7 == 0,
+                ttl_days=3 if i % 50 == 1 else None,
+                metadata={"n": i} if i % 40 == 3 else None,
+            )
+        )
+    return ids
+
+
+def _answers(km: KnowledgeMemory) -> tuple[Any, ...]:
+    return (
+        [[e.id for e in km.recall(q, limit=8)] for q in QUERIES],
+        [[e.id for e in km.recall(q, limit=3, category="home")] for q in QUERIES],
+        [e.to_dict() for e in km.entries()],
+        km.get_persistent_facts(),
+        km.build_context(),
+        km.stats(),
+    )
+
+
+def _same(make: Make) -> KnowledgeMemory:
+    """A fresh cached instance answers exactly as a fresh uncached one."""
+    cached = make()
+    got = _answers(cached)
+    assert got == _answers(make(index_cache=False))
+    return cached
+
+
+def _cache(km: KnowledgeMemory) -> bytes | None:
+    return km.root.read_cache(_index_cache.CACHE_NAME)
+
+
+def test_the_cache_is_written_loaded_and_hidden(make_km: Make) -> None:
+    km = make_km()
+    _seed(km)
+    assert _cache(km) is None  # written by a search, not by writes
+    km.recall("tea")
+    assert _cache(km) is not None
+    fresh = _same(make_km)
+    assert fresh._cache_loaded
+    names = [i.path for i in km.root.list("", recursive=True)]
+    assert not any(".fsmemory" in name for name in names)
+
+
+def test_changes_after_the_cache_are_seen(make_km: Make, clock: FakeClock) -> None:
+    km = make_km()
+    ids = _seed(km, clock=clock)
+    km.recall("tea")
+    other = make_km(index_cache=False)
+    other.remember("alice painted a sunrise in lisbon", category="home", importance=0.9)
+    other.remember("bob prefers green tea", category="prefs", persistent=True)
+    other.forget(ids[5])
+    other.forget(ids[7])  # a persistent one: its bullet goes too
+    # A person edits MEMORY.md: one bullet removed, one added.
+    md = km.root.read_bytes("MEMORY.md")
+    first = next(line for line in md.split(b"\n") if line.startswith(b"- "))
+    md = md.replace(first + b"\n", b"", 1) + b"- hand-written fact about rust\n"
+    km.root.write("MEMORY.md", md)
+    clock.advance(days=4)  # the ttl_days=3 entries expire
+    _same(make_km)
+
+
+def test_a_log_rewritten_in_place_is_read_again(tmp_path: Path, clock: FakeClock) -> None:
+    folder = tmp_path / "m"
+    km = KnowledgeMemory(folder, clock=clock)
+    _seed(km, clock=clock)
+    km.recall("tea")
+    log = next((folder / "logs").iterdir())
+    data = log.read_bytes()
+    assert b"python" in data
+    # Same inode, same size, a word changed in an old line (not an append).
+    with open(log, "r+b") as handle:
+        handle.write(data.replace(b"python", b"pythom"))
+    os.utime(log, ns=(log.stat().st_atime_ns, log.stat().st_mtime_ns + 1_000_000))
+    fresh = KnowledgeMemory(folder, clock=clock)
+    uncached = KnowledgeMemory(folder, clock=clock, index_cache=False)
+    assert _answers(fresh) == _answers(uncached)
+    assert "pythom" in " ".join(e.content for e in fresh.entries())
+
+
+def test_deleting_the_cache_changes_no_answer(make_km: Make) -> None:
+    km = make_km()
+    _seed(km)
+    km.recall("tea")
+    before = _answers(make_km())
+    assert km.root.delete_cache(_index_cache.CACHE_NAME)
+    assert _cache(km) is None
+    assert _answers(make_km()) == before
+
+
+def _damaged(data: bytes) -> list[bytes]:
+    meta, blobs = _index_cache.decode(data)
+    header_end = data.index(b"\n", len(_index_cache.MAGIC)) + 1
+
+    def rebuilt(meta: dict[str, Any], blobs: dict[str, Any]) -> bytes:
+        parts = [(k, bytes(v)) for k, v in blobs.items()]
+        head = {
+            "version": 1,
+            "byteorder": sys.byteorder,
+            "meta": len(body := orjson.dumps(meta)),
+            "blobs": [[k, len(v)] for k, v in parts],
+        }
+        return b"".join(
+            [_index_cache.MAGIC, orjson.dumps(head), b"\n", body, *(v for _, v in parts)]
+        )
+
+    short_ids = dict(meta, ids=meta["ids"][:-3])
+    bad_rows = dict(blobs, bm25_rows=b"\xff" * len(blobs["bm25_rows"]))
+    bad_claim = dict(blobs, claimed=b"\xff\xff\xff\x7f" + bytes(blobs["claimed"])[4:])
+    bad_cursor = dict(meta, logs=[["../../etc/passwd", 1, None, "t", 0, "", True]])
+    bad_doc = dict(meta, doc={"sections": [[1, [2], None]]})
+    return [
+        b"",
+        b"\x00" * 100,
+        os.urandom(5000),
+        data[: len(data) // 2],
+        data + b"tail",
+        data[:header_end] + b"[" + data[header_end + 1 :],
+        data.replace(b'"version":1', b'"version":99', 1),
+        rebuilt(short_ids, blobs),
+        rebuilt(meta, bad_rows),
+        rebuilt(meta, bad_claim),
+        rebuilt(bad_cursor, blobs),
+        rebuilt(bad_doc, blobs),
+        rebuilt({"ids": "not a list"}, {}),
+    ]
+
+
+def test_a_damaged_or_hostile_cache_is_ignored(tmp_path: Path, clock: FakeClock) -> None:
+    folder = tmp_path / "m"
+    km = KnowledgeMemory(folder, clock=clock)
+    _seed(km, clock=clock)
+    km.recall("tea")
+    good = _cache(km)
+    assert good is not None
+    expected = _answers(KnowledgeMemory(folder, clock=clock, index_cache=False))
+    for bad in _damaged(good):
+        km.root.write_cache(_index_cache.CACHE_NAME, bad)
+        fresh = KnowledgeMemory(folder, clock=clock)
+        assert _answers(fresh) == expected
+        assert not fresh._cache_loaded, bad[:80]
+    # The last fresh instance indexed everything and wrote a good cache again.
+    assert _cache(km) is not None and _cache(km) != bad
+
+
+def test_index_cache_false_never_writes(tmp_path: Path) -> None:
+    km = KnowledgeMemory(tmp_path / "m", index_cache=False)
+    _seed(km)
+    km.recall("tea")
+    assert _cache(km) is None
+    assert not any(p.name.startswith(".fsmemory-cache") for p in (tmp_path / "m").iterdir())
+
+
+def test_small_memories_use_no_cache(tmp_path: Path) -> None:
+    km = KnowledgeMemory(tmp_path / "m")
+    _seed(km, n=300)  # rows enough, bytes not
+    km.root.delete_cache(_index_cache.CACHE_NAME)
+    small = KnowledgeMemory(tmp_path / "s")
+    for i in range(300):
+        small.remember(f"short note {i}")
+    small.recall("note")
+    assert _cache(small) is None
+
+
+def test_cache_names_stay_reserved_for_callers(tmp_path: Path) -> None:
+    name = ".fsmemory-cache.index"
+    with pytest.raises(InvalidPathError):
+        validate_path(name)
+    with cache_paths():
+        assert validate_path(name) == name
+        with pytest.raises(InvalidPathError):
+            validate_path(f"logs/{name}")
+        with pytest.raises(InvalidPathError):
+            validate_path(".fsmemory.lock")
+    root = open_root(tmp_path / "r")
+    with pytest.raises(InvalidPathError):
+        root.read_bytes(name)
+    with pytest.raises(InvalidPathError):
+        root.write(name, b"x")
+    with pytest.raises(ValueError):
+        root.read_cache("../index")
+    from fsmemory.store import DiskKnowledgeStore, SyncKnowledgeStore
+
+    root.write_cache("index", b"secret")
+    store = SyncKnowledgeStore(DiskKnowledgeStore(str(tmp_path / "r")))
+    with pytest.raises(InvalidPathError):
+        store.read("/" + name)
+    assert store.list("/") == []
+
+
+def test_snapshots_never_carry_the_cache(tmp_path: Path) -> None:
+    from fsmemory.snapshot import FsspecBackend
+
+    bucket = f"memory://snap-{os.getpid()}-{random.randrange(1 << 30)}"
+    url = f"{bucket}/user"
+    km = KnowledgeMemory(tmp_path / "a", backend=FsspecBackend(url))
+    _seed(km, n=400)
+    km.recall("tea")
+    assert _cache(km) is not None
+    km.flush()
+    store = open_root(bucket)
+    assert store.list("", recursive=True)
+    for info in store.list("", recursive=True):
+        assert b"fsmemory-cache" not in store.read_bytes(info.path)
+    restored = KnowledgeMemory(tmp_path / "b", backend=FsspecBackend(url))
+    assert _cache(restored) is None
+    assert [e.id for e in restored.recall("tea")] == [e.id for e in km.recall("tea")]
+
+
+def test_processes_writing_and_caching_at_once_lose_nothing(tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    _seed(KnowledgeMemory(folder), n=500)
+    code = (
+        "import sys\nfrom fsmemory import KnowledgeMemory\n"
+        "km = KnowledgeMemory(sys.argv[1])\n"
+        "for i in range(300):\n"
+        "    km.remember(f'worker {sys.argv[2]} fact {i} ' + 'y' * 100)\n"
+        "    if i % 60 == 0:\n"
+        "        km.recall('worker fact')\n"
+        "km.recall('fact')\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(folder), str(n)]) for n in range(3)]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0, 0]
+    fresh = KnowledgeMemory(folder)
+    uncached = KnowledgeMemory(folder, index_cache=False)
+    assert _answers(fresh) == _answers(uncached)
+    contents = {e.content for e in fresh.entries()}
+    assert all(
+        f"worker {n} fact {i} " + "y" * 100 in contents for n in range(3) for i in range(300)
+    )
+
+
+def _prio(key: int) -> tuple[float]:
+    return (float(key % 3),)
+
+
+def test_bm25_state_round_trip_on_random_corpora() -> None:
+    rng = random.Random(11)
+    vocab = [f"w{i}" for i in range(15)]
+    for _trial in range(30):
+        index = BM25Index()
+        live: set[int] = set()
+        for _step in range(rng.randint(20, 200)):
+            key = rng.randrange(150)
+            if key in live and rng.random() < 0.4:
+                index.remove(key)
+                live.discard(key)
+            else:
+                index.add(key, [rng.choice(vocab) for _ in range(rng.randint(1, 8))])
+                live.add(key)
+        meta, blobs = index.state()
+        copy = BM25Index.from_state(orjson.loads(orjson.dumps(meta)), blobs)
+        assert len(copy) == len(index) == len(live)
+        for _ in range(5):
+            query = {w: rng.choice([1.0, 2.0]) for w in rng.sample(vocab, 3)}
+            first, second = rng.sample(sorted(query), 2)
+            pairs = {(first, second)}
+            assert copy.scores(query, pairs) == index.scores(query, pairs)
+            assert copy.search(query, 4, bool, _prio, pairs) == top_accepted(
+                index.scores(query, pairs), 4, bool, _prio
+            )
+        # Both keep working the same after more changes.
+        for key in rng.sample(sorted(live), min(5, len(live))):
+            index.remove(key)
+            copy.remove(key)
+        index.add(500, ["w1", "w2", "w1"])
+        copy.add(500, ["w1", "w2", "w1"])
+        assert copy.scores({"w1": 1.0, "w2": 1.0}) == index.scores({"w1": 1.0, "w2": 1.0})

@@ -37,6 +37,11 @@ def _check_counts(
         "stat": lambda: root.stat("f.txt"),
         "stat_missing": lambda: root.stat("nope.txt"),
         "read_range": lambda: root.read_range("f.txt", 2, 4),
+        # whole objects in one batch: one GET each, no metadata request per object
+        "read_ranges_whole": lambda: root.read_ranges(
+            [(f"dir/{i}.txt", 0, None) for i in range(5)]
+        ),
+        "read_ranges_missing": lambda: root.read_ranges([("nope.txt", 0, None)]),
         "write": lambda: root.write("g.txt", b"x"),
         "cas_write": lambda: root.write("f.txt", b"v2\n", if_version=version),
         "create_only": lambda: root.write("h.txt", b"x", create_only=True),
@@ -56,7 +61,8 @@ def _check_counts(
 
 @pytest.mark.s3
 def test_s3_request_counts(s3_root_url: str, s3_storage_options: dict[str, Any]) -> None:
-    """read = 1 GET, stat = 1 HEAD, CAS write = 1 PUT, append = GET + PUT, list = 1."""
+    """read = 1 GET, stat = 1 HEAD, CAS write = 1 PUT, append = GET + PUT, list = 1; a
+    batch of whole-object reads is one GET per object (no HEAD before each)."""
     root = open_root(s3_root_url, s3_storage_options)
     _check_counts(
         root,
@@ -66,6 +72,8 @@ def test_s3_request_counts(s3_root_url: str, s3_storage_options: dict[str, Any])
             "stat": 1,
             "stat_missing": 1,
             "read_range": 1,
+            "read_ranges_whole": 5,
+            "read_ranges_missing": 1,
             "write": 1,
             "cas_write": 1,
             "create_only": 1,
@@ -90,6 +98,8 @@ def test_gcs_request_counts(gcs_root_url: str, gcs_storage_options: dict[str, An
             "stat": 1,
             "stat_missing": 1,
             "read_range": 1,
+            "read_ranges_whole": 5,
+            "read_ranges_missing": 1,
             "write": 1,
             "cas_write": 1,
             "create_only": 1,

@@ -202,6 +202,11 @@ def task_tracemalloc(src: str, dest: str) -> dict[str, Any]:
 def _child(task: str, args: list[str]) -> None:
     import resource
 
+    if task in ("export", "fleet-export"):
+        # The allocator `fsmemory export` picks (set before pyarrow is imported).
+        from fsmemory._cli_export import _prefer_system_allocator
+
+        _prefer_system_allocator()
     import pyarrow as pa
 
     tasks: dict[str, Callable[..., dict[str, Any]]] = {

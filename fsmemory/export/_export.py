@@ -68,6 +68,7 @@ from fsmemory.export._schema import (
     SCHEMA_VERSION,
     require_pyarrow,
     schema_for,
+    system_memory_pool,
 )
 from fsmemory.export._sources import SourceFile, discover, tenant_of
 from fsmemory.export._writer import PartSink, WriterThread, part_run
@@ -421,7 +422,10 @@ class _Run:
 
     # -- the attempt loop --------------------------------------------------------------
     def execute(self, max_attempts: int) -> ExportReport:
-        with ThreadPoolExecutor(self.concurrency, thread_name_prefix="fsmemory-read") as pool:
+        with (
+            system_memory_pool(self.pa),
+            ThreadPoolExecutor(self.concurrency, thread_name_prefix="fsmemory-read") as pool,
+        ):
             self.pool = pool
             for _ in range(max_attempts):
                 self.run_id = _new_run_id()

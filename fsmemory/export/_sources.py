@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import operator
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
@@ -22,8 +21,6 @@ from fsmemory.memory.layout import log_date
 
 __all__ = ["SourceFile", "discover", "tenant_of"]
 
-_MEMORY_LOG = re.compile(rf"^(?:(?P<root>.+)/)?(?P<rel>{LOG_DIR}/[^/]+\.jsonl)$")
-_EVENT_LOG = re.compile(r"^(?:(?P<root>.+)/)?(?P<rel>log/[^/]+\.jsonl)$")
 #: Top-level folders of a source that is itself a root (its logs, not a tenant).
 _OWN_DIRS = frozenset({LOG_DIR, "log"})
 
@@ -64,15 +61,19 @@ def _valid_day(text: str) -> bool:
 def classify(info: FileInfo) -> SourceFile | None:
     """The :class:`SourceFile` of a listed file, or None when it is not a log."""
     path = info.path
-    if path.endswith(".jsonl"):
-        match = _MEMORY_LOG.match(path)
-        if match:
-            day = log_date(match["rel"])
-            if day is not None and _valid_day(day):
-                return SourceFile(MEMORY_TABLE, match["root"] or "", match["rel"], info, day)
-        match = _EVENT_LOG.match(path)
-        if match:
-            return SourceFile(EVENTS_TABLE, match["root"] or "", match["rel"], info)
+    if not path.endswith(".jsonl"):
+        return None
+    # String splits instead of one anchored regex over the whole path: this runs once
+    # per listed file, and a fleet lists tens of thousands of them on every run.
+    folder_path, _, name = path.rpartition("/")
+    root, _, folder = folder_path.rpartition("/")
+    if folder == LOG_DIR:
+        rel = f"{LOG_DIR}/{name}"
+        day = log_date(rel)
+        if day is not None and _valid_day(day):
+            return SourceFile(MEMORY_TABLE, root, rel, info, day)
+    elif folder == "log" and name != ".jsonl":
+        return SourceFile(EVENTS_TABLE, root, f"log/{name}", info)
     return None
 
 

@@ -1,0 +1,87 @@
+"""Arrow's allocator during an export: the system one, and the caller's pool restored."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from fsmemory.export import export_parquet
+from fsmemory.export._schema import system_memory_pool
+from fsmemory.fs import open_root
+
+from .conftest import lines, read_rows, record, write_log
+
+pa = pytest.importorskip("pyarrow")
+pytest.importorskip("pyarrow.parquet")
+
+
+def test_export_runs_on_the_system_pool_and_restores_the_callers(
+    local_dirs: tuple[str, str],
+) -> None:
+    src, dest = local_dirs
+    write_log(open_root(src), "2026-03-10", lines([record("one"), record("two", n=1)]))
+    before = pa.default_memory_pool()
+    seen: list[str] = []
+    report = export_parquet(
+        src, dest, progress=lambda _p: seen.append(pa.default_memory_pool().backend_name)
+    )
+    assert report.rows == 2
+    assert seen and set(seen) == {"system"}
+    assert pa.default_memory_pool().backend_name == before.backend_name
+    assert sorted(r["content"] for r in read_rows(dest)) == ["one", "two"]
+
+
+def test_overlapping_exports_restore_the_pool_once_the_last_leaves() -> None:
+    before = pa.default_memory_pool().backend_name
+    inside, leave = threading.Event(), threading.Event()
+    seen: list[str] = []
+
+    def other() -> None:
+        with system_memory_pool(pa):
+            inside.set()
+            leave.wait(30)
+            seen.append(pa.default_memory_pool().backend_name)
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    assert inside.wait(30)
+    with system_memory_pool(pa):
+        assert pa.default_memory_pool().backend_name == "system"
+    # The other export is still running: its pool stays.
+    assert pa.default_memory_pool().backend_name == "system"
+    leave.set()
+    thread.join(30)
+    assert seen == ["system"]
+    assert pa.default_memory_pool().backend_name == before
+
+
+def _backend(env: dict[str, str], *, import_first: bool = False) -> str:
+    code = (
+        ("import pyarrow\n" if import_first else "")
+        + "from fsmemory._cli_export import _prefer_system_allocator\n"
+        "_prefer_system_allocator()\n"
+        "import pyarrow\n"
+        "print(pyarrow.default_memory_pool().backend_name)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    return out.stdout.strip()
+
+
+def test_the_command_prefers_the_system_allocator_unless_told_otherwise() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    default = subprocess.run(
+        [sys.executable, "-c", "import pyarrow; print(pyarrow.default_memory_pool().backend_name)"],
+        env=env, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert _backend(env) == "system"
+    # A pyarrow already imported keeps the pool it started with.
+    assert _backend(env, import_first=True) == default
+    if default != "system":
+        # A choice the user made stays.
+        assert _backend({**env, "ARROW_DEFAULT_MEMORY_POOL": default}) == default

@@ -997,6 +997,10 @@ class MemoryIndex:
         code = {name: i for i, name in enumerate(cat_names)}
         paths = list(self._file_rows)
         doc = self._doc
+        contents = self._contents
+        # A bullet whose text is the content of the record it claims is stored as that
+        # row's number (most bullets): the text is written once and shared on load.
+        same = {key: row for row, key in self._claimed.items() if key[1] == contents[row]}
         meta: dict[str, Any] = {
             "ids": self._ids,
             "contents": self._contents,
@@ -1012,7 +1016,7 @@ class MemoryIndex:
                 "sections": [
                     [
                         cat,
-                        [f.text for f in facts],
+                        [same.get((cat, f.text), f.text) for f in facts],
                         None
                         if all(f.expires_at is None for f in facts)
                         else [
@@ -1142,9 +1146,10 @@ class MemoryIndex:
             invalid_lines=int(doc_state["invalid_lines"]),
         )
         counts: Counter[Key] = Counter()
-        for cat, texts, expiries in doc_state["sections"]:
-            if type(cat) is not str or set(map(type, texts)) - {str}:
+        for cat, stored, expiries in doc_state["sections"]:
+            if type(cat) is not str or set(map(type, stored)) - {str, int}:
                 raise ValueError("bad MEMORY.md section")
+            texts = [contents[t] if type(t) is int else t for t in stored]
             if expiries is None:
                 facts = list(map(tuple.__new__, repeat(Fact), zip(texts, repeat(None))))
             else:

@@ -22,7 +22,7 @@ It is a cache and nothing more:
   into snapshots or exported, and works on every backend (one whole-object write).
 
 File format: ``MAGIC``, one JSON header line (version, byte order, the length of the
-JSON part and of each binary part), the JSON part (strings and small structures), then
+JSON part and of each binary part, an Adler-32 checksum of the rest), the JSON part (strings and small structures), then
 the binary parts (native ``array`` bytes) back to back.
 """
 
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import zlib
 from typing import Any
 
 import orjson
@@ -73,12 +74,16 @@ def encode(index: MemoryIndex) -> bytes | None:
     except TypeError:
         return None
     parts = list(blobs.items())
+    checksum = zlib.adler32(body)
+    for _, data in parts:
+        checksum = zlib.adler32(data, checksum)
     header = orjson.dumps(
         {
             "version": VERSION,
             "byteorder": sys.byteorder,
             "meta": len(body),
             "blobs": [[name, len(data)] for name, data in parts],
+            "adler32": checksum,
         }
     )
     return b"".join([MAGIC, header, b"\n", body, *(data for _, data in parts)])
@@ -101,6 +106,8 @@ def decode(data: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
     if header.get("byteorder") != sys.byteorder:
         raise ValueError("another byte order")
     at = end + 1
+    if header.get("adler32") != zlib.adler32(memoryview(data)[at:]):
+        raise ValueError("checksum mismatch (a damaged file)")
     view = memoryview(data)  # the parts are views: no copy of a large file
     size = header["meta"]
     if type(size) is not int or size < 0:

@@ -391,12 +391,8 @@ class BM25Index:
         rows, tfs = self._rows[tid], self._tfs[tid]
         if rows is None or tfs is None:
             a, b = self._base_off[tid], self._base_off[tid + 1]
-            rows, tfs = self._base_rows[a:b], self._base_tfs[a:b]
-            if rows and max(rows) >= len(self._alive):  # a damaged state: keep what fits
-                keep = [i for i, row in enumerate(rows) if row < len(self._alive)]
-                rows = array("I", [rows[i] for i in keep])
-                tfs = array("I", [tfs[i] for i in keep])
-            self._rows[tid], self._tfs[tid] = rows, tfs
+            rows = self._rows[tid] = self._base_rows[a:b]
+            tfs = self._tfs[tid] = self._base_tfs[a:b]
         return rows, tfs
 
     def _posting(self, tid: int) -> Iterator[tuple[int, int]]:
@@ -637,6 +633,7 @@ class BM25Index:
             or len(tfs) != len(rows)
             or len(start) != n_keys
             or len(length) != n_keys
+            or (rows and max(rows) >= n_keys)
             or alive.count(1) != int(meta["n_docs"])
             or alive.count(0) + alive.count(1) != n_keys
         ):

@@ -11,6 +11,7 @@ import os
 import random
 import subprocess
 import sys
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -156,17 +157,20 @@ def _damaged(data: bytes) -> list[bytes]:
     header_end = data.index(b"\n", len(_index_cache.MAGIC)) + 1
 
     def rebuilt(meta: dict[str, Any], blobs: dict[str, Any]) -> bytes:
+        # Consistent framing and checksum: only the content is hostile.
         parts = [(k, bytes(v)) for k, v in blobs.items()]
+        body = orjson.dumps(meta)
+        rest = body + b"".join(v for _, v in parts)
         head = {
             "version": 1,
             "byteorder": sys.byteorder,
-            "meta": len(body := orjson.dumps(meta)),
+            "meta": len(body),
             "blobs": [[k, len(v)] for k, v in parts],
+            "adler32": zlib.adler32(rest),
         }
-        return b"".join(
-            [_index_cache.MAGIC, orjson.dumps(head), b"\n", body, *(v for _, v in parts)]
-        )
+        return b"".join([_index_cache.MAGIC, orjson.dumps(head), b"\n", rest])
 
+    assert _index_cache.decode(rebuilt(meta, blobs))[0] == meta  # the helper is faithful
     short_ids = dict(meta, ids=meta["ids"][:-3])
     bad_rows = dict(blobs, bm25_rows=b"\xff" * len(blobs["bm25_rows"]))
     bad_claim = dict(blobs, claimed=b"\xff\xff\xff\x7f" + bytes(blobs["claimed"])[4:])
@@ -180,6 +184,7 @@ def _damaged(data: bytes) -> list[bytes]:
         data + b"tail",
         data[:header_end] + b"[" + data[header_end + 1 :],
         data.replace(b'"version":1', b'"version":99', 1),
+        data[:-10] + bytes(b ^ 1 for b in data[-10:]),  # damaged bytes, same length
         rebuilt(short_ids, blobs),
         rebuilt(meta, bad_rows),
         rebuilt(meta, bad_claim),

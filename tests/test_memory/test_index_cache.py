@@ -334,3 +334,39 @@ def test_bm25_state_round_trip_on_random_corpora() -> None:
         index.add(500, ["w1", "w2", "w1"])
         copy.add(500, ["w1", "w2", "w1"])
         assert copy.scores({"w1": 1.0, "w2": 1.0}) == index.scores({"w1": 1.0, "w2": 1.0})
+
+
+@pytest.mark.parametrize(
+    "backend",
+    [
+        pytest.param("s3", marks=pytest.mark.s3),
+        pytest.param("gcs", marks=pytest.mark.gcs),
+        pytest.param("redis", marks=pytest.mark.redis),
+    ],
+)
+def test_a_cached_cold_open_is_a_listing_and_one_get(
+    request: pytest.FixtureRequest, backend: str, tmp_path: Path
+) -> None:
+    from fsmemory.testing.requests import count_requests
+
+    from .conftest import backend_location
+
+    source = KnowledgeMemory(tmp_path / "src")
+    _seed(source, n=500)
+    url, options = backend_location(request, backend, tmp_path)
+    root = open_root(url, options)
+    for info in source.root.list("", recursive=True):
+        root.write(info.path, source.root.read_bytes(info.path))
+    KnowledgeMemory(url, storage_options=options).recall("tea")  # writes the cache
+    fresh = KnowledgeMemory(url, storage_options=options)
+    with count_requests(fresh.root) as c:
+        found = fresh.recall("python deploy")
+    assert fresh._cache_loaded
+    listing = 2 if backend == "redis" else 1
+    assert len(c) == listing + 1, c.calls
+    assert [e.id for e in found] == [
+        e.id
+        for e in KnowledgeMemory(url, storage_options=options, index_cache=False).recall(
+            "python deploy"
+        )
+    ]

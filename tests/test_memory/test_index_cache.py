@@ -25,7 +25,8 @@ from fsmemory.fs.paths import cache_paths, validate_path
 from fsmemory.memory import _index_cache
 from fsmemory.memory._rank import BM25Index, top_accepted
 
-from .conftest import FakeClock
+from .conftest import FakeClock, backend_location
+from .test_request_counts import REMOTE
 
 Make = Callable[..., KnowledgeMemory]
 
@@ -336,20 +337,11 @@ def test_bm25_state_round_trip_on_random_corpora() -> None:
         assert copy.scores({"w1": 1.0, "w2": 1.0}) == index.scores({"w1": 1.0, "w2": 1.0})
 
 
-@pytest.mark.parametrize(
-    "backend",
-    [
-        pytest.param("s3", marks=pytest.mark.s3),
-        pytest.param("gcs", marks=pytest.mark.gcs),
-        pytest.param("redis", marks=pytest.mark.redis),
-    ],
-)
+@pytest.mark.parametrize("backend", REMOTE)
 def test_a_cached_cold_open_is_a_listing_and_one_get(
     request: pytest.FixtureRequest, backend: str, tmp_path: Path
 ) -> None:
     from fsmemory.testing.requests import count_requests
-
-    from .conftest import backend_location
 
     source = KnowledgeMemory(tmp_path / "src")
     _seed(source, n=500)

@@ -298,11 +298,17 @@ class VectorStore:
         want = min(n, max(limit * 4, 16))
         while True:
             top = np.argpartition(-fused, want - 1)[:want] if want < n else np.arange(n)
-            scores = {ids[i]: float(fused[i]) for i in top.tolist()}
-            found = top_accepted(scores, limit, accept, priority)
+            # Only accepted ids reach the tie-break: a vector may outlive its entry
+            # (forgotten, or not yet in this index), and ``priority`` knows indexed ids only.
+            scores = {k: float(fused[i]) for i in top.tolist() if accept(k := ids[i])}
+            found = top_accepted(scores, limit, _always, priority)
             if len(found) >= limit or want >= n:
                 return found
             want = min(n, want * 4)
+
+
+def _always(_key: str) -> bool:
+    return True
 
 
 def _standardise(np: Any, x: Any) -> Any:

@@ -13,6 +13,7 @@ import pytest
 
 from fsmemory import EmbedderError, KnowledgeMemory
 from fsmemory.snapshot import FsspecBackend
+from tests.test_memory.conftest import FakeClock
 
 pytest.importorskip("numpy")
 
@@ -191,3 +192,27 @@ def test_two_writers_share_vectors_and_a_torn_line_is_skipped(tmp_path: Path) ->
     fresh = KnowledgeMemory(tmp_path / "m", embedder=e3)
     assert fresh.recall("grape vine", limit=1)[0].id == c
     assert e3.batches == [["grape vine"]]
+
+
+def test_hybrid_recall_keeps_the_forgotten_expired_and_category_rules(tmp_path: Path) -> None:
+    clock = FakeClock()
+    km = KnowledgeMemory(tmp_path / "m", clock=clock, embedder=WordEmbedder("rules"))
+    gone = km.remember("python tips one", category="tech")
+    brief = km.remember("python tips two", category="tech", ttl_days=1)
+    other = km.remember("python tips three", category="misc")
+    km.remember("the automobile needs new tyres", category="tech")
+    km.forget(gone)
+    clock.advance(days=2)
+    found = [e.id for e in km.recall("python tips", limit=10)]
+    assert found[0] == other
+    assert gone not in found
+    assert brief not in found
+    assert other not in [e.id for e in km.recall("python tips", category="tech", limit=10)]
+
+
+def test_an_exact_text_match_ranks_first_with_an_embedder(tmp_path: Path) -> None:
+    km = KnowledgeMemory(tmp_path / "m", embedder=WordEmbedder("exact"))
+    texts = [f"note {i} about the garden and the shed" for i in range(30)]
+    ids = [km.remember(t) for t in texts]
+    for i in (0, 7, 29):
+        assert km.recall(texts[i], limit=3)[0].id == ids[i]

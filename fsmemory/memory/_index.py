@@ -912,13 +912,17 @@ class MemoryIndex:
         pending, self._unranked = self._unranked, []
         contents, cats, flags = self._contents, self._cats, self._flags
         cat_terms: dict[str, list[str]] = {}  # a handful of categories: analyse each once
-        for row in pending:
-            if not flags[row] & _DEAD:
-                cat = cats[row]
-                terms = cat_terms.get(cat)
-                if terms is None:
-                    terms = cat_terms[cat] = analyze(cat)
-                ranker.add(row, analyze(contents[row]) + terms)
+
+        def documents() -> Iterator[tuple[int, list[str]]]:
+            for row in pending:
+                if not flags[row] & _DEAD:
+                    cat = cats[row]
+                    terms = cat_terms.get(cat)
+                    if terms is None:
+                        terms = cat_terms[cat] = analyze(cat)
+                    yield row, analyze(contents[row]) + terms
+
+        ranker.add_many(documents())
         return ranker
 
     def _row_acceptor(self, category: str | None, now_us: int) -> Callable[[int], bool]:

@@ -22,7 +22,8 @@ It is a cache and nothing more:
   into snapshots or exported, and works on every backend (one whole-object write).
 
 File format: ``MAGIC``, one JSON header line (version, byte order, the length of the
-JSON part and of each binary part, an Adler-32 checksum of the rest), the JSON part (strings and small structures), then
+JSON part and of each binary part, an Adler-32 checksum of the rest), the JSON part
+(strings and small structures), then
 the binary parts (native ``array`` bytes) back to back.
 """
 

@@ -323,6 +323,57 @@ class BM25Index:
         self._n_docs += 1
         self._total += length
 
+    def add_many(self, docs: Iterable[tuple[int, Iterable[str]]]) -> None:
+        """:meth:`add` for many documents, keys ascending and new (the first build of an
+        index): the same result, with the per-term work inlined."""
+        tid_get, term_id = self._tid.get, self._term_id
+        rows_of, tfs_of, post = self._rows, self._tfs, self._post
+        df, max_tf, alive = self._df, self._max_tf, self._alive
+        seq_all, start, length = self._seq, self._start, self._length
+        for key, terms in docs:
+            if key < len(alive) and (alive[key] or start[key] >= 0):
+                self.add(key, terms)  # not new: the general path
+                continue
+            seq = []
+            for term in terms:
+                tid = tid_get(term)
+                seq.append(term_id(term) if tid is None else tid)
+            distinct = set(seq)
+            if len(distinct) == len(seq):
+                counts: Iterable[tuple[int, int]] = zip(seq, repeat(1))
+            else:
+                tally: dict[int, int] = {}
+                for tid in seq:
+                    tally[tid] = tally.get(tid, 0) + 1
+                counts = tally.items()
+            for tid, tf in counts:
+                rows = rows_of[tid]
+                if rows is None:
+                    rows, tfs = post(tid)
+                else:
+                    tfs = tfs_of[tid]  # type: ignore[assignment]
+                rows.append(key)
+                tfs.append(tf)  # type: ignore[union-attr]
+                df[tid] += 1
+                if tf > max_tf[tid]:
+                    max_tf[tid] = tf
+            grow = key + 1 - len(alive)
+            if grow > 0:
+                start.extend(repeat(-1, grow))
+                length.extend(repeat(0, grow))
+                alive.extend(bytes(grow))
+            n = len(seq)
+            self._n_postings += len(distinct)
+            self._n_live_postings += len(distinct)
+            if not self._n_docs or n < self._min_length:
+                self._min_length = n
+            start[key] = len(seq_all)
+            length[key] = n
+            seq_all.extend(seq)
+            alive[key] = 1
+            self._n_docs += 1
+            self._total += n
+
     def remove(self, key: int) -> None:
         """Drop document ``key`` (no-op when absent)."""
         if key not in self:

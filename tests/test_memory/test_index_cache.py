@@ -362,3 +362,14 @@ def test_a_cached_cold_open_is_a_listing_and_one_get(
             "python deploy"
         )
     ]
+
+
+def test_bm25_add_many_builds_what_add_builds() -> None:
+    rng = random.Random(5)
+    vocab = [f"w{i}" for i in range(10)]
+    docs = [(key, [rng.choice(vocab) for _ in range(rng.randint(0, 9))]) for key in range(300)]
+    one, many = BM25Index(), BM25Index()
+    for key, terms in docs:
+        one.add(key, terms)
+    many.add_many(docs)
+    assert one.state() == many.state()

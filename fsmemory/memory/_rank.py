@@ -635,7 +635,6 @@ class BM25Index:
             else:
                 rows_parts.append(rows.tobytes())
                 tfs_parts.append(tfs.tobytes())
-        sizes = array("q", map(self._size, range(len(self._rows))))
         meta: dict[str, Any] = {
             "k1": self.k1,
             "b": self.b,
@@ -647,7 +646,6 @@ class BM25Index:
         blobs = {
             "df": self._df.tobytes(),
             "max_tf": self._max_tf.tobytes(),
-            "sizes": sizes.tobytes(),
             "rows": b"".join(rows_parts),
             "tfs": b"".join(tfs_parts),
             "seq": self._seq.tobytes(),
@@ -668,7 +666,6 @@ class BM25Index:
         terms = text.split("\n") if text else []
         n_terms = len(terms)
         df, max_tf = _arr("I", blobs["df"]), _arr("I", blobs["max_tf"])
-        sizes = _arr("q", blobs["sizes"])
         rows, tfs, seq = _arr("I", blobs["rows"]), _arr("I", blobs["tfs"]), _arr("I", blobs["seq"])
         start, length = _arr("q", blobs["start"]), _arr("I", blobs["length"])
         alive = bytearray(blobs["alive"])
@@ -678,9 +675,7 @@ class BM25Index:
             len(tid) != n_terms
             or len(df) != n_terms
             or len(max_tf) != n_terms
-            or len(sizes) != n_terms
-            or array("q", df) != sizes
-            or sum(sizes) != len(rows)
+            or sum(df) != len(rows)
             or len(tfs) != len(rows)
             or len(start) != n_keys
             or len(length) != n_keys
@@ -699,7 +694,8 @@ class BM25Index:
         index._df, index._max_tf, index._seq = df, max_tf, seq
         index._start, index._length, index._alive = start, length, alive
         index._base_rows, index._base_tfs = rows, tfs
-        index._base_off = array("q", itertools.accumulate(sizes, initial=0))
+        # After compaction every posting is live: a term's postings number its df.
+        index._base_off = array("q", itertools.accumulate(df, initial=0))
         index._rows = [None] * n_terms
         index._tfs = [None] * n_terms
         index._n_docs = int(meta["n_docs"])

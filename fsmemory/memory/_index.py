@@ -1077,15 +1077,6 @@ class MemoryIndex:
             if enabled:
                 gc.enable()
 
-    def distrust_rewrites(self, listing: Iterable[FileInfo]) -> None:
-        """After :meth:`load_state`: a log whose change token differs from the one the
-        state saw while its size did not grow was rewritten in place; mark it to be
-        read whole on the next refresh (an append always grows a log)."""
-        for info in listing:
-            cur = self._logs.get(info.path)
-            if cur is not None and cur.info.token != info.token and info.size <= cur.info.size:
-                cur.complete = False
-
     def _load_state(self, meta: dict[str, Any], blobs: dict[str, bytes]) -> None:
         self.reset()
         ids, contents, names = meta["ids"], meta["contents"], meta["cat_names"]

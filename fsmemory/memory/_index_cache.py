@@ -14,8 +14,8 @@ It is a cache and nothing more:
 
 * deleting it changes no answer (``KnowledgeMemory(..., index_cache=False)`` never
   reads or writes it);
-* a stale one is detected by the listing (sizes and change tokens of every file);
-  a log whose token changed while its size did not grow is re-read whole;
+* a stale one is detected by the listing (sizes and change tokens of every file),
+  exactly as a warm process detects changes (:func:`fsmemory.memory._tail.read_appended`);
 * a damaged, foreign or hostile one is checked (magic, version, byte order, lengths,
   every row and term number in range) and ignored, never trusted to run code;
 * it lives in the reserved ``.fsmemory*`` namespace, so it is never listed, packed
@@ -138,9 +138,9 @@ def worth_it(listing: list[FileInfo]) -> bool:
     return sum(info.size for info in listing if is_memory_file(info.path)) >= MIN_BYTES
 
 
-def load(root: StorageRoot, index: MemoryIndex, listing: list[FileInfo]) -> bool:
+def load(root: StorageRoot, index: MemoryIndex) -> bool:
     """Fill a fresh ``index`` from the root's cache file; False (index untouched) when
-    there is none or it is unusable. The caller refreshes from ``listing`` next."""
+    there is none or it is unusable. The caller refreshes from a listing next."""
     try:
         data = root.read_cache(CACHE_NAME)
     except (OSError, FsMemoryError) as exc:
@@ -154,7 +154,6 @@ def load(root: StorageRoot, index: MemoryIndex, listing: list[FileInfo]) -> bool
     except (ValueError, KeyError, TypeError) as exc:
         logger.warning("ignoring the index cache of %s: %s", root, exc)
         return False
-    index.distrust_rewrites(listing)
     return True
 
 

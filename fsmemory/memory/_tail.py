@@ -65,9 +65,10 @@ def read_appended(
         root: where the file lives.
         cursor: the reader's position (None: never read, so read it whole).
         info: the file's entry in a fresh listing.
-        grows_only: the file is append-only (a daily log): a change that keeps the size
-            means nothing new. False (MEMORY.md, any file that may be rewritten): a
-            same-size change is a rewrite, so None.
+        grows_only: the file is append-only (a daily log): every append makes it
+            longer, so a change that does not (a shrink, an edit in place) is a rewrite,
+            and None. False (MEMORY.md, any file that may be rewritten): a same-size
+            change is a rewrite too, so None.
         whole_lines: return only complete lines (up to the last line break); the rest
             is left for the next read. False: every appended byte.
 
@@ -80,6 +81,8 @@ def read_appended(
         or not cursor.complete
         or info.size < cursor.parsed_upto
         or root.rewritten(cursor.info, info)
+        # An append-only file that shrank, or changed without growing, was rewritten.
+        or (grows_only and info.token != cursor.info.token and info.size <= cursor.info.size)
     ):
         return None
     if info.size == cursor.parsed_upto:

@@ -398,7 +398,7 @@ class KnowledgeMemory:
             if (
                 not self._index.loaded
                 and _index_cache.worth_it(self._listing)
-                and _index_cache.load(self.root, self._index, self._listing)
+                and _index_cache.load(self.root, self._index)
             ):
                 self._cache_rows = self._index.rows
                 self._cache_loaded = True

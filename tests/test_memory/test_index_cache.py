@@ -373,3 +373,20 @@ def test_bm25_add_many_builds_what_add_builds() -> None:
         one.add(key, terms)
     many.add_many(docs)
     assert one.state() == many.state()
+
+
+def test_a_warm_process_sees_a_log_rewritten_in_place(tmp_path: Path) -> None:
+    """The same rule without any cache file: a log that changed without growing is read
+    again by a process that had already indexed it."""
+    folder = tmp_path / "m"
+    km = KnowledgeMemory(folder, index_cache=False)
+    km.remember("the python deploy went fine")
+    assert [e.content for e in km.recall("python")] == ["the python deploy went fine"]
+    log = next((folder / "logs").iterdir())
+    data = log.read_bytes()
+    with open(log, "r+b") as handle:
+        handle.write(data.replace(b"python", b"pythom"))
+    stat = log.stat()
+    os.utime(log, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert km.recall("python") == []
+    assert [e.content for e in km.recall("pythom")] == ["the pythom deploy went fine"]

@@ -287,59 +287,25 @@ class BM25Index:
 
     def add(self, key: int, terms: Iterable[str]) -> None:
         """Index document ``key`` with its analysed ``terms`` (replaces an older one)."""
-        if key < 0:
-            raise ValueError("document keys are non-negative ints")
-        if key in self:
-            self.remove(key)
-        if key < len(self._start) and self._start[key] >= 0:
-            self._purge(key)
-        term_id = self._term_id
-        seq = [term_id(term) for term in terms]
-        counts: dict[int, int] = {}
-        for tid in seq:
-            counts[tid] = counts.get(tid, 0) + 1
-        grow = key + 1 - len(self._alive)
-        if grow > 0:
-            self._start.extend(repeat(-1, grow))
-            self._length.extend(repeat(0, grow))
-            self._alive.extend(bytes(grow))
-        df, max_tf, post = self._df, self._max_tf, self._post
-        for tid, tf in counts.items():
-            rows, tfs = post(tid)
-            rows.append(key)
-            tfs.append(tf)
-            df[tid] += 1
-            if tf > max_tf[tid]:
-                max_tf[tid] = tf
-        self._n_postings += len(counts)
-        self._n_live_postings += len(counts)
-        length = len(seq)
-        if not self._n_docs or length < self._min_length:
-            self._min_length = length
-        self._start[key] = len(self._seq)
-        self._length[key] = length
-        self._seq.extend(seq)
-        self._alive[key] = 1
-        self._n_docs += 1
-        self._total += length
+        self.add_many([(key, terms)])
 
     def add_many(self, docs: Iterable[tuple[int, Iterable[str]]]) -> None:
-        """:meth:`add` for many documents, keys ascending and new (the first build of an
-        index): the same result, with the per-term work inlined."""
-        tid_get, term_id = self._tid.get, self._term_id
-        rows_of, tfs_of, post = self._rows, self._tfs, self._post
+        """:meth:`add` each ``(key, terms)`` in turn (one loop for a whole build)."""
+        tid_get, term_id, post = self._tid.get, self._term_id, self._post
         df, max_tf, alive = self._df, self._max_tf, self._alive
-        seq_all, start, length = self._seq, self._start, self._length
         for key, terms in docs:
-            if key < len(alive) and (alive[key] or start[key] >= 0):
-                self.add(key, terms)  # not new: the general path
-                continue
+            if key < 0:
+                raise ValueError("document keys are non-negative ints")
+            if key in self:
+                self.remove(key)
+            if key < len(self._start) and self._start[key] >= 0:
+                self._purge(key)
             seq = []
             for term in terms:
                 tid = tid_get(term)
                 seq.append(term_id(term) if tid is None else tid)
             distinct = set(seq)
-            if len(distinct) == len(seq):
+            if len(distinct) == len(seq):  # the usual case: every term once
                 counts: Iterable[tuple[int, int]] = zip(seq, repeat(1))
             else:
                 tally: dict[int, int] = {}
@@ -347,29 +313,25 @@ class BM25Index:
                     tally[tid] = tally.get(tid, 0) + 1
                 counts = tally.items()
             for tid, tf in counts:
-                rows = rows_of[tid]
-                if rows is None:
-                    rows, tfs = post(tid)
-                else:
-                    tfs = tfs_of[tid]  # type: ignore[assignment]
+                rows, tfs = post(tid)
                 rows.append(key)
-                tfs.append(tf)  # type: ignore[union-attr]
+                tfs.append(tf)
                 df[tid] += 1
                 if tf > max_tf[tid]:
                     max_tf[tid] = tf
             grow = key + 1 - len(alive)
             if grow > 0:
-                start.extend(repeat(-1, grow))
-                length.extend(repeat(0, grow))
+                self._start.extend(repeat(-1, grow))
+                self._length.extend(repeat(0, grow))
                 alive.extend(bytes(grow))
             n = len(seq)
             self._n_postings += len(distinct)
             self._n_live_postings += len(distinct)
             if not self._n_docs or n < self._min_length:
                 self._min_length = n
-            start[key] = len(seq_all)
-            length[key] = n
-            seq_all.extend(seq)
+            self._start[key] = len(self._seq)
+            self._length[key] = n
+            self._seq.extend(seq)
             alive[key] = 1
             self._n_docs += 1
             self._total += n

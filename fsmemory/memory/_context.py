@@ -15,8 +15,9 @@ section or forge a bullet.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from operator import itemgetter
 from typing import Any
 
@@ -25,9 +26,9 @@ from fsmemory.fs.base import FileInfo, StorageRoot
 from fsmemory.memory._index import MemoryIndex
 from fsmemory.memory.entry import datetime_of, decode_record, stable_id, us_of
 from fsmemory.memory.layout import MEMORY_FILE, log_date
-from fsmemory.memory.markdown import MemoryDocument, escape_line
+from fsmemory.memory.markdown import MemoryDocument, escape_line, plain_blocks
 
-__all__ = ["Contexts", "Recent", "newest_from_tails", "render_context"]
+__all__ = ["Contexts", "Recent", "fact_texts", "newest_from_tails", "render_context"]
 
 # A fresh process's build_context() reads the logs backwards in blocks of this size.
 _TAIL_BLOCK = 64 * 1024
@@ -73,22 +74,26 @@ class Contexts:
         max_chars: int | None,
     ) -> str | None:
         """The context of an instance that has indexed nothing: MEMORY.md and the ends of
-        the newest logs only, cached by the listing (None: the index is needed)."""
+        the newest logs only, cached by the listing (None: the index is needed). A plain
+        MEMORY.md (:func:`~fsmemory.memory.markdown.plain_blocks`, the form fsmemory
+        writes) is cut into sections without parsing a bullet at a time."""
         signature = tuple((i.path, i.token, i.size) for i in listing)
         minute = now.strftime("%Y-%m-%d %H:%M")
         cache = self._cold
         if _fresh(cache, (signature, minute), now):
             assert cache is not None
             return cache[3]
-        doc = MemoryDocument()
-        if any(i.path == MEMORY_FILE for i in listing):
-            doc.feed_data(root.read_bytes(MEMORY_FILE))
+        data = root.read_bytes(MEMORY_FILE) if any(i.path == MEMORY_FILE for i in listing) else b""
+        facts: MemoryDocument | Mapping[str, str] | None = plain_blocks(data) if data else {}
+        if facts is None:
+            facts = MemoryDocument()
+            facts.feed_data(data)
         logs = [i for i in listing if log_date(i.path) is not None]
-        newest = newest_from_tails(root, logs, doc, now, max_entries)
+        newest = newest_from_tails(root, logs, partial(fact_texts, facts), now, max_entries)
         if newest is None:
             return None
         text, valid_until = render_context(
-            doc, newest, now, max_entries=max_entries, max_chars=max_chars
+            facts, newest, now, max_entries=max_entries, max_chars=max_chars
         )
         self._cold = (signature, minute, valid_until, text)
         return text
@@ -100,8 +105,39 @@ def _fresh(
     return cache is not None and cache[:2] == key and (cache[2] is None or now < cache[2])
 
 
+def fact_texts(facts: MemoryDocument | Mapping[str, str], category: str) -> Container[str]:
+    """The fact texts (escaped, as in the file) of one category of MEMORY.md, parsed or
+    as :func:`~fsmemory.memory.markdown.plain_blocks`."""
+    if isinstance(facts, MemoryDocument):
+        return set(map(itemgetter(0), facts.sections.get(category, ())))
+    return _BlockFacts(facts.get(category, ""))
+
+
+class _BlockFacts:
+    """``text in facts`` for one plain block (``- a\\n- b``) without splitting it: the
+    facts a fresh process asks about are the newest ones, at the end of their section,
+    so the block is searched backwards."""
+
+    __slots__ = ("_block",)
+
+    def __init__(self, block: str) -> None:
+        self._block = block
+
+    def __contains__(self, text: object) -> bool:
+        if not isinstance(text, str):
+            return False
+        block, needle = self._block, "- " + text
+        end = len(block)
+        while (at := block.rfind(needle, 0, end)) >= 0:
+            after = at + len(needle)
+            if (at == 0 or block[at - 1] == "\n") and (after == len(block) or block[after] == "\n"):
+                return True
+            end = after - 1
+        return False
+
+
 def render_context(
-    doc: MemoryDocument,
+    facts: MemoryDocument | Mapping[str, str],
     newest: Iterable[Recent],
     now: datetime,
     *,
@@ -112,7 +148,9 @@ def render_context(
     fact or entry it shows; None: valid until the memory changes).
 
     Args:
-        doc: MEMORY.md as parsed; facts expired at ``now`` are left out.
+        facts: MEMORY.md as parsed (facts expired at ``now`` are left out), or its
+            plain blocks (:func:`~fsmemory.memory.markdown.plain_blocks`), shown as
+            they are.
         newest: live log entries, newest first (only the first ``max_entries`` are read).
         now: the current time.
         max_entries: how many recent entries to show.
@@ -121,22 +159,30 @@ def render_context(
     """
     valid_until: datetime | None = None
     long_term: list[str] = []
-    for cat, facts in doc.sections.items():
-        if max_chars is None and all(fact.expires_at is None for fact in facts):
+    if not isinstance(facts, MemoryDocument):
+        for cat, block in facts.items():
+            if max_chars is None:
+                long_term += [f"## {cat}", block, ""]  # (a block is copied once, by the join)
+            else:
+                long_term += [f"## {cat}", *block.split("\n"), ""]
+        sections = {}
+    else:
+        sections = facts.sections
+    for cat, bullets in sections.items():
+        if max_chars is None and all(fact.expires_at is None for fact in bullets):
             # One block per section: no string per fact is made (at 100k entries
             # MEMORY.md holds tens of thousands of bullets).
-            if facts:
-                long_term.append(f"## {cat}\n- " + "\n- ".join(map(itemgetter(0), facts)))
+            if bullets:
+                long_term.append(f"## {cat}\n- " + "\n- ".join(map(itemgetter(0), bullets)))
                 long_term.append("")
             continue
-        else:
-            lines = []
-            for fact in facts:
-                if fact.expires_at is not None:
-                    if fact.expires_at <= now:
-                        continue
-                    valid_until = _earliest(valid_until, fact.expires_at)
-                lines.append(f"- {fact.text}")
+        lines = []
+        for fact in bullets:
+            if fact.expires_at is not None:
+                if fact.expires_at <= now:
+                    continue
+                valid_until = _earliest(valid_until, fact.expires_at)
+            lines.append(f"- {fact.text}")
         if lines:
             long_term.append(f"## {cat}")
             long_term.extend(lines)
@@ -183,7 +229,7 @@ def _earliest(current: datetime | None, candidate: datetime) -> datetime:
 def newest_from_tails(
     root: StorageRoot,
     logs: Sequence[FileInfo],
-    doc: MemoryDocument,
+    texts_of: Callable[[str], Container[str]],
     now: datetime,
     count: int,
 ) -> list[Recent] | None:
@@ -199,7 +245,7 @@ def newest_from_tails(
     Args:
         root: the memory root.
         logs: the daily logs of one listing.
-        doc: MEMORY.md, parsed.
+        texts_of: the fact texts of a category of MEMORY.md (see :func:`fact_texts`).
         now: the current time.
         count: how many entries to return.
     """
@@ -208,7 +254,7 @@ def newest_from_tails(
     forgotten: set[str] = set()
     seen_ids: set[str] = set()
     seen_facts: set[tuple[str, str]] = set()
-    bullets: dict[str, set[str]] = {}
+    bullets: dict[str, Container[str]] = {}
     for info in sorted(logs, key=lambda i: i.path, reverse=True):
         end = info.size
         carry = b""
@@ -253,8 +299,7 @@ def newest_from_tails(
                     seen_facts.add(key)
                     texts = bullets.get(rec.category)
                     if texts is None:
-                        facts = doc.sections.get(rec.category, ())
-                        texts = bullets[rec.category] = set(map(itemgetter(0), facts))
+                        texts = bullets[rec.category] = texts_of(rec.category)
                     if key[1] not in texts:
                         continue
                 created = (

@@ -24,6 +24,7 @@ bytes.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ __all__ = [
     "insert_fact",
     "needs_escape",
     "parse_memory_md",
+    "plain_blocks",
     "remove_fact",
     "rewrite_memory_md",
     "unescape_line",
@@ -264,6 +266,91 @@ class MemoryDocument:
     def fact_count(self) -> int:
         """Number of bullets."""
         return sum(len(v) for v in self.sections.values())
+
+
+# One pass over the bytes of a MEMORY.md that finds every line break after a space or
+# tab (group "bad") and every line that is not a ``- <text>`` bullet. (Bytes: UTF-8 never
+# holds these ASCII bytes inside a character, and a file with non-ASCII whitespace is
+# not plain.)
+_PLAIN_SCAN = re.compile(rb"\n(?:(?<=[ \t]\n)(?P<bad>)|(?!- [^\s]))")
+# Characters str.strip() removes, other than space, tab and line breaks, that a plain
+# file never holds.
+_ASCII_SPACE_CONTROLS = (b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
+_UNICODE_SPACES = (
+    "\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+
+
+def plain_blocks(data: bytes) -> dict[str, str] | None:
+    """The bullets of a MEMORY.md in the plain form fsmemory writes, one block of lines
+    per category, found without parsing a bullet at a time; None when the file needs
+    :class:`MemoryDocument` (which then gives the same answer, only slower).
+
+    Plain: valid UTF-8 without CR, unescaped ``<!--`` (so no expiry comment) or whitespace other
+    than space, tab and LF; before the first ``## <category>`` header only lines that
+    give no fact and no header (the title, prose, blank lines); from it on only headers
+    (each category once, not ending in ``#``), ``- <text>`` bullets and blank lines that
+    no bullet of the same section follows, with no whitespace around a header's or
+    bullet's text. For such a file ``{category: "- a\\n- b"}`` holds exactly the facts
+    :meth:`MemoryDocument.feed_data` finds, in the same order (categories without
+    bullets left out), so the long-term part of a prompt is cut from the file's bytes.
+    """
+    if not data.isascii():
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        if any(c in text for c in _UNICODE_SPACES):
+            return None
+        del text
+    if b"\r" in data or data[-1:] in (b" ", b"\t"):
+        return None
+    if b"<" in data and data.count(b"<!--") != data.count(b"\\<!--"):
+        return None  # a comment that may be an expiry (escaped ones are content)
+    if any(c in data for c in _ASCII_SPACE_CONTROLS):
+        return None
+    if data.startswith(b"## "):
+        data = b"\n" + data  # (a file fsmemory writes starts with its title)
+    first = data.find(b"\n## ")
+    if first < 0:
+        return None
+    preamble = MemoryDocument()
+    preamble.feed(data[:first].decode("utf-8").split("\n"), valid=True)
+    if preamble.sections or preamble.header_count:
+        return None
+    headers: list[int] = []
+    size = len(data)
+    for match in _PLAIN_SCAN.finditer(data, first):
+        at = match.end()
+        if match.lastgroup == "bad":
+            return None
+        if data.startswith(b"## ", at) and at + 3 < size and not data[at + 3 : at + 4].isspace():
+            headers.append(at)
+        elif at < size and data[at] != 0x0A:
+            return None  # neither a bullet, a header nor a blank line
+        else:
+            while at < size and data[at] == 0x0A:
+                at += 1
+            if data.startswith(b"- ", at):
+                return None  # a blank line inside a section
+    headers.append(size + 1)
+    view = memoryview(data)
+    blocks: dict[str, str] = {}
+    for at, following in itertools.pairwise(headers):
+        eol = data.find(b"\n", at, following)
+        if eol < 0:
+            eol = following - 1
+        name = data[at + 3 : eol].decode("utf-8")
+        if name in blocks or name.endswith("#"):
+            return None
+        start, end = eol + 1, following - 1
+        while start < end and data[start] == 0x0A:
+            start += 1
+        while end > start and data[end - 1] == 0x0A:
+            end -= 1
+        blocks[name] = str(view[start:end], "utf-8")  # one copy: no bytes slice first
+    return {name: block for name, block in blocks.items() if block}
 
 
 def parse_memory_md(text: str) -> MemoryDocument:

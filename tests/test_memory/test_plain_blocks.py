@@ -105,8 +105,7 @@ def _files(count: int, seed: int) -> list[bytes]:
     files = []
     for _ in range(count):
         lines = [
-            rng.choice(_LINES if rng.random() < 0.1 else _PLAIN)
-            for _ in range(rng.randint(1, 14))
+            rng.choice(_LINES if rng.random() < 0.1 else _PLAIN) for _ in range(rng.randint(1, 14))
         ]
         if rng.random() < 0.6:
             lines.insert(0, b"# Agent Memory")

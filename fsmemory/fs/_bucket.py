@@ -17,7 +17,7 @@ costs one bucket request; when the bucket is missing every call raises
 from __future__ import annotations
 
 import builtins
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -144,6 +144,10 @@ class BucketRoot(FsspecRoot):
         """``(bucket, key)`` of a path inside the filesystem."""
         bucket, _, key = full.lstrip("/").partition("/")
         return bucket, key
+
+    def _forget_cached(self, path: str) -> None:
+        """Drop what the filesystem may have cached about ``path`` (after a change)."""
+        self.fs.invalidate_cache(path)
 
     def _run(self, func: Callable[..., Awaitable[_T]], *args: Any) -> _T:
         """Run one of the filesystem's coroutines on its event loop."""
@@ -286,7 +290,7 @@ class BucketRoot(FsspecRoot):
         except KeyNotFoundError:
             return False
         finally:
-            self.fs.invalidate_cache(f"{self.bucket}/{key}")
+            self._forget_cached(f"{self.bucket}/{key}")
         return True
 
     @idempotent
@@ -300,7 +304,20 @@ class BucketRoot(FsspecRoot):
             with self._translated(prefix):
                 return self._run(self._delete_keys, keys)
         finally:
-            self.fs.invalidate_cache(self.root)
+            self._forget_cached(self.root)
+
+    @idempotent
+    def delete_many(self, paths: Sequence[str]) -> int:
+        """Delete these files in as few requests as the service allows (S3: one
+        ``DeleteObjects`` per 1000 keys); files already gone are skipped."""
+        keys = [self._key(path) for path in paths]
+        if not keys:
+            return 0
+        try:
+            with self._translated(paths[0]):
+                return self._run(self._delete_keys, keys)
+        finally:
+            self._forget_cached(self.root)
 
     def _create_exclusive(self, full: str, data: bytes) -> bool:
         try:

@@ -441,13 +441,22 @@ class FsspecRoot(StorageRoot):
             yield
         finally:
             with suppress(Exception):
-                current = orjson.loads(self.fs.cat_file(lease))
+                current = orjson.loads(self._cat_full(lease))
                 if current.get("owner") == owner:
-                    self.fs.rm_file(lease)
+                    self._rm_full(lease)
+
+    def _cat_full(self, full: str) -> bytes:
+        """The bytes of ``full`` (a path inside ``fs``); FileNotFoundError when missing."""
+        data: bytes = self.fs.cat_file(full)
+        return data
+
+    def _rm_full(self, full: str) -> None:
+        """Remove ``full`` (a path inside ``fs``)."""
+        self.fs.rm_file(full)
 
     def _break_stale_lease(self, lease: str) -> None:
         try:
-            current = orjson.loads(self.fs.cat_file(lease))
+            current = orjson.loads(self._cat_full(lease))
         except FileNotFoundError:
             return
         except orjson.JSONDecodeError:
@@ -455,7 +464,7 @@ class FsspecRoot(StorageRoot):
         if float(current.get("expires", 0)) < time.time():
             logger.warning("breaking expired lease %s", lease)
             with suppress(FileNotFoundError):
-                self.fs.rm_file(lease)
+                self._rm_full(lease)
 
 
 def _find_at_line_start(haystack: bytes, needle: bytes) -> int:

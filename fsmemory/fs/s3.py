@@ -47,16 +47,35 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import os
+import threading
 import uuid
-from collections.abc import Callable
-from typing import Any, ClassVar
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from typing import Any, ClassVar, TypeVar
 
-from fsmemory.errors import ConflictError, KeyNotFoundError, MissingDependencyError
+from fsmemory.errors import (
+    ConflictError,
+    InvalidInputError,
+    InvalidPathError,
+    KeyNotFoundError,
+    MissingDependencyError,
+)
 from fsmemory.fs._bucket import BucketRoot, single_try_subclass
+from fsmemory.fs._s3client import S3Client, S3Error, client_for, resolve_config
 from fsmemory.fs.base import FileInfo, Versioned
 from fsmemory.fs.generic import _mtime
+from fsmemory.fs.open import split_protocol
+from fsmemory.fs.retry import RetryPolicy, idempotent, policy_from_options
 
-__all__ = ["S3Root"]
+__all__ = ["CLIENT_ENV", "CLIENT_OPTION", "S3Root"]
+
+_T = TypeVar("_T")
+
+#: the storage option that picks the client, and its values
+CLIENT_OPTION = "client"
+CLIENT_CHOICES = frozenset({"auto", "builtin", "s3fs"})
+#: the environment variable giving the default of :data:`CLIENT_OPTION`
+CLIENT_ENV = "FSMEMORY_S3_CLIENT"
 
 
 #: ``DeleteObjects`` takes at most this many keys per request.
@@ -96,21 +115,115 @@ def _quote_etag(version: str) -> str:
 class S3Root(BucketRoot):
     """A prefix in an S3 bucket (``s3://bucket/prefix``) with native compare-and-swap.
 
-    Built by :meth:`~fsmemory.fs.generic.FsspecRoot.from_url`; the constructor arguments
-    are :class:`BucketRoot`'s, ``fs`` being an ``s3fs.S3FileSystem``.
+    Built by :meth:`from_url`, which picks the client once (see the module docs).
+
+    Args:
+        fs: an ``s3fs.S3FileSystem`` (the s3fs client), or None with ``client``.
+        root: ``bucket`` or ``bucket/prefix`` (no protocol).
+        url: the URL it was opened from.
+        retry: the retry policy of this root.
+        client: fsmemory's built-in client; ``root.fs`` is then built on first use by
+            ``fs_factory``.
+        fs_factory: builds the s3fs filesystem for ``root.fs`` (with ``client``).
     """
 
     service = "S3"
 
-    # aiohttp resends a PUT once on a dropped kept-alive connection (see the module doc).
+    # aiohttp resends a PUT once on a dropped kept-alive connection, and so does the
+    # built-in client on a kept-alive connection the server had closed (module docs).
     _hidden_retries: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        fs: Any,
+        root: str,
+        *,
+        url: str | None = None,
+        retry: RetryPolicy | None = None,
+        client: S3Client | None = None,
+        fs_factory: Callable[[], Any] | None = None,
+    ) -> None:
+        self._client = client
+        self._fs: Any = None
+        self._fs_factory = fs_factory
+        self._fs_lock = threading.Lock()
+        super().__init__(fs, root, url=url or f"s3://{root}", retry=retry)
+
+    @classmethod
+    def from_url(cls, url: str, options: Mapping[str, Any] | None = None) -> S3Root:
+        """Open ``url`` with storage options: s3fs's (``key``, ``secret``, ``token``,
+        ``anon``, ``endpoint_url``, ``client_kwargs={"endpoint_url": ...,
+        "region_name": ...}``, ``config_kwargs``, ``profile``, ...) plus ``retry``
+        (:meth:`FsspecRoot.from_url`) and ``client``: ``"auto"`` (default: the built-in
+        client when it can serve the options, else s3fs), ``"s3fs"`` or ``"builtin"``.
+        The environment variable ``FSMEMORY_S3_CLIENT`` sets the default.
+
+        Raises:
+            InvalidInputError: a malformed ``retry`` or ``client`` option, or
+                ``client="builtin"`` with options only s3fs can serve.
+            InvalidPathError: the URL names no bucket.
+            MissingDependencyError: s3fs is needed but not installed
+                (``pip install 'fsmemory[s3]'``).
+        """
+        opts = dict(options or {})
+        policy = policy_from_options(opts)
+        choice = opts.pop(CLIENT_OPTION, None) or os.environ.get(CLIENT_ENV) or "auto"
+        if choice not in CLIENT_CHOICES:
+            raise InvalidInputError(
+                f"{CLIENT_OPTION} must be one of {sorted(CLIENT_CHOICES)}, got {choice!r}"
+            )
+        _, rest = split_protocol(url)
+        path = rest.strip("/")
+        if not path.split("/", 1)[0]:
+            raise InvalidPathError(f"S3 URLs need a bucket: {url!r}")
+        if choice != "s3fs":
+            config, reason = resolve_config(opts)
+            if config is not None:
+
+                def factory() -> Any:
+                    return cls._connect(url, dict(opts))[0]
+
+                return cls(
+                    None, path, url=url, retry=policy, client=client_for(config),
+                    fs_factory=factory,
+                )
+            if choice == "builtin":
+                raise InvalidInputError(f"the built-in S3 client cannot be used: {reason}")
+        fs, full = cls._connect(url, opts)
+        return cls(fs, full, url=url, retry=policy)
+
+    @property
+    def fs(self) -> Any:
+        """The s3fs filesystem of this root (built on first use when the built-in client
+        sends the root's own requests; code such as export may use it directly).
+
+        Raises:
+            MissingDependencyError: s3fs is not installed.
+        """
+        if self._fs is None and self._fs_factory is not None:
+            with self._fs_lock:
+                if self._fs is None:
+                    self._fs = self._fs_factory()
+        return self._fs
+
+    @fs.setter
+    def fs(self, value: Any) -> None:
+        self._fs = value
+
+    @property
+    def client(self) -> str:
+        """Which client sends this root's requests: ``"builtin"`` or ``"s3fs"``."""
+        return "builtin" if self._client is not None else "s3fs"
+
+    def storage_key(self) -> tuple[str, ...]:
+        """What identifies the files this root addresses (without building ``fs``)."""
+        if self._client is not None:
+            return (type(self).__qualname__, self.root, str(id(self._client)))
+        return super().storage_key()
 
     @staticmethod
     def _fs_class() -> Any:
-        """s3fs's filesystem, tried once per request (see the module docs). Storage
-        options are s3fs's (``key``, ``secret``, ``anon``,
-        ``client_kwargs={"endpoint_url": ...}``, ...) plus ``retry``
-        (:meth:`FsspecRoot.from_url`).
+        """s3fs's filesystem, tried once per request (see the module docs).
 
         Raises:
             MissingDependencyError: s3fs is not installed (``pip install 'fsmemory[s3]'``).
@@ -126,11 +239,53 @@ class S3Root(BucketRoot):
 
     # -- plumbing ----------------------------------------------------------------------
     def _split(self, full: str) -> tuple[str, str]:
+        if self._client is not None:
+            return super()._split(full)
         bucket, key, _ = self.fs.split_path(full)
         return bucket, key
 
+    def _run(self, func: Callable[..., Awaitable[_T]], *args: Any) -> _T:
+        """Run one of the root's request coroutines: on s3fs's event loop, or -- with
+        the built-in client, whose requests never wait on an event loop -- right here."""
+        if self._client is None:
+            return super()._run(func, *args)
+        coro = func(*args)
+        assert isinstance(coro, Coroutine)
+        try:
+            coro.send(None)
+        except StopIteration as done:
+            result: _T = done.value
+            return result
+        coro.close()
+        raise RuntimeError("a built-in S3 request waited on an event loop")  # pragma: no cover
+
+    def _forget_cached(self, path: str) -> None:
+        if self._fs is not None:
+            self._fs.invalidate_cache(path)
+
+    def _cat_full(self, full: str) -> bytes:
+        if self._client is None:
+            return super()._cat_full(full)
+        bucket, key = self._split(full)
+        try:
+            return self._client.get_object(bucket, key).body
+        except S3Error as exc:
+            if exc.status == 404:
+                raise FileNotFoundError(full) from exc
+            raise
+
+    def _rm_full(self, full: str) -> None:
+        if self._client is None:
+            super()._rm_full(full)
+            return
+        self._client.delete_object(*self._split(full))
+
     async def _get(self, bucket: str, key: str, byte_range: str | None) -> tuple[bytes, str, bool]:
         """``(data, etag, whole)``; ``whole`` is False when a range was served."""
+        if self._client is not None:
+            reply = self._client.get_object(bucket, key, byte_range)
+            etag = _strip_etag(reply.headers.get("etag", ""))
+            return reply.body, etag, "content-range" not in reply.headers
         extra = {"Range": byte_range} if byte_range else {}
 
         async def once() -> tuple[bytes, str, bool]:
@@ -150,6 +305,11 @@ class S3Root(BucketRoot):
         result: tuple[bytes, str, bool] = await _error_wrapper(once, retries=self.fs.retries)
         return result
 
+    async def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
+        """One s3fs request (the s3fs client only)."""
+        result: dict[str, Any] = await self.fs._call_s3(operation, **kwargs)
+        return result
+
     # -- FsspecRoot hooks --------------------------------------------------------------
     def _read_versioned(self, full: str, path: str) -> Versioned:
         """One ``GetObject``: content and ETag from the same response."""
@@ -157,6 +317,27 @@ class S3Root(BucketRoot):
         with self._translated(path):
             data, etag, _ = self._run(self._get, bucket, key, None)
         return Versioned(data, etag)
+
+    @idempotent
+    def read_ranges(
+        self, requests: Sequence[tuple[str, int, int | None]]
+    ) -> builtins.list[bytes | None]:
+        """One GET per range, sent concurrently (s3fs: one ``cat_ranges``; the built-in
+        client: its thread pool); a missing file gives None."""
+        if self._client is None:
+            return super().read_ranges(requests)
+        for _, start, end in requests:
+            if start < 0 or (end is not None and end < 0):
+                raise ValueError("offsets must be >= 0")
+
+        def one(request: tuple[str, int, int | None]) -> bytes | None:
+            path, start, end = request
+            try:
+                return self.read_range(path, start, end)
+            except KeyNotFoundError:
+                return None
+
+        return self._client.map(one, builtins.list(requests))
 
     def _put(
         self,
@@ -171,23 +352,39 @@ class S3Root(BucketRoot):
         """One ``PutObject``, conditional on ``If-Match``/``If-None-Match`` when asked,
         tagged with ``marker`` in its user metadata when given."""
         bucket, key = self._split(full)
-        kwargs: dict[str, Any] = {}
-        if marker is not None:
-            kwargs["Metadata"] = {WRITE_MARKER: marker}
-        if create:
-            kwargs["IfNoneMatch"] = "*"
-        if if_version is not None:
-            kwargs["IfMatch"] = _quote_etag(if_version)
+        metadata = {WRITE_MARKER: marker} if marker is not None else None
+        if_none_match = "*" if create else None
+        if_match = _quote_etag(if_version) if if_version is not None else None
         try:
             with self._translated(path):
-                resp = self.fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, **kwargs)
+                if self._client is not None:
+                    etag = self._client.put_object(
+                        bucket,
+                        key,
+                        data,
+                        metadata=metadata,
+                        if_match=if_match,
+                        if_none_match=if_none_match,
+                    )
+                else:
+                    kwargs: dict[str, Any] = {}
+                    if metadata is not None:
+                        kwargs["Metadata"] = metadata
+                    if if_none_match is not None:
+                        kwargs["IfNoneMatch"] = if_none_match
+                    if if_match is not None:
+                        kwargs["IfMatch"] = if_match
+                    resp = self.fs.call_s3(
+                        "put_object", Bucket=bucket, Key=key, Body=data, **kwargs
+                    )
+                    etag = resp["ETag"]
         except KeyNotFoundError as exc:
             if if_version is not None:
                 raise ConflictError(f"{path!r} no longer exists (version {if_version})") from exc
             raise
         finally:
-            self.fs.invalidate_cache(full)
-        return _strip_etag(resp["ETag"])
+            self._forget_cached(full)
+        return _strip_etag(etag)
 
     def _write_once(
         self, full: str, path: str, data: bytes, if_version: str | None, create: bool
@@ -201,7 +398,7 @@ class S3Root(BucketRoot):
 
         def probe() -> tuple[bool, str]:
             with self._translated(path):
-                head = self.fs.call_s3("head_object", Bucket=bucket, Key=key)
+                head = self._run(self._head_in, bucket, key)
             metadata = head.get("Metadata") or {}
             return metadata.get(WRITE_MARKER) == marker, _strip_etag(head.get("ETag", ""))
 
@@ -214,12 +411,14 @@ class S3Root(BucketRoot):
     async def _list_page(
         self, key_prefix: str, delimiter: bool, token: str | None
     ) -> tuple[builtins.list[dict[str, Any]], builtins.list[str], str | None]:
+        if self._client is not None:
+            return self._client.list_objects(self.bucket, key_prefix, delimiter, token)
         kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": key_prefix}
         if delimiter:
             kwargs["Delimiter"] = "/"
         if token:
             kwargs["ContinuationToken"] = token
-        page = await self.fs._call_s3("list_objects_v2", **kwargs)
+        page = await self._call("list_objects_v2", **kwargs)
         prefixes = [p["Prefix"] for p in page.get("CommonPrefixes", [])]
         following = page.get("NextContinuationToken") if page.get("IsTruncated") else None
         return page.get("Contents", []), prefixes, following
@@ -231,9 +430,13 @@ class S3Root(BucketRoot):
         size = obj.get("Size", obj.get("ContentLength"))
         return FileInfo(rel, int(size or 0), _mtime(obj), _strip_etag(obj.get("ETag", "")))
 
+    async def _head_in(self, bucket: str, key: str) -> dict[str, Any]:
+        if self._client is not None:
+            return self._client.head_object(bucket, key)
+        return await self._call("head_object", Bucket=bucket, Key=key)
+
     async def _head(self, key: str) -> dict[str, Any]:
-        head: dict[str, Any] = await self.fs._call_s3("head_object", Bucket=self.bucket, Key=key)
-        return head
+        return await self._head_in(self.bucket, key)
 
     async def _get_range(self, key: str, start: int, end: int | None) -> bytes:
         byte_range = f"bytes={start}-" if end is None else f"bytes={start}-{end - 1}"
@@ -242,8 +445,10 @@ class S3Root(BucketRoot):
         return data[start:end] if whole else data
 
     async def _bucket_exists(self) -> bool:
+        if self._client is not None:
+            return self._client.head_bucket(self.bucket)
         try:
-            await self.fs._call_s3("head_bucket", Bucket=self.bucket)
+            await self._call("head_bucket", Bucket=self.bucket)
         except FileNotFoundError:
             return False
         return True
@@ -251,23 +456,35 @@ class S3Root(BucketRoot):
     # -- StorageRoot -------------------------------------------------------------------
     async def _delete_object(self, key: str) -> None:
         """``HeadObject`` (S3 deletes missing keys silently) then ``DeleteObject``."""
-        await self.fs._call_s3("head_object", Bucket=self.bucket, Key=key)
-        await self.fs._call_s3("delete_object", Bucket=self.bucket, Key=key)
+        await self._head(key)
+        if self._client is not None:
+            self._client.delete_object(self.bucket, key)
+            return
+        await self._call("delete_object", Bucket=self.bucket, Key=key)
 
     async def _delete_keys(self, keys: builtins.list[str]) -> int:
         """``DeleteObjects`` batches of 1000 keys, sent concurrently."""
         batches = [keys[i : i + _DELETE_BATCH] for i in range(0, len(keys), _DELETE_BATCH)]
-        results = await asyncio.gather(
-            *(
-                self.fs._call_s3(
-                    "delete_objects",
-                    Bucket=self.bucket,
-                    Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True},
+        if self._client is not None:
+            client = self._client
+            results = client.map(lambda batch: client.delete_objects(self.bucket, batch), batches)
+            errors = [e for r in results for e in r]
+        else:
+            replies = await asyncio.gather(
+                *(
+                    self._call(
+                        "delete_objects",
+                        Bucket=self.bucket,
+                        Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True},
+                    )
+                    for batch in batches
                 )
-                for batch in batches
             )
-        )
-        errors = [e for r in results for e in r.get("Errors", [])]
+            errors = [e for r in replies for e in r.get("Errors", [])]
         if errors:
             raise OSError(f"DeleteObjects failed for {len(errors)} keys: {errors[:3]}")
         return len(keys)
+
+    def close(self) -> None:
+        """Nothing to release per root: the built-in client's connections are shared by
+        the roots of this process with the same configuration."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 import uuid
 import warnings
@@ -363,11 +364,16 @@ def _fetch_all(root: StorageRoot, paths: Sequence[str]) -> list[bytes | None]:
 
 def _delete_all(root: StorageRoot, paths: Sequence[str]) -> None:
     """Remove objects nothing references any more, best effort (a leftover is skipped by
-    readers and removed by a later fold). On an async object store (S3, GCS) this is one
-    batched fsspec ``rm`` (``DeleteObjects`` / a batch request), elsewhere one delete each."""
+    readers and removed by a later fold). On S3 this is one ``DeleteObjects``
+    (:meth:`~fsmemory.fs._bucket.BucketRoot.delete_many`), on another async object store
+    (GCS) one batched fsspec ``rm``, elsewhere one delete each."""
     if not paths:
         return
     try:
+        s3 = sys.modules.get("fsmemory.fs.s3")  # not loaded: the root is no S3Root
+        if s3 is not None and isinstance(root, s3.S3Root):
+            root.delete_many(paths)
+            return
         if getattr(root.fs, "async_impl", False):
             with translated(paths[0]):
                 root.fs.rm([root.full_path(p) for p in paths])

@@ -1,0 +1,835 @@
+"""fsmemory's own small S3 client: the requests :class:`~fsmemory.fs.s3.S3Root` sends,
+on the standard library alone.
+
+Why: importing s3fs + aiobotocore + aiohttp and building an aiobotocore session costs
+about half a second of a cold start (a serverless invocation, a CLI call), several
+times the requests themselves. This client imports ``http.client``, ``hmac``,
+``hashlib`` and (for listings) ``xml.etree``, and speaks only what a root needs:
+``GetObject`` (ranged or whole), ``HeadObject``, ``PutObject`` (with
+``If-Match``/``If-None-Match`` and user metadata), ``ListObjectsV2``, ``DeleteObject``,
+``DeleteObjects`` and ``HeadBucket``.
+
+* **Configuration** (:func:`resolve_config`): credentials, region and endpoint from the
+  storage options (``key``/``secret``/``token``, ``anon``, ``endpoint_url``,
+  ``client_kwargs={"endpoint_url", "region_name", "verify"}``, ``config_kwargs``
+  timeouts, ``profile``), then the standard AWS environment variables, then the shared
+  credentials and config files (static keys only). Anything else -- a profile with SSO,
+  ``role_arn``, ``credential_process`` or ``web_identity_token_file``, credentials only
+  the instance metadata service or the container endpoint can give, an option this
+  client does not understand -- makes :func:`resolve_config` return ``None`` with the
+  reason, and the root uses s3fs instead.
+* **Signing**: AWS Signature Version 4, header-based. The payload hash is the SHA-256 of
+  the body over plain HTTP and ``UNSIGNED-PAYLOAD`` over HTTPS (TLS protects the body),
+  as botocore does for S3. Keys are percent-encoded byte by byte (everything except
+  ``A-Z a-z 0-9 - _ . ~`` and the ``/`` separators), once.
+* **Connections**: kept alive in a small pool per host, so the requests of one process
+  reuse a handful of TCP/TLS connections; a request that fails on a *reused* connection
+  before any reply (the server closed it while idle) is sent once more on a new one --
+  a hidden resend the root's retry policy knows about. Batches (:meth:`S3Client.map`)
+  run on a thread pool of up to :data:`MAX_CONNECTIONS` threads.
+* **Errors** are :class:`S3Error` carrying the HTTP status and S3's error code in the
+  shape :mod:`fsmemory.fs.errors` reads (``.status`` and ``.response["Error"]``), so
+  they map to the same fsmemory errors as s3fs's; connection failures are the standard
+  library's (``ConnectionError``, ``TimeoutError``, ``http.client.IncompleteRead``), which
+  the retry policy treats as transient.
+* **Region**: when neither the options nor the environment name one, requests go to
+  ``us-east-1`` and a reply naming the bucket's region (``x-amz-bucket-region``) moves
+  that bucket to its region and resends the request once.
+"""
+
+from __future__ import annotations
+
+import base64
+import configparser
+import hashlib
+import hmac
+import http.client
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from typing import Any, TypeVar
+from urllib.parse import quote, unquote, urlsplit
+
+__all__ = [
+    "MAX_CONNECTIONS",
+    "S3Client",
+    "S3Config",
+    "S3Error",
+    "client_for",
+    "resolve_config",
+]
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+#: connections kept per host, and threads of a batch (botocore's default pool size)
+MAX_CONNECTIONS = 10
+
+#: seconds to wait for a connection / for each read, unless ``config_kwargs`` say
+#: otherwise (s3fs's defaults)
+CONNECT_TIMEOUT = 5.0
+READ_TIMEOUT = 15.0
+
+_EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+_UNSIGNED = "UNSIGNED-PAYLOAD"
+_ALGORITHM = "AWS4-HMAC-SHA256"
+_DEFAULT_REGION = "us-east-1"
+_NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
+
+#: storage options that only tune s3fs's own caches or are handled by the root; they
+#: change no request this client sends
+_CACHE_OPTIONS = frozenset(
+    {
+        "use_listings_cache",
+        "listings_expiry_time",
+        "max_paths",
+        "skip_instance_cache",
+        "default_block_size",
+        "default_fill_cache",
+        "default_cache_type",
+        "cache_regions",
+        "asynchronous",
+    }
+)
+_CLIENT_KWARGS = frozenset({"endpoint_url", "region_name", "verify"})
+_CONFIG_KWARGS = frozenset({"connect_timeout", "read_timeout", "retries", "s3"})
+
+#: profile settings in the config file that need botocore's credential providers
+_PROVIDER_SETTINGS = (
+    "role_arn",
+    "source_profile",
+    "credential_source",
+    "credential_process",
+    "web_identity_token_file",
+    "sso_session",
+    "sso_start_url",
+    "sso_account_id",
+    "login_session",
+)
+
+
+class S3Error(Exception):
+    """An error reply from S3 (or a server speaking its protocol).
+
+    Attributes:
+        status: the HTTP status.
+        code: S3's error code (``"NoSuchKey"``, ``"PreconditionFailed"``, ...); the
+            status as text when the reply has no body (a ``HEAD``).
+        response: ``{"Error": {"Code", "Message", "BucketName"}, "ResponseMetadata":
+            {"HTTPStatusCode"}}`` -- the shape :mod:`fsmemory.fs.errors` reads.
+    """
+
+    def __init__(self, status: int, code: str, message: str = "", bucket: str = "") -> None:
+        super().__init__(f"{status} {code}: {message}" if message else f"{status} {code}")
+        self.status = status
+        self.code = code
+        error: dict[str, str] = {"Code": code, "Message": message}
+        if bucket:
+            error["BucketName"] = bucket
+        self.response: dict[str, Any] = {
+            "Error": error,
+            "ResponseMetadata": {"HTTPStatusCode": status},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """Static AWS credentials."""
+
+    key: str
+    secret: str = field(repr=False)
+    token: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class S3Config:
+    """Everything the built-in client needs to reach a bucket.
+
+    Attributes:
+        endpoint: ``scheme://host[:port][/base]`` of a custom endpoint, or None for AWS.
+        region: the signing region.
+        region_known: the region came from the options or the environment (no
+            redirect-following).
+        credentials: None for unsigned (``anon=True``) requests.
+        addressing: ``"path"`` (``endpoint/bucket/key``) or ``"virtual"``
+            (``bucket.endpoint/key``); ``"auto"`` picks virtual on AWS for buckets
+            that are valid host names without dots.
+        verify: TLS certificate checks: True, False, or a CA bundle path.
+        connect_timeout, read_timeout: seconds.
+    """
+
+    endpoint: str | None
+    region: str
+    region_known: bool
+    credentials: Credentials | None
+    addressing: str = "auto"
+    verify: bool | str = True
+    connect_timeout: float = CONNECT_TIMEOUT
+    read_timeout: float = READ_TIMEOUT
+
+
+# -- configuration -----------------------------------------------------------------------
+def _env(environ: Mapping[str, str], *names: str) -> str | None:
+    for name in names:
+        value = environ.get(name)
+        if value:
+            return value
+    return None
+
+
+def _read_ini(path: str) -> configparser.RawConfigParser | None:
+    parser = configparser.RawConfigParser()
+    try:
+        with open(os.path.expanduser(path), encoding="utf-8") as handle:
+            parser.read_file(handle)
+    except FileNotFoundError:
+        return None
+    except (OSError, configparser.Error, UnicodeDecodeError):
+        raise _Unsupported(f"cannot read {path}") from None
+    return parser
+
+
+class _Unsupported(Exception):
+    """The built-in client cannot serve these options (the message says why)."""
+
+
+def _profile_section(
+    parser: configparser.RawConfigParser | None, profile: str, *, config_file: bool
+) -> dict[str, str]:
+    if parser is None:
+        return {}
+    names = [profile] if not config_file else [f"profile {profile}"]
+    if config_file and profile == "default":
+        names.append("default")
+    for name in names:
+        if parser.has_section(name):
+            return {k.lower(): v.strip() for k, v in parser.items(name)}
+    return {}
+
+
+def _files_credentials(
+    environ: Mapping[str, str], profile: str | None
+) -> tuple[Credentials | None, str | None]:
+    """``(credentials, region)`` from the shared files, as botocore would find them."""
+    name = profile or _env(environ, "AWS_PROFILE", "AWS_DEFAULT_PROFILE") or "default"
+    cred_file = _env(environ, "AWS_SHARED_CREDENTIALS_FILE") or "~/.aws/credentials"
+    conf_file = _env(environ, "AWS_CONFIG_FILE") or "~/.aws/config"
+    config = _profile_section(_read_ini(conf_file), name, config_file=True)
+    region = config.get("region") or None
+    for setting in _PROVIDER_SETTINGS:
+        if config.get(setting):
+            raise _Unsupported(f"profile {name!r} uses {setting}")
+    if config.get("endpoint_url") or config.get("services"):
+        raise _Unsupported(f"profile {name!r} configures endpoints")
+    shared = _profile_section(_read_ini(cred_file), name, config_file=False)
+    for source in (shared, config):
+        key, secret = source.get("aws_access_key_id"), source.get("aws_secret_access_key")
+        if key and secret:
+            token = source.get("aws_session_token") or source.get("aws_security_token")
+            return Credentials(key, secret, token or None), region
+        if source.get("credential_process"):
+            raise _Unsupported(f"profile {name!r} uses credential_process")
+    if profile is not None:
+        raise _Unsupported(f"profile {profile!r} has no static keys")
+    return None, region
+
+
+def _timeout(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise _Unsupported(f"config_kwargs[{name!r}] is not a positive number")
+    return float(value)
+
+
+def resolve_config(
+    options: Mapping[str, Any], environ: Mapping[str, str] | None = None
+) -> tuple[S3Config | None, str]:
+    """The built-in client's configuration for these storage options, or ``(None,
+    reason)`` when only s3fs can serve them (see the module docs).
+
+    Args:
+        options: the root's storage options (``retry`` and ``client`` already taken out).
+        environ: the environment to read (default ``os.environ``).
+    """
+    env = os.environ if environ is None else environ
+    try:
+        return _resolve(dict(options), env), ""
+    except _Unsupported as why:
+        return None, str(why)
+
+
+def _resolve(opts: dict[str, Any], env: Mapping[str, str]) -> S3Config:
+    client_kwargs = dict(opts.pop("client_kwargs", None) or {})
+    config_kwargs = dict(opts.pop("config_kwargs", None) or {})
+    anon = opts.pop("anon", False)
+    key = opts.pop("key", None) or opts.pop("aws_access_key_id", None)
+    secret = opts.pop("secret", None) or opts.pop("aws_secret_access_key", None)
+    token = opts.pop("token", None) or opts.pop("aws_session_token", None)
+    profile = opts.pop("profile", None)
+    endpoint = opts.pop("endpoint_url", None)
+    for name in _CACHE_OPTIONS:
+        opts.pop(name, None)
+    if opts.get("version_aware") is False:
+        opts.pop("version_aware")
+    if opts:
+        raise _Unsupported(f"storage options {sorted(opts)} need s3fs")
+    unknown = set(client_kwargs) - _CLIENT_KWARGS
+    if unknown:
+        raise _Unsupported(f"client_kwargs {sorted(unknown)} need s3fs")
+    unknown = set(config_kwargs) - _CONFIG_KWARGS
+    if unknown:
+        raise _Unsupported(f"config_kwargs {sorted(unknown)} need s3fs")
+    if not isinstance(anon, bool):
+        raise _Unsupported("anon is not a bool")
+
+    ignore_env = env.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "").lower() == "true"
+    endpoint = client_kwargs.get("endpoint_url") or endpoint
+    if endpoint is None and not ignore_env:
+        endpoint = _env(env, "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+    if endpoint is not None:
+        parts = urlsplit(str(endpoint))
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query:
+            raise _Unsupported(f"endpoint {endpoint!r} is not an http(s) URL")
+        endpoint = str(endpoint).rstrip("/")
+
+    region = client_kwargs.get("region_name") or _env(env, "AWS_REGION", "AWS_DEFAULT_REGION")
+    credentials: Credentials | None = None
+    if anon:
+        file_region = None
+    elif key or secret:
+        if not (key and secret):
+            raise _Unsupported("key given without secret (or the reverse)")
+        credentials = Credentials(str(key), str(secret), str(token) if token else None)
+        file_region = None
+    elif profile is None and _env(env, "AWS_ACCESS_KEY_ID") and _env(env, "AWS_SECRET_ACCESS_KEY"):
+        credentials = Credentials(
+            str(env["AWS_ACCESS_KEY_ID"]),
+            str(env["AWS_SECRET_ACCESS_KEY"]),
+            _env(env, "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"),
+        )
+        file_region = None
+    else:
+        if _env(env, "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN"):
+            raise _Unsupported("web identity credentials need botocore")
+        credentials, file_region = _files_credentials(env, profile)
+        if credentials is None:
+            raise _Unsupported("no static credentials (instance or container role?)")
+    region = region or file_region
+
+    verify = client_kwargs.get("verify", True)
+    if not isinstance(verify, bool | str):
+        raise _Unsupported("client_kwargs['verify'] must be a bool or a path")
+    if verify is True and env.get("AWS_CA_BUNDLE"):
+        verify = env["AWS_CA_BUNDLE"]
+
+    addressing = "auto"
+    s3_config = config_kwargs.get("s3") or {}
+    if not isinstance(s3_config, Mapping) or set(s3_config) - {"addressing_style"}:
+        raise _Unsupported("config_kwargs['s3'] holds settings that need s3fs")
+    if "addressing_style" in s3_config:
+        addressing = str(s3_config["addressing_style"])
+        if addressing not in ("auto", "path", "virtual"):
+            raise _Unsupported(f"addressing_style {addressing!r}")
+    return S3Config(
+        endpoint=endpoint,
+        region=str(region or _DEFAULT_REGION),
+        region_known=region is not None or endpoint is not None,
+        credentials=credentials,
+        addressing=addressing,
+        verify=verify,
+        connect_timeout=_timeout(config_kwargs.get("connect_timeout", CONNECT_TIMEOUT), "connect"),
+        read_timeout=_timeout(config_kwargs.get("read_timeout", READ_TIMEOUT), "read"),
+    )
+
+
+# -- signing -----------------------------------------------------------------------------
+def uri_encode(text: str, *, slash: bool = False) -> str:
+    """Percent-encode ``text`` as SigV4 wants: UTF-8, every byte but ``A-Za-z0-9-_.~``
+    (and ``/`` when ``slash``)."""
+    return quote(text, safe="/~" if slash else "~")
+
+
+def canonical_query(query: Mapping[str, str]) -> str:
+    """The canonical (and sent) query string: encoded pairs sorted by name."""
+    pairs = sorted((uri_encode(k), uri_encode(v)) for k, v in query.items())
+    return "&".join(f"{k}={v}" for k, v in pairs)
+
+
+def _hmac(key: bytes, text: str) -> bytes:
+    return hmac.new(key, text.encode(), hashlib.sha256).digest()
+
+
+class Signer:
+    """SigV4 signatures for one set of credentials (signing keys cached per day/region)."""
+
+    def __init__(self, credentials: Credentials) -> None:
+        self.credentials = credentials
+        self._keys: dict[tuple[str, str], bytes] = {}
+
+    def _key(self, day: str, region: str) -> bytes:
+        key = self._keys.get((day, region))
+        if key is None:
+            k = _hmac(f"AWS4{self.credentials.secret}".encode(), day)
+            k = _hmac(_hmac(_hmac(k, region), "s3"), "aws4_request")
+            self._keys = {(day, region): k}  # one day, one region at a time is enough
+            key = k
+        return key
+
+    def sign(
+        self,
+        method: str,
+        path: str,
+        query: str,
+        headers: dict[str, str],
+        payload_hash: str,
+        region: str,
+        when: float | None = None,
+    ) -> None:
+        """Add ``x-amz-date``, ``x-amz-content-sha256``, the session token and
+        ``Authorization`` to ``headers`` (lower-case names; ``host`` must be there).
+
+        Args:
+            method: the HTTP method.
+            path: the request path, already percent-encoded (it is sent as is).
+            query: the canonical query string (sent as is).
+            headers: every header to sign; all of them are signed.
+            payload_hash: hex SHA-256 of the body, or ``UNSIGNED-PAYLOAD``.
+            region: the signing region.
+            when: the request time (default now).
+        """
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if when is None else when))
+        day = stamp[:8]
+        headers["x-amz-date"] = stamp
+        headers["x-amz-content-sha256"] = payload_hash
+        if self.credentials.token:
+            headers["x-amz-security-token"] = self.credentials.token
+        names = sorted(headers)
+        canonical_headers = "".join(f"{n}:{' '.join(headers[n].split())}\n" for n in names)
+        signed = ";".join(names)
+        canonical = f"{method}\n{path}\n{query}\n{canonical_headers}\n{signed}\n{payload_hash}"
+        scope = f"{day}/{region}/s3/aws4_request"
+        digest = hashlib.sha256(canonical.encode()).hexdigest()
+        to_sign = f"{_ALGORITHM}\n{stamp}\n{scope}\n{digest}"
+        signature = hmac.new(self._key(day, region), to_sign.encode(), hashlib.sha256).hexdigest()
+        headers["authorization"] = (
+            f"{_ALGORITHM} Credential={self.credentials.key}/{scope}, "
+            f"SignedHeaders={signed}, Signature={signature}"
+        )
+
+
+# -- XML ---------------------------------------------------------------------------------
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1]
+
+
+def _children(elem: Any) -> dict[str, Any]:
+    return {_local(child.tag): child for child in elem}
+
+
+def _text(elem: Any, name: str, default: str = "") -> str:
+    for child in elem:
+        if _local(child.tag) == name:
+            return str(child.text or "")
+    return default
+
+
+def _parse_xml(body: bytes) -> Any:
+    from xml.etree import ElementTree
+
+    return ElementTree.fromstring(body)
+
+
+def _iso_mtime(text: str) -> float | None:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _http_mtime(text: str | None) -> float | None:
+    if not text:
+        return None
+    try:
+        return parsedate_to_datetime(text).timestamp()
+    except (TypeError, ValueError):
+        return None
+
+
+# -- the client --------------------------------------------------------------------------
+@dataclass(slots=True)
+class Reply:
+    """One HTTP reply: status, headers (lower-case names) and the whole body."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+
+def _dns_bucket(bucket: str) -> bool:
+    """A bucket usable as a TLS-safe host label (no dots, lower-case, 3-63 chars)."""
+    return (
+        3 <= len(bucket) <= 63
+        and bucket.replace("-", "").isalnum()
+        and bucket.islower()
+        and bucket[0].isalnum()
+        and bucket[-1].isalnum()
+        and bucket.isascii()
+    )
+
+
+class S3Client:
+    """Signed S3 requests over kept-alive ``http.client`` connections.
+
+    Thread-safe: every request takes a connection of its own from the pool.
+
+    Args:
+        config: what :func:`resolve_config` returned.
+    """
+
+    def __init__(self, config: S3Config) -> None:
+        self.config = config
+        self._signer = Signer(config.credentials) if config.credentials else None
+        self._lock = threading.Lock()
+        self._idle: dict[tuple[str, str, int], list[http.client.HTTPConnection]] = {}
+        self._regions: dict[str, str] = {}
+        self._pool: Any = None
+        self._ssl: Any = None
+        #: callables told ``(method, url)`` before each request is sent (request counts)
+        self.observers: list[Callable[[str, str], None]] = []
+
+    # -- addressing ----------------------------------------------------------------------
+    def _region(self, bucket: str) -> str:
+        return self._regions.get(bucket, self.config.region)
+
+    def _target(self, bucket: str, key: str) -> tuple[str, str, int, str]:
+        """``(scheme, host, port, encoded path)`` of an object (or the bucket: key "")."""
+        cfg = self.config
+        if cfg.endpoint is not None:
+            parts = urlsplit(cfg.endpoint)
+            scheme, host = parts.scheme, str(parts.hostname)
+            port = parts.port or (443 if scheme == "https" else 80)
+            base = parts.path.rstrip("/")
+            virtual = cfg.addressing == "virtual"
+        else:
+            region = self._region(bucket)
+            scheme, port, base = "https", 443, ""
+            host = f"s3.{region}.amazonaws.com"
+            virtual = cfg.addressing == "virtual" or (
+                cfg.addressing == "auto" and _dns_bucket(bucket)
+            )
+        if virtual:
+            host = f"{bucket}.{host}"
+            path = f"{base}/{uri_encode(key, slash=True)}"
+        else:
+            path = f"{base}/{uri_encode(bucket)}"
+            if key:
+                path += f"/{uri_encode(key, slash=True)}"
+        return scheme, host, port, path
+
+    # -- connections ---------------------------------------------------------------------
+    def _connection(self, scheme: str, host: str, port: int) -> http.client.HTTPConnection:
+        conn: http.client.HTTPConnection
+        if scheme == "https":
+            if self._ssl is None:
+                import ssl
+
+                verify = self.config.verify
+                ctx = ssl.create_default_context(
+                    cafile=verify if isinstance(verify, str) else None
+                )
+                if verify is False:
+                    ctx.check_hostname = False
+                    ctx.verify_mode = ssl.CERT_NONE
+                self._ssl = ctx
+            conn = http.client.HTTPSConnection(
+                host, port, timeout=self.config.connect_timeout, context=self._ssl
+            )
+        else:
+            conn = http.client.HTTPConnection(host, port, timeout=self.config.connect_timeout)
+        conn.connect()
+        if conn.sock is not None:
+            conn.sock.settimeout(self.config.read_timeout)
+        return conn
+
+    def _take(self, where: tuple[str, str, int]) -> tuple[http.client.HTTPConnection, bool]:
+        with self._lock:
+            idle = self._idle.get(where)
+            if idle:
+                return idle.pop(), True
+        return self._connection(*where), False
+
+    def _give_back(self, where: tuple[str, str, int], conn: http.client.HTTPConnection) -> None:
+        with self._lock:
+            idle = self._idle.setdefault(where, [])
+            if len(idle) < MAX_CONNECTIONS:
+                idle.append(conn)
+                return
+        conn.close()
+
+    def close(self) -> None:
+        """Close the idle connections and the batch threads."""
+        with self._lock:
+            idle, self._idle = self._idle, {}
+            pool, self._pool = self._pool, None
+        for conns in idle.values():
+            for conn in conns:
+                conn.close()
+        if pool is not None:
+            pool.shutdown(wait=False)
+
+    # -- one request ---------------------------------------------------------------------
+    def request(
+        self,
+        method: str,
+        bucket: str,
+        key: str = "",
+        *,
+        query: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        body: bytes = b"",
+        ok: Iterable[int] = (200,),
+    ) -> Reply:
+        """Send one signed request and read the whole reply.
+
+        Raises:
+            S3Error: the reply's status is not in ``ok``.
+            OSError, http.client.HTTPException: the connection failed.
+        """
+        reply = self._send(method, bucket, key, query, headers, body)
+        region = reply.headers.get("x-amz-bucket-region")
+        if (
+            reply.status in (301, 400)
+            and region
+            and not self.config.region_known
+            and region != self._region(bucket)
+        ):
+            self._regions[bucket] = region
+            reply = self._send(method, bucket, key, query, headers, body)
+        if reply.status not in ok:
+            raise _error(reply, bucket)
+        return reply
+
+    def _send(
+        self,
+        method: str,
+        bucket: str,
+        key: str,
+        query: Mapping[str, str] | None,
+        extra: Mapping[str, str] | None,
+        body: bytes,
+    ) -> Reply:
+        scheme, host, port, path = self._target(bucket, key)
+        qs = canonical_query(query) if query else ""
+        default_port = 443 if scheme == "https" else 80
+        headers = {k.lower(): v for k, v in (extra or {}).items()}
+        headers["host"] = host if port == default_port else f"{host}:{port}"
+        if self._signer is not None:
+            if scheme == "https":
+                payload = _UNSIGNED
+            else:
+                payload = hashlib.sha256(body).hexdigest() if body else _EMPTY_SHA256
+            self._signer.sign(method, path, qs, headers, payload, self._region(bucket))
+        target = f"{path}?{qs}" if qs else path
+        if method in ("PUT", "POST") or body:
+            headers["content-length"] = str(len(body))
+        where = (scheme, host, port)
+        for observer in self.observers:
+            observer(method, f"{scheme}://{headers['host']}{target}")
+        conn, reused = self._take(where)
+        try:
+            try:
+                return self._exchange(conn, where, method, target, headers, body)
+            except (ConnectionError, http.client.RemoteDisconnected):
+                if not reused:
+                    raise
+            # An idle kept-alive connection the server had closed: once more, afresh.
+            conn = self._connection(*where)
+            return self._exchange(conn, where, method, target, headers, body)
+        except BaseException:
+            conn.close()
+            raise
+
+    def _exchange(
+        self,
+        conn: http.client.HTTPConnection,
+        where: tuple[str, str, int],
+        method: str,
+        target: str,
+        headers: dict[str, str],
+        body: bytes,
+    ) -> Reply:
+        try:
+            conn.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
+            for name, value in headers.items():
+                conn.putheader(name, value)
+            conn.endheaders(body if body else None)
+            resp = conn.getresponse()
+            data = resp.read()
+        except BaseException:
+            conn.close()
+            raise
+        reply = Reply(resp.status, {k.lower(): v for k, v in resp.getheaders()}, data)
+        if resp.will_close:
+            conn.close()
+        else:
+            self._give_back(where, conn)
+        return reply
+
+    # -- batches -------------------------------------------------------------------------
+    def map(self, func: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
+        """``[func(item) ...]`` run concurrently (up to :data:`MAX_CONNECTIONS` at once);
+        the first exception is raised after all have finished."""
+        if len(items) <= 1:
+            return [func(item) for item in items]
+        with self._lock:
+            if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._pool = ThreadPoolExecutor(MAX_CONNECTIONS, thread_name_prefix="fsm-s3")
+            pool = self._pool
+        futures = [pool.submit(func, item) for item in items]
+        errors = [f.exception() for f in futures]
+        for error in errors:
+            if error is not None:
+                raise error
+        return [f.result() for f in futures]
+
+    # -- S3 operations -------------------------------------------------------------------
+    def get_object(self, bucket: str, key: str, byte_range: str | None = None) -> Reply:
+        """``GetObject`` (``byte_range`` like ``bytes=0-9``); 200 or 206."""
+        headers = {"range": byte_range} if byte_range else None
+        return self.request("GET", bucket, key, headers=headers, ok=(200, 206))
+
+    def head_object(self, bucket: str, key: str) -> dict[str, Any]:
+        """``HeadObject``: ``{"ETag", "ContentLength", "LastModified", "Metadata"}``."""
+        reply = self.request("HEAD", bucket, key)
+        h = reply.headers
+        prefix = "x-amz-meta-"
+        return {
+            "ETag": h.get("etag", ""),
+            "ContentLength": int(h.get("content-length") or 0),
+            "LastModified": _http_mtime(h.get("last-modified")),
+            "Metadata": {k[len(prefix) :]: v for k, v in h.items() if k.startswith(prefix)},
+        }
+
+    def put_object(
+        self,
+        bucket: str,
+        key: str,
+        body: bytes,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        if_match: str | None = None,
+        if_none_match: str | None = None,
+    ) -> str:
+        """``PutObject``, conditional when asked; returns the new ETag (quoted)."""
+        headers = {f"x-amz-meta-{k}": v for k, v in (metadata or {}).items()}
+        if if_match is not None:
+            headers["if-match"] = if_match
+        if if_none_match is not None:
+            headers["if-none-match"] = if_none_match
+        reply = self.request("PUT", bucket, key, headers=headers, body=body)
+        return reply.headers.get("etag", "")
+
+    def list_objects(
+        self, bucket: str, prefix: str, delimiter: bool, token: str | None
+    ) -> tuple[list[dict[str, Any]], list[str], str | None]:
+        """One ``ListObjectsV2`` page: ``(objects, common prefixes, next token)``; each
+        object is ``{"Key", "Size", "ETag", "LastModified"}`` (keys URL-decoded)."""
+        query = {"list-type": "2", "prefix": prefix, "encoding-type": "url"}
+        if delimiter:
+            query["delimiter"] = "/"
+        if token:
+            query["continuation-token"] = token
+        root = _parse_xml(self.request("GET", bucket, query=query).body)
+        url_encoded = _text(root, "EncodingType") == "url"
+
+        def decode(text: str) -> str:
+            return unquote(text) if url_encoded else text
+
+        objects: list[dict[str, Any]] = []
+        prefixes: list[str] = []
+        for child in root:
+            tag = _local(child.tag)
+            if tag == "Contents":
+                fields = _children(child)
+                objects.append(
+                    {
+                        "Key": decode(str(fields["Key"].text or "")),
+                        "Size": int(_text(child, "Size", "0") or 0),
+                        "ETag": _text(child, "ETag"),
+                        "LastModified": _iso_mtime(_text(child, "LastModified")),
+                    }
+                )
+            elif tag == "CommonPrefixes":
+                prefixes.append(decode(_text(child, "Prefix")))
+        truncated = _text(root, "IsTruncated").lower() == "true"
+        following = _text(root, "NextContinuationToken") if truncated else ""
+        return objects, prefixes, following or None
+
+    def delete_object(self, bucket: str, key: str) -> None:
+        """``DeleteObject`` (S3 answers 204 whether or not the key existed)."""
+        self.request("DELETE", bucket, key, ok=(200, 204))
+
+    def delete_objects(self, bucket: str, keys: Sequence[str]) -> list[dict[str, str]]:
+        """One quiet ``DeleteObjects`` (at most 1000 keys); returns the per-key errors."""
+        from xml.sax.saxutils import escape
+
+        items = "".join(f"<Object><Key>{escape(k)}</Key></Object>" for k in keys)
+        body = f'<?xml version="1.0" encoding="UTF-8"?><Delete><Quiet>true</Quiet>{items}</Delete>'
+        data = body.encode()
+        md5 = base64.b64encode(hashlib.md5(data, usedforsecurity=False).digest()).decode()
+        headers = {"content-md5": md5, "content-type": "application/xml"}
+        reply = self.request("POST", bucket, query={"delete": ""}, headers=headers, body=data)
+        errors = []
+        for child in _parse_xml(reply.body) if reply.body.strip() else []:
+            if _local(child.tag) == "Error":
+                errors.append({_local(c.tag): str(c.text or "") for c in child})
+        return errors
+
+    def head_bucket(self, bucket: str) -> bool:
+        """Whether the bucket exists (``HeadBucket``; 403 means it exists, not ours)."""
+        try:
+            self.request("HEAD", bucket)
+        except S3Error as exc:
+            if exc.status == 404:
+                return False
+            if exc.status == 403:
+                return True
+            raise
+        return True
+
+
+def _error(reply: Reply, bucket: str) -> S3Error:
+    """The :class:`S3Error` of an error reply (XML body, or none for a HEAD)."""
+    code, message, named = str(reply.status), "", ""
+    if reply.body.strip().startswith(b"<"):
+        try:
+            root = _parse_xml(reply.body)
+        except Exception:  # a proxy's HTML page: keep the status
+            root = None
+        if root is not None:
+            code = _text(root, "Code") or code
+            message = _text(root, "Message")
+            named = _text(root, "BucketName")
+    if code == "NoSuchBucket" and not named:
+        named = bucket
+    return S3Error(reply.status, code, message, named)
+
+
+_CLIENTS: dict[S3Config, S3Client] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def client_for(config: S3Config) -> S3Client:
+    """The process's one client for ``config`` (roots with the same configuration share
+    its kept-alive connections, as s3fs's cached filesystems do)."""
+    with _CLIENTS_LOCK:
+        client = _CLIENTS.get(config)
+        if client is None:
+            client = _CLIENTS[config] = S3Client(config)
+        return client

@@ -1,6 +1,6 @@
 """Serverless invocations on S3 (moto): fsmemory's handler vs a hand-rolled boto3 one.
 
-    python benchmarks/bench_serverless.py [--quick] [--entries N] [--invocations N]
+    python benchmarks/bench_serverless.py [--quick] [--entries N] [--invocations N] [--s3fs]
 
 Both handlers serve the same user with the same data (10k entries, every 2nd a
 persistent fact) and do the same work per invocation: load the memory, remember two
@@ -54,9 +54,15 @@ def fsmemory_worker(cfg: dict[str, Any]) -> dict[str, Any]:
 
     phases["import fsmemory + handler"] = time.perf_counter() - t
     t = time.perf_counter()
-    import s3fs  # noqa: F401  (imported on first use of an s3:// URL; timed apart here)
+    # imported on first use of an s3:// URL; timed apart here
+    if cfg["options"].get("client") == "s3fs":
+        import s3fs  # noqa: F401
 
-    phases["import s3fs"] = time.perf_counter() - t
+        phases["import S3 client (s3fs)"] = time.perf_counter() - t
+    else:
+        import fsmemory.fs.s3  # noqa: F401
+
+        phases["import S3 client (built-in)"] = time.perf_counter() - t
     example.SNAPSHOT_ROOT = f"s3://{BUCKET}/users"
     example.SCRATCH = cfg["scratch"]
     example.STORAGE_OPTIONS = cfg["options"]
@@ -197,16 +203,25 @@ def table(header: list[str], rows: list[list[str]]) -> None:
         print("| " + " | ".join(row) + " |")
 
 
+def _median_wall(runs: list[dict[str, Any]]) -> float:
+    return float(statistics.median(r["wall_ms"] for r in runs))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--entries", type=int)
     parser.add_argument("--invocations", type=int)
+    parser.add_argument(
+        "--s3fs",
+        action="store_true",
+        help="also run the fsmemory handler with s3fs forced (storage option client='s3fs')",
+    )
     parser.add_argument("--worker", nargs=2, metavar=("KIND", "CONFIG"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         kind, config = args.worker
-        worker = fsmemory_worker if kind == "fsmemory" else boto3_worker
+        worker = boto3_worker if kind == "boto3" else fsmemory_worker
         print(json.dumps(worker(json.loads(config))))
         return
     entries = args.entries or (1000 if args.quick else 10000)
@@ -233,11 +248,13 @@ def main() -> None:
                 f"boto3 blob {len(blob) / 1e6:.2f} MB; {invocations} invocations each, "
                 "fresh processes, alternating (after one warm-up each)"
             )
-            runs: dict[str, list[dict[str, Any]]] = {"fsmemory": [], "boto3": []}
+            kinds = ("fsmemory", "fsmemory-s3fs", "boto3") if args.s3fs else ("fsmemory", "boto3")
+            runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
             for i in range(invocations + 1):
-                for kind in ("fsmemory", "boto3"):
+                for kind in kinds:
+                    forced = {"client": "s3fs"} if kind == "fsmemory-s3fs" else {}
                     cfg = {
-                        "options": options,
+                        "options": {**options, **forced},
                         "scratch": str(Path(tmp) / f"scratch-{kind}-{i}"),
                         "facts": [
                             {
@@ -268,7 +285,10 @@ def main() -> None:
         "max requests",
         "max/median requests",
     ]
-    table(header, [summarize("fsmemory handler", fs_runs), summarize("boto3 one blob", b3_runs)])
+    rows = [summarize("fsmemory handler", fs_runs)]
+    if "fsmemory-s3fs" in runs:
+        rows.append(summarize("fsmemory handler, s3fs forced", runs["fsmemory-s3fs"]))
+    table(header, [*rows, summarize("boto3 one blob", b3_runs)])
     ratio = statistics.median(r["wall_ms"] for r in fs_runs) / statistics.median(
         r["wall_ms"] for r in b3_runs
     )
@@ -282,6 +302,17 @@ def main() -> None:
         [
             ["fsmemory / boto3, wall (median)", f"{ratio:.2f}x", "<= 1.5x"],
             ["fsmemory / boto3, in-process (median)", f"{inside:.2f}x", "<= 1.5x"],
+            *(
+                [
+                    [
+                        "fsmemory with s3fs forced / boto3, wall (median)",
+                        f"{_median_wall(runs['fsmemory-s3fs']) / _median_wall(b3_runs):.2f}x",
+                        "<= 1.5x",
+                    ]
+                ]
+                if "fsmemory-s3fs" in runs
+                else []
+            ),
             ["S3 requests per invocation (median)", f"{req:.0f}", "<= 8"],
             [f"max / median wall over {len(fs_runs)} in a row", f"{max_wall:.2f}x", "<= 2x"],
         ],

@@ -3,8 +3,9 @@ on the standard library alone.
 
 Why: importing s3fs + aiobotocore + aiohttp and building an aiobotocore session costs
 about half a second of a cold start (a serverless invocation, a CLI call), several
-times the requests themselves. This client imports ``http.client``, ``hmac``,
-``hashlib`` and (for listings) ``xml.etree``, and speaks only what a root needs:
+times the requests themselves. This client imports ``socket``, ``hmac``, ``hashlib``
+and (for listings) ``xml.etree`` -- not even ``http.client``, whose import with ``email``
+and ``ssl`` costs ~20 ms -- and speaks only what a root needs:
 ``GetObject`` (ranged or whole), ``HeadObject``, ``PutObject`` (with
 ``If-Match``/``If-None-Match`` and user metadata), ``ListObjectsV2``, ``DeleteObject``,
 ``DeleteObjects`` and ``HeadBucket``.
@@ -16,13 +17,14 @@ times the requests themselves. This client imports ``http.client``, ``hmac``,
   credentials and config files (static keys only). Anything else -- a profile with SSO,
   ``role_arn``, ``credential_process`` or ``web_identity_token_file``, credentials only
   the instance metadata service or the container endpoint can give, an option this
-  client does not understand -- makes :func:`resolve_config` return ``None`` with the
-  reason, and the root uses s3fs instead.
+  client does not understand, an HTTP proxy (``HTTPS_PROXY`` ...) -- makes
+  :func:`resolve_config` return ``None`` with the reason, and the root uses s3fs instead.
 * **Signing**: AWS Signature Version 4, header-based. The payload hash is the SHA-256 of
   the body over plain HTTP and ``UNSIGNED-PAYLOAD`` over HTTPS (TLS protects the body),
   as botocore does for S3. Keys are percent-encoded byte by byte (everything except
   ``A-Z a-z 0-9 - _ . ~`` and the ``/`` separators), once.
-* **Connections**: kept alive in a small pool per host, so the requests of one process
+* **Connections**: HTTP/1.1 on plain sockets (TLS through ``ssl`` for ``https``), kept
+  alive in a small pool per host, so the requests of one process
   reuse a handful of TCP/TLS connections; a request that fails on a *reused* connection
   before any reply (the server closed it while idle) is sent once more on a new one --
   a hidden resend the root's retry policy knows about. Batches (:meth:`S3Client.map`)
@@ -30,8 +32,9 @@ times the requests themselves. This client imports ``http.client``, ``hmac``,
 * **Errors** are :class:`S3Error` carrying the HTTP status and S3's error code in the
   shape :mod:`fsmemory.fs.errors` reads (``.status`` and ``.response["Error"]``), so
   they map to the same fsmemory errors as s3fs's; connection failures are the standard
-  library's (``ConnectionError``, ``TimeoutError``, ``http.client.IncompleteRead``), which
-  the retry policy treats as transient.
+  connection errors (``ConnectionError`` and its subclasses :class:`RemoteDisconnected`
+  and :class:`IncompleteRead`, ``TimeoutError``), which the retry policy treats as
+  transient.
 * **Region**: when neither the options nor the environment name one, requests go to
   ``us-east-1`` and a reply naming the bucket's region (``x-amz-bucket-region``) moves
   that bucket to its region and resends the request once.
@@ -40,18 +43,18 @@ times the requests themselves. This client imports ``http.client``, ``hmac``,
 from __future__ import annotations
 
 import base64
-import configparser
 import hashlib
 import hmac
-import http.client
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from urllib.parse import quote, unquote, urlsplit
+
+if TYPE_CHECKING:
+    import configparser
 
 __all__ = [
     "MAX_CONNECTIONS",
@@ -135,18 +138,20 @@ class S3Error(Exception):
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Credentials:
-    """Static AWS credentials."""
+class Credentials(NamedTuple):
+    """Static AWS credentials (the secret and token are left out of ``repr``)."""
 
     key: str
-    secret: str = field(repr=False)
-    token: str | None = field(default=None, repr=False)
+    secret: str
+    token: str | None = None
+
+    def __repr__(self) -> str:
+        return f"Credentials(key={self.key!r}, secret=..., token={'...' if self.token else None})"
 
 
-@dataclass(frozen=True, slots=True)
-class S3Config:
-    """Everything the built-in client needs to reach a bucket.
+class S3Config(NamedTuple):
+    """Everything the built-in client needs to reach a bucket (hashable: the process
+    shares one client per configuration).
 
     Attributes:
         endpoint: ``scheme://host[:port][/base]`` of a custom endpoint, or None for AWS.
@@ -155,8 +160,8 @@ class S3Config:
             redirect-following).
         credentials: None for unsigned (``anon=True``) requests.
         addressing: ``"path"`` (``endpoint/bucket/key``) or ``"virtual"``
-            (``bucket.endpoint/key``); ``"auto"`` picks virtual on AWS for buckets
-            that are valid host names without dots.
+            (``bucket.endpoint/key``); ``"auto"``: path style on a custom endpoint,
+            virtual on AWS for buckets that are host names without dots.
         verify: TLS certificate checks: True, False, or a CA bundle path.
         connect_timeout, read_timeout: seconds.
     """
@@ -181,6 +186,8 @@ def _env(environ: Mapping[str, str], *names: str) -> str | None:
 
 
 def _read_ini(path: str) -> configparser.RawConfigParser | None:
+    import configparser
+
     parser = configparser.RawConfigParser()
     try:
         with open(os.path.expanduser(path), encoding="utf-8") as handle:
@@ -237,6 +244,10 @@ def _files_credentials(
     return None, region
 
 
+def _loopback(url: str) -> bool:
+    return urlsplit(url).hostname in ("127.0.0.1", "localhost", "::1")
+
+
 def _timeout(value: object, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
         raise _Unsupported(f"config_kwargs[{name!r}] is not a positive number")
@@ -288,6 +299,9 @@ def _resolve(opts: dict[str, Any], env: Mapping[str, str]) -> S3Config:
     endpoint = client_kwargs.get("endpoint_url") or endpoint
     if endpoint is None and not ignore_env:
         endpoint = _env(env, "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+    proxied = _env(env, "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY")
+    if proxied and not (endpoint and _loopback(str(endpoint))):
+        raise _Unsupported("HTTP proxies (the *_PROXY variables) need s3fs")
     if endpoint is not None:
         parts = urlsplit(str(endpoint))
         if parts.scheme not in ("http", "https") or not parts.hostname or parts.query:
@@ -450,18 +464,161 @@ def _iso_mtime(text: str) -> float | None:
         return None
 
 
+_MONTHS = {
+    name: i + 1
+    for i, name in enumerate(
+        ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+    )
+}
+
+
 def _http_mtime(text: str | None) -> float | None:
-    if not text:
-        return None
+    """Seconds since the epoch of an HTTP date (``Wed, 02 Dec 2026 00:52:41 GMT``)."""
+    from datetime import UTC, datetime
+
     try:
-        return parsedate_to_datetime(text).timestamp()
-    except (TypeError, ValueError):
+        _, day, month, year, clock, _zone = (text or "").split()
+        hour, minute, second = clock.split(":")
+        when = datetime(
+            int(year), _MONTHS[month], int(day), int(hour), int(minute), int(second), tzinfo=UTC
+        )
+    except (KeyError, ValueError):
         return None
+    return when.timestamp()
+
+
+# -- HTTP/1.1 on a socket ------------------------------------------------------------------
+#: longest status or header line accepted, and most header lines
+_MAX_LINE = 65536
+_MAX_HEADERS = 200
+
+
+class RemoteDisconnected(ConnectionResetError):
+    """The server closed the connection without answering (e.g. an idle kept-alive one)."""
+
+
+class IncompleteRead(ConnectionError):
+    """The connection ended before the whole reply body arrived."""
+
+
+class _Connection:
+    """One HTTP/1.1 connection: a request out, the whole reply in (no pipelining).
+
+    Plain sockets rather than ``http.client``, whose import (with ``email`` and ``ssl``)
+    costs a cold start ~20 ms; S3 replies are simple enough: a status line, headers,
+    and a ``Content-Length`` or chunked body.
+    """
+
+    def __init__(
+        self, scheme: str, host: str, port: int, config: S3Config, ssl_context: Any
+    ) -> None:
+        sock = socket.create_connection((host, port), timeout=config.connect_timeout)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if scheme == "https":
+                sock = ssl_context.wrap_socket(sock, server_hostname=host)
+            sock.settimeout(config.read_timeout)
+        except BaseException:
+            sock.close()
+            raise
+        self.sock = sock
+        self._reader = sock.makefile("rb")
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        self._reader.close()
+        self.sock.close()
+
+    def _line(self) -> bytes:
+        line: bytes = self._reader.readline(_MAX_LINE + 1)
+        if len(line) > _MAX_LINE:
+            raise ConnectionError("reply line too long")
+        return line
+
+    def exchange(
+        self, method: str, target: str, headers: Mapping[str, str], body: bytes
+    ) -> tuple[Reply, bool]:
+        """Send one request; ``(reply, keep_alive)``.
+
+        Raises:
+            RemoteDisconnected: the server closed the connection before any reply.
+            IncompleteRead: the reply body broke off.
+            OSError: any other connection failure or a timeout (``TimeoutError``).
+        """
+        head = f"{method} {target} HTTP/1.1\r\n" + "".join(
+            f"{name}: {value}\r\n" for name, value in headers.items()
+        )
+        data = (head + "\r\n").encode("latin-1")
+        if len(body) <= 65536:
+            self.sock.sendall(data + body)
+        else:
+            self.sock.sendall(data)
+            self.sock.sendall(body)
+        while True:
+            line = self._line()
+            if not line:
+                raise RemoteDisconnected("the server closed the connection without replying")
+            parts = line.decode("latin-1").split(None, 2)
+            if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+                raise ConnectionError(f"not an HTTP reply: {line[:80]!r}")
+            version, status = parts[0], int(parts[1])
+            reply_headers = self._headers()
+            if not 100 <= status < 200:
+                break
+        if method == "HEAD" or status in (204, 304):
+            payload = b""
+            length: int | None = 0
+        elif "chunked" in reply_headers.get("transfer-encoding", "").lower():
+            payload, length = self._chunked(), 0
+        elif "content-length" in reply_headers:
+            length = int(reply_headers["content-length"])
+            payload = self._reader.read(length) if length else b""
+            if len(payload) < length:
+                raise IncompleteRead(f"got {len(payload)} of {length} bytes")
+        else:
+            payload, length = self._reader.read(), None  # delimited by the close
+        connection = reply_headers.get("connection", "").lower()
+        keep = (
+            length is not None
+            and "close" not in connection
+            and (version == "HTTP/1.1" or "keep-alive" in connection)
+        )
+        return Reply(status, reply_headers, payload), keep
+
+    def _headers(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for _ in range(_MAX_HEADERS):
+            line = self._line()
+            if line in (b"\r\n", b"\n"):
+                return out
+            if not line:
+                raise IncompleteRead("the connection ended inside the reply headers")
+            name, _, value = line.decode("latin-1").partition(":")
+            key = name.strip().lower()
+            value = value.strip()
+            out[key] = f"{out[key]}, {value}" if key in out else value
+        raise ConnectionError("too many reply headers")
+
+    def _chunked(self) -> bytes:
+        chunks: list[bytes] = []
+        while True:
+            line = self._line()
+            if not line:
+                raise IncompleteRead("the connection ended inside a chunked body")
+            size = int(line.split(b";", 1)[0].strip() or b"0", 16)
+            if size == 0:
+                while self._line() not in (b"\r\n", b"\n", b""):
+                    pass  # trailers
+                return b"".join(chunks)
+            chunk = self._reader.read(size)
+            if len(chunk) < size:
+                raise IncompleteRead(f"got {len(chunk)} of a {size}-byte chunk")
+            chunks.append(chunk)
+            self._line()  # the CRLF after the chunk
 
 
 # -- the client --------------------------------------------------------------------------
-@dataclass(slots=True)
-class Reply:
+class Reply(NamedTuple):
     """One HTTP reply: status, headers (lower-case names) and the whole body."""
 
     status: int
@@ -482,7 +639,7 @@ def _dns_bucket(bucket: str) -> bool:
 
 
 class S3Client:
-    """Signed S3 requests over kept-alive ``http.client`` connections.
+    """Signed S3 requests over kept-alive HTTP/1.1 connections.
 
     Thread-safe: every request takes a connection of its own from the pool.
 
@@ -494,7 +651,7 @@ class S3Client:
         self.config = config
         self._signer = Signer(config.credentials) if config.credentials else None
         self._lock = threading.Lock()
-        self._idle: dict[tuple[str, str, int], list[http.client.HTTPConnection]] = {}
+        self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
         self._regions: dict[str, str] = {}
         self._pool: Any = None
         self._ssl: Any = None
@@ -531,38 +688,26 @@ class S3Client:
         return scheme, host, port, path
 
     # -- connections ---------------------------------------------------------------------
-    def _connection(self, scheme: str, host: str, port: int) -> http.client.HTTPConnection:
-        conn: http.client.HTTPConnection
-        if scheme == "https":
-            if self._ssl is None:
-                import ssl
+    def _connection(self, scheme: str, host: str, port: int) -> _Connection:
+        if scheme == "https" and self._ssl is None:
+            import ssl
 
-                verify = self.config.verify
-                ctx = ssl.create_default_context(
-                    cafile=verify if isinstance(verify, str) else None
-                )
-                if verify is False:
-                    ctx.check_hostname = False
-                    ctx.verify_mode = ssl.CERT_NONE
-                self._ssl = ctx
-            conn = http.client.HTTPSConnection(
-                host, port, timeout=self.config.connect_timeout, context=self._ssl
-            )
-        else:
-            conn = http.client.HTTPConnection(host, port, timeout=self.config.connect_timeout)
-        conn.connect()
-        if conn.sock is not None:
-            conn.sock.settimeout(self.config.read_timeout)
-        return conn
+            verify = self.config.verify
+            ctx = ssl.create_default_context(cafile=verify if isinstance(verify, str) else None)
+            if verify is False:
+                ctx.check_hostname = False
+                ctx.verify_mode = ssl.CERT_NONE
+            self._ssl = ctx
+        return _Connection(scheme, host, port, self.config, self._ssl)
 
-    def _take(self, where: tuple[str, str, int]) -> tuple[http.client.HTTPConnection, bool]:
+    def _take(self, where: tuple[str, str, int]) -> tuple[_Connection, bool]:
         with self._lock:
             idle = self._idle.get(where)
             if idle:
                 return idle.pop(), True
         return self._connection(*where), False
 
-    def _give_back(self, where: tuple[str, str, int], conn: http.client.HTTPConnection) -> None:
+    def _give_back(self, where: tuple[str, str, int], conn: _Connection) -> None:
         with self._lock:
             idle = self._idle.setdefault(where, [])
             if len(idle) < MAX_CONNECTIONS:
@@ -597,7 +742,7 @@ class S3Client:
 
         Raises:
             S3Error: the reply's status is not in ``ok``.
-            OSError, http.client.HTTPException: the connection failed.
+            OSError: the connection failed (``ConnectionError``, ``TimeoutError``, ...).
         """
         reply = self._send(method, bucket, key, query, headers, body)
         region = reply.headers.get("x-amz-bucket-region")
@@ -643,7 +788,7 @@ class S3Client:
         try:
             try:
                 return self._exchange(conn, where, method, target, headers, body)
-            except (ConnectionError, http.client.RemoteDisconnected):
+            except ConnectionError:
                 if not reused:
                     raise
             # An idle kept-alive connection the server had closed: once more, afresh.
@@ -655,7 +800,7 @@ class S3Client:
 
     def _exchange(
         self,
-        conn: http.client.HTTPConnection,
+        conn: _Connection,
         where: tuple[str, str, int],
         method: str,
         target: str,
@@ -663,20 +808,14 @@ class S3Client:
         body: bytes,
     ) -> Reply:
         try:
-            conn.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
-            for name, value in headers.items():
-                conn.putheader(name, value)
-            conn.endheaders(body if body else None)
-            resp = conn.getresponse()
-            data = resp.read()
+            reply, keep = conn.exchange(method, target, headers, body)
         except BaseException:
             conn.close()
             raise
-        reply = Reply(resp.status, {k.lower(): v for k, v in resp.getheaders()}, data)
-        if resp.will_close:
-            conn.close()
-        else:
+        if keep:
             self._give_back(where, conn)
+        else:
+            conn.close()
         return reply
 
     # -- batches -------------------------------------------------------------------------

@@ -45,7 +45,6 @@ Each request is bounded by botocore's ``connect_timeout`` (5 s) and ``read_timeo
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import os
 import threading
@@ -184,7 +183,11 @@ class S3Root(BucketRoot):
                     return cls._connect(url, dict(opts))[0]
 
                 return cls(
-                    None, path, url=url, retry=policy, client=client_for(config),
+                    None,
+                    path,
+                    url=url,
+                    retry=policy,
+                    client=client_for(config),
                     fs_factory=factory,
                 )
             if choice == "builtin":
@@ -470,6 +473,8 @@ class S3Root(BucketRoot):
             results = client.map(lambda batch: client.delete_objects(self.bucket, batch), batches)
             errors = [e for r in results for e in r]
         else:
+            import asyncio
+
             replies = await asyncio.gather(
                 *(
                     self._call(

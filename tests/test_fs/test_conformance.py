@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from fsmemory.fs import StorageRoot, open_root
+from fsmemory.fs.s3 import S3Root
 from fsmemory.testing.conformance import StorageRootTests
 
 
@@ -37,13 +38,29 @@ class TestLocalRoot(StorageRootTests):
 
 @pytest.mark.s3
 class TestS3Root(StorageRootTests):
-    """S3 through s3fs against moto's server."""
+    """S3 through fsmemory's built-in client (the default) against moto's server."""
 
     concurrency_ops = 10
 
     @pytest.fixture
     def root(self, s3_root_url: str, s3_storage_options: dict[str, Any]) -> StorageRoot:
-        return open_root(s3_root_url, s3_storage_options)
+        root = open_root(s3_root_url, s3_storage_options)
+        assert isinstance(root, S3Root) and root.client == "builtin"
+        return root
+
+
+@pytest.mark.s3
+class TestS3RootThroughS3fs(StorageRootTests):
+    """S3 through s3fs (storage option ``client="s3fs"``), with fewer concurrent
+    operations to keep the suite short."""
+
+    concurrency_ops = 4
+
+    @pytest.fixture
+    def root(self, s3_root_url: str, s3_storage_options: dict[str, Any]) -> StorageRoot:
+        root = open_root(s3_root_url, {**s3_storage_options, "client": "s3fs"})
+        assert isinstance(root, S3Root) and root.client == "s3fs"
+        return root
 
 
 @pytest.mark.gcs

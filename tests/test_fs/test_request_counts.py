@@ -1,7 +1,7 @@
 """Each storage primitive costs the number of requests the docs promise.
 
-S3: requests are counted with a botocore ``before-send`` hook, i.e. every HTTP request
-the client really sends (retries included). GCS: every request gcsfs issues through its
+S3: every HTTP request the client really sends is counted (retries included): by the
+built-in client's observers, or by a botocore ``before-send`` hook with s3fs. GCS: every request gcsfs issues through its
 ``_request`` method is counted.
 """
 
@@ -60,10 +60,15 @@ def _check_counts(
 
 
 @pytest.mark.s3
-def test_s3_request_counts(s3_root_url: str, s3_storage_options: dict[str, Any]) -> None:
+@pytest.mark.parametrize("client", ["builtin", "s3fs"])
+def test_s3_request_counts(
+    s3_root_url: str, s3_storage_options: dict[str, Any], client: str
+) -> None:
     """read = 1 GET, stat = 1 HEAD, CAS write = 1 PUT, append = GET + PUT, list = 1; a
-    batch of whole-object reads is one GET per object (no HEAD before each)."""
-    root = open_root(s3_root_url, s3_storage_options)
+    batch of whole-object reads is one GET per object (no HEAD before each); the same
+    through the built-in client and through s3fs."""
+    root = open_root(s3_root_url, {**s3_storage_options, "client": client})
+    assert root.client == client  # type: ignore[attr-defined]
     _check_counts(
         root,
         _count_s3,

@@ -1,0 +1,400 @@
+"""fsmemory's built-in S3 client: signatures, configuration, the choice of client, the
+cold path's imports and kept-alive connections.
+
+The conformance suite and the request-count, fault and snapshot tests run on it too (it
+is the default S3 client); this module covers what they do not.
+"""
+
+from __future__ import annotations
+
+import calendar
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fsmemory.errors import (
+    BackendError,
+    BucketNotFoundError,
+    ConflictError,
+    InvalidInputError,
+    KeyNotFoundError,
+)
+from fsmemory.fs import NO_RETRY, StorageRoot, open_root
+from fsmemory.fs._s3client import Credentials, S3Error, Signer, resolve_config
+from fsmemory.fs.base import Versioned
+from fsmemory.fs.errors import is_transient, translate_error
+from fsmemory.fs.s3 import S3Root
+from fsmemory.testing.cloud_services import MotoService, start_moto
+from fsmemory.testing.faults import FaultPlan, HTTPFaultProxy
+from fsmemory.testing.requests import count_requests
+
+#: names a root allows that need careful encoding in a signed URL or query
+HOSTILE = [
+    "plain.txt",
+    "dir with space/two  spaces.txt",
+    "sym/a+b=c&d;e,f@g$h!~'*().txt",
+    "pct/100%.txt",
+    "pct/%41%20%25.txt",
+    "q/what?x=1#frag.txt",
+    "uni/caf\u00e9 \u2603 \U0001f600.md",
+    "\u65e5\u672c/\u8a9e",
+    'quote/"q"<a>.txt',
+]
+
+
+def test_signature_matches_the_aws_documentation_example() -> None:
+    """The ``GetObject`` example of the SigV4 documentation, byte for byte."""
+    signer = Signer(Credentials("AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"))
+    headers = {"host": "examplebucket.s3.amazonaws.com", "range": "bytes=0-9"}
+    empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    when = calendar.timegm((2013, 5, 24, 0, 0, 0))
+    signer.sign("GET", "/test.txt", "", headers, empty, "us-east-1", when=when)
+    assert headers["authorization"] == (
+        "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/"
+        "aws4_request, SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, "
+        "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"
+    )
+    assert headers["x-amz-date"] == "20130524T000000Z"
+    assert "x-amz-security-token" not in headers
+
+
+@pytest.fixture(scope="module")
+def checking_moto() -> Iterator[tuple[MotoService, dict[str, Any]]]:
+    """A moto server of its own that checks every request's signature (moto's IAM
+    authentication), and storage options with a key it knows."""
+    boto3 = pytest.importorskip("boto3")
+    service = start_moto()
+    try:
+        # The next 3 actions (the IAM set-up) go unchecked; every later one is checked.
+        request = urllib.request.Request(
+            f"{service.url}/moto-api/reset-auth",
+            data=b"3",
+            method="POST",
+            headers={"Content-Type": "text/plain"},
+        )
+        urllib.request.urlopen(request, timeout=10).read()
+        iam = boto3.client(
+            "iam",
+            endpoint_url=service.url,
+            region_name="us-east-1",
+            aws_access_key_id="setup",
+            aws_secret_access_key="setup",
+        )
+        iam.create_user(UserName="fsmemory")
+        key = iam.create_access_key(UserName="fsmemory")["AccessKey"]
+        policy = {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}],
+        }
+        iam.put_user_policy(UserName="fsmemory", PolicyName="s3", PolicyDocument=json.dumps(policy))
+        options = {
+            "key": key["AccessKeyId"],
+            "secret": key["SecretAccessKey"],
+            "client_kwargs": {"endpoint_url": service.url},
+        }
+        yield service, options
+    finally:
+        service.stop()
+
+
+@pytest.mark.s3
+def test_hostile_keys_sign_and_round_trip(
+    checking_moto: tuple[MotoService, dict[str, Any]],
+) -> None:
+    """Every request for keys with spaces, ``+``, ``%``, ``?``, ``#``, Unicode... carries
+    a signature the server accepts; a wrong secret is refused, not retried."""
+    _, options = checking_moto
+    bucket = f"fsm-{uuid.uuid4().hex[:16]}"
+    root = open_root(f"s3://{bucket}/a b+c%d", options)
+    assert isinstance(root, S3Root) and root.client == "builtin"
+    root.fs.mkdir(bucket)  # s3fs, built on first use, signs with the same key
+    for i, name in enumerate(HOSTILE):
+        root.write(name, f"{i}\n".encode())
+    assert [info.path for info in root.list(recursive=True)] == sorted(HOSTILE)
+    assert root.list_dirs() == sorted({n.split("/")[0] for n in HOSTILE if "/" in n})
+    for i, name in enumerate(HOSTILE):
+        if "/" in name:
+            folder = name.rsplit("/", 1)[0]
+            same = sorted(n for n in HOSTILE if n.rsplit("/", 1)[0] == folder)
+            assert [info.path for info in root.list(folder)] == same
+        version = root.read(name).version
+        assert root.read_range(name, 0, 1) == f"{i}".encode()
+        assert root.read_ranges([(name, 0, None)]) == [f"{i}\n".encode()]
+        new = root.write(name, b"changed", if_version=version)
+        with pytest.raises(ConflictError):
+            root.write(name, b"lost", if_version=version)
+        assert root.stat(name) is not None and root.stat(name).token == new  # type: ignore[union-attr]
+        assert root.read_bytes(name) == b"changed"
+    assert root.delete(HOSTILE[0]) is True
+    assert root.delete_tree("") == len(HOSTILE) - 1
+    assert root.list(recursive=True) == []
+
+    wrong = open_root(f"s3://{bucket}/x", {**options, "secret": "not-the-secret"})
+    with pytest.raises(BackendError) as info:
+        wrong.read("anything")
+    assert "SignatureDoesNotMatch" in str(info.value)
+    assert not is_transient(info.value)
+
+
+# -- configuration -----------------------------------------------------------------------
+def _files(tmp_path: Path, credentials: str = "", config: str = "") -> dict[str, str]:
+    (tmp_path / "credentials").write_text(textwrap.dedent(credentials))
+    (tmp_path / "config").write_text(textwrap.dedent(config))
+    return {
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "credentials"),
+        "AWS_CONFIG_FILE": str(tmp_path / "config"),
+    }
+
+
+def test_credentials_come_from_options_then_environment_then_files(tmp_path: Path) -> None:
+    files = _files(
+        tmp_path,
+        """
+        [default]
+        aws_access_key_id = FILEKEY
+        aws_secret_access_key = filesecret
+        [work]
+        aws_access_key_id = WORKKEY
+        aws_secret_access_key = worksecret
+        aws_session_token = worktoken
+        """,
+        """
+        [default]
+        region = eu-west-3
+        [profile work]
+        region = ap-south-1
+        """,
+    )
+    env = {**files, "AWS_ACCESS_KEY_ID": "ENVKEY", "AWS_SECRET_ACCESS_KEY": "envsecret"}
+    config, _ = resolve_config({"key": "OPTKEY", "secret": "optsecret", "token": "t"}, env)
+    assert config is not None and config.credentials == Credentials("OPTKEY", "optsecret", "t")
+    config, _ = resolve_config({}, {**env, "AWS_SESSION_TOKEN": "envtoken", "AWS_REGION": "x-1"})
+    assert config is not None
+    assert config.credentials == Credentials("ENVKEY", "envsecret", "envtoken")
+    assert (config.region, config.region_known) == ("x-1", True)
+    config, _ = resolve_config({}, files)
+    assert config is not None and config.credentials == Credentials("FILEKEY", "filesecret")
+    assert config.region == "eu-west-3"
+    config, _ = resolve_config({"profile": "work"}, env)  # a named profile beats env keys
+    assert config is not None
+    assert config.credentials == Credentials("WORKKEY", "worksecret", "worktoken")
+    assert config.region == "ap-south-1"
+    config, _ = resolve_config({}, {**files, "AWS_PROFILE": "work"})
+    assert config is not None and config.credentials is not None
+    assert config.credentials.key == "WORKKEY"
+    assert "worksecret" not in repr(config) and "worktoken" not in repr(config)
+
+
+def test_endpoint_region_and_timeouts() -> None:
+    env = {"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"}
+    config, _ = resolve_config({}, {**env, "AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9000/"})
+    assert config is not None and config.endpoint == "http://127.0.0.1:9000"
+    assert config.region_known  # a custom endpoint signs for the default region
+    options = {
+        "endpoint_url": "https://elsewhere.example",
+        "client_kwargs": {"endpoint_url": "https://minio.example:9000", "region_name": "r-1"},
+        "config_kwargs": {"connect_timeout": 1, "read_timeout": 2.5, "retries": {}},
+    }
+    config, _ = resolve_config(options, env)
+    assert config is not None
+    assert (config.endpoint, config.region) == ("https://minio.example:9000", "r-1")
+    assert (config.connect_timeout, config.read_timeout) == (1.0, 2.5)
+    config, _ = resolve_config({}, env)
+    assert config is not None and config.endpoint is None
+    assert (config.region, config.region_known) == ("us-east-1", False)  # follows redirects
+    config, _ = resolve_config({"anon": True}, {})
+    assert config is not None and config.credentials is None
+
+
+@pytest.mark.parametrize(
+    ("options", "credentials", "config", "env", "reason"),
+    [
+        ({}, "", "", {}, "no static credentials"),
+        (
+            {},
+            "",
+            "[default]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = x\n",
+            {},
+            "role_arn",
+        ),
+        ({}, "", "[default]\nsso_session = corp\n", {}, "sso_session"),
+        ({}, "", "[default]\ncredential_process = /bin/creds\n", {}, "credential_process"),
+        ({"profile": "missing"}, "", "", {}, "no static keys"),
+        ({}, "", "", {"AWS_WEB_IDENTITY_TOKEN_FILE": "/t"}, "web identity"),
+        ({"key": "k", "secret": "s", "requester_pays": True}, "", "", {}, "requester_pays"),
+        ({"key": "k", "secret": "s", "version_aware": True}, "", "", {}, "version_aware"),
+        ({"key": "k", "secret": "s", "client_kwargs": {"use_ssl": False}}, "", "", {}, "use_ssl"),
+        (
+            {"key": "k", "secret": "s", "config_kwargs": {"signature_version": "s3"}},
+            "",
+            "",
+            {},
+            "signature_version",
+        ),
+        ({"key": "k"}, "", "", {}, "without secret"),
+        ({"key": "k", "secret": "s", "endpoint_url": "ftp://x"}, "", "", {}, "http(s)"),
+    ],
+)
+def test_what_the_built_in_client_leaves_to_s3fs(
+    tmp_path: Path,
+    options: dict[str, Any],
+    credentials: str,
+    config: str,
+    env: dict[str, str],
+    reason: str,
+) -> None:
+    """Credentials only botocore's providers can give, and options the built-in client
+    does not understand, select s3fs (with the reason)."""
+    resolved, why = resolve_config(options, {**_files(tmp_path, credentials, config), **env})
+    assert resolved is None
+    assert reason in why
+
+
+@pytest.mark.s3
+def test_the_client_option(
+    s3_root_url: str, s3_storage_options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``client`` picks the client (default: built-in when it can); both clients see the
+    same objects; ``FSMEMORY_S3_CLIENT`` sets the default."""
+    builtin = open_root(s3_root_url, s3_storage_options)
+    forced = open_root(s3_root_url, {**s3_storage_options, "client": "s3fs"})
+    assert isinstance(builtin, S3Root) and isinstance(forced, S3Root)
+    assert (builtin.client, forced.client) == ("builtin", "s3fs")
+    version = builtin.write("shared.txt", b"from the built-in client")
+    assert forced.read("shared.txt").version == version
+    forced.write("shared.txt", b"from s3fs", if_version=version)
+    assert builtin.read_bytes("shared.txt") == b"from s3fs"
+    monkeypatch.setenv("FSMEMORY_S3_CLIENT", "s3fs")
+    assert open_root(s3_root_url, s3_storage_options).client == "s3fs"  # type: ignore[attr-defined]
+    chosen = open_root(s3_root_url, {**s3_storage_options, "client": "builtin"})
+    assert chosen.client == "builtin"  # type: ignore[attr-defined]
+    monkeypatch.delenv("FSMEMORY_S3_CLIENT")
+    with pytest.raises(InvalidInputError, match="requester_pays"):
+        open_root(s3_root_url, {**s3_storage_options, "client": "builtin", "requester_pays": True})
+    with pytest.raises(InvalidInputError, match="client"):
+        open_root(s3_root_url, {**s3_storage_options, "client": "boto"})
+    unusual = open_root(s3_root_url, {**s3_storage_options, "requester_pays": False})
+    assert unusual.client == "s3fs"  # type: ignore[attr-defined]
+
+
+def test_s3_errors_map_like_s3fs_errors() -> None:
+    """The built-in client's error replies become the same fsmemory errors."""
+    assert isinstance(translate_error(S3Error(404, "NoSuchKey"), "p"), KeyNotFoundError)
+    assert isinstance(translate_error(S3Error(404, "404"), "p"), KeyNotFoundError)
+    assert isinstance(translate_error(S3Error(412, "PreconditionFailed"), "p"), ConflictError)
+    missing = translate_error(S3Error(404, "NoSuchBucket", bucket="b-1"), "p")
+    assert isinstance(missing, BucketNotFoundError) and "b-1" in str(missing)
+    denied = translate_error(S3Error(403, "AccessDenied", "no"), "p")
+    assert isinstance(denied, BackendError) and not isinstance(denied, KeyNotFoundError)
+    assert is_transient(S3Error(503, "SlowDown")) and is_transient(S3Error(500, "InternalError"))
+    assert not is_transient(S3Error(403, "AccessDenied"))
+    assert not is_transient(S3Error(400, "InvalidArgument"))
+
+
+# -- the cold path -----------------------------------------------------------------------
+@pytest.mark.s3
+def test_a_cold_process_imports_no_s3fs(
+    s3_root_url: str, s3_storage_options: dict[str, Any]
+) -> None:
+    """A fresh process opens a memory on S3, remembers and recalls without importing
+    s3fs, aiobotocore, aiohttp, botocore or fsspec; ``root.fs`` still works, built on
+    first use."""
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from fsmemory import KnowledgeMemory
+        km = KnowledgeMemory({s3_root_url!r}, storage_options={s3_storage_options!r})
+        km.remember("the user prefers tea", persistent=True)
+        assert [e.content for e in km.recall("tea")] == ["the user prefers tea"]
+        km.build_context()
+        heavy = ("s3fs", "aiobotocore", "aiohttp", "botocore", "fsspec")
+        loaded = [name for name in heavy if name in sys.modules]
+        assert not loaded, loaded
+        names = km.root.fs.ls({s3_root_url.removeprefix("s3://")!r})
+        assert any(name.endswith("MEMORY.md") for name in names), names
+        assert "s3fs" in sys.modules
+        print("ok")
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "FSMEMORY_S3_CLIENT"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
+@pytest.mark.s3
+def test_a_kept_alive_connection_closed_meanwhile_is_replaced(
+    moto_service: MotoService, s3_root_url: str, s3_storage_options: dict[str, Any]
+) -> None:
+    """Connections are reused; one that died while idle (as when the server times it
+    out) costs no failure, even without retries: the request goes out again on a new
+    connection, and a conditional write sent that way is not taken for a conflict.
+
+    moto's server closes every connection after its reply, so the test talks to it
+    through the (fault-free) proxy of the fault tests, which keeps connections alive.
+    """
+    proxy = HTTPFaultProxy(moto_service.url, FaultPlan(rate=0.0), flavor="s3").start()
+    try:
+        options = {**s3_storage_options, "client_kwargs": {"endpoint_url": proxy.url}}
+        _check_reconnects(open_root(s3_root_url, {**options, "retry": NO_RETRY}))
+    finally:
+        proxy.stop()
+
+
+def _check_reconnects(root: StorageRoot) -> None:
+    assert isinstance(root, S3Root) and root._client is not None
+    version = root.write("f.txt", b"one")
+    for _ in range(5):
+        root.stat("f.txt")
+    assert sum(len(c) for c in root._client._idle.values()) == 1  # one connection did all
+
+    def kill_idle() -> int:
+        killed = 0
+        for conns in root._client._idle.values():  # type: ignore[union-attr]
+            for conn in conns:
+                assert conn.sock is not None
+                conn.sock.shutdown(2)
+                killed += 1
+        return killed
+
+    assert kill_idle() >= 1
+    assert root.read_bytes("f.txt") == b"one"
+    assert kill_idle() >= 1
+    version = root.write("f.txt", b"two", if_version=version)
+    assert kill_idle() >= 1
+    with count_requests(root) as calls:
+        assert root.read("f.txt") == Versioned(b"two", version)
+    assert len(calls) == 1
+
+
+@pytest.mark.s3
+def test_delete_many_removes_only_what_it_names(
+    s3_root_url: str, s3_storage_options: dict[str, Any]
+) -> None:
+    """One ``DeleteObjects`` for the named files (a missing one is skipped); every other
+    file survives byte for byte."""
+    root = open_root(s3_root_url, s3_storage_options)
+    assert isinstance(root, S3Root)
+    keep = {f"keep/{i}.bin": os.urandom(64) for i in range(3)}
+    for path, data in keep.items():
+        root.write(path, data)
+    for i in range(3):
+        root.write(f"drop/{i} +%.bin", b"x")
+    with count_requests(root) as calls:
+        assert root.delete_many([*(f"drop/{i} +%.bin" for i in range(3)), "drop/gone"]) == 4
+    assert len(calls) == 1 and calls.calls[0].startswith("POST ")
+    assert [info.path for info in root.list(recursive=True)] == sorted(keep)
+    for path, data in keep.items():
+        assert root.read_bytes(path) == data
+    assert root.delete_many([]) == 0

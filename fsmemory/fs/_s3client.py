@@ -970,5 +970,17 @@ def client_for(config: S3Config) -> S3Client:
     with _CLIENTS_LOCK:
         client = _CLIENTS.get(config)
         if client is None:
+            if not _CLIENTS:
+                import atexit
+
+                atexit.register(_close_all)
             client = _CLIENTS[config] = S3Client(config)
         return client
+
+
+def _close_all() -> None:
+    """Close every client's idle connections (at interpreter exit)."""
+    with _CLIENTS_LOCK:
+        clients = list(_CLIENTS.values())
+    for client in clients:
+        client.close()

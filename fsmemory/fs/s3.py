@@ -1,13 +1,42 @@
-"""S3 storage root: native compare-and-swap through s3fs.
+"""S3 storage root: native compare-and-swap, through fsmemory's built-in S3 client or
+through s3fs.
 
-Every primitive is one S3 request, issued through s3fs's ``_call_s3`` (so credentials,
-retries, endpoint and request options work exactly as in s3fs):
+**Which client.** :meth:`S3Root.from_url` decides once, when the root is built:
+
+* the **built-in client** (:mod:`fsmemory.fs._s3client`: the standard library only --
+  SigV4 signing, kept-alive HTTP/1.1 connections, a thread pool for batches) whenever it
+  can serve the storage options itself: credentials from the options (``key``,
+  ``secret``, ``token``, or ``anon=True``), from ``AWS_ACCESS_KEY_ID`` /
+  ``AWS_SECRET_ACCESS_KEY`` / ``AWS_SESSION_TOKEN`` (what AWS Lambda sets), or static keys
+  in the shared credentials/config files (``profile``, ``AWS_PROFILE``); region from
+  ``client_kwargs={"region_name": ...}``, ``AWS_REGION`` / ``AWS_DEFAULT_REGION`` or the
+  config file (else ``us-east-1``, following S3's redirect to the bucket's region); the
+  endpoint from ``endpoint_url`` / ``client_kwargs={"endpoint_url": ...}`` /
+  ``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL`` (path-style addressing there);
+  ``config_kwargs`` ``connect_timeout`` / ``read_timeout``. A cold process then imports
+  neither s3fs nor aiobotocore nor aiohttp, and builds no aiobotocore session.
+* **s3fs** otherwise, exactly as before: credentials only botocore's providers give (SSO,
+  ``role_arn``, ``credential_process``, web identity, the instance metadata service,
+  container credentials), an HTTP proxy, or any storage option the built-in client does
+  not understand (``requester_pays``, ``version_aware=True``, ``s3_additional_kwargs``,
+  ``session``, other ``client_kwargs``/``config_kwargs`` ...).
+* The storage option ``client`` forces the choice: ``"s3fs"`` (always s3fs), ``"builtin"``
+  (the built-in client, or :class:`~fsmemory.errors.InvalidInputError` saying why it
+  cannot), ``"auto"`` (the default). The environment variable ``FSMEMORY_S3_CLIENT`` sets
+  the default for a whole process. :attr:`S3Root.client` tells which one a root uses.
+
+``root.fs`` is an ``s3fs.S3FileSystem`` either way (for code that wants a filesystem,
+such as export): with the built-in client it is built from the same storage options on
+first access, so a root that never touches it never imports s3fs.
+
+Every primitive is one S3 request:
 
 ==============================  =====================================================
 operation                       requests
 ==============================  =====================================================
 ``read``                        1 ``GetObject`` (body and ETag from the same response)
 ``read_range``                  1 ranged ``GetObject``
+``read_ranges``                 1 ``GetObject`` per range, sent concurrently
 ``stat``                        1 ``HeadObject``
 ``write``                       1 ``PutObject`` (new ETag from the response)
 ``write(if_version=etag)``      1 ``PutObject`` with ``If-Match: <etag>``
@@ -16,31 +45,34 @@ operation                       requests
 ``list`` / ``list_dirs``        1 ``ListObjectsV2`` per 1000 keys, never cached
 ``delete``                      1 ``HeadObject`` + 1 ``DeleteObject``
 ``delete_tree``                 listing + 1 ``DeleteObjects`` per 1000 keys
+``delete_many``                 1 ``DeleteObjects`` per 1000 keys
 ==============================  =====================================================
 
 The version token is the object's ETag (without quotes). S3 answers a failed
 ``If-Match``/``If-None-Match`` with HTTP 412, which becomes
 :class:`~fsmemory.errors.ConflictError`. An ``If-Match`` on a missing key answers 404,
-which is also a conflict (the version the caller saw is gone).
+which is also a conflict (the version the caller saw is gone). Both clients' errors map
+to the same fsmemory errors (:mod:`fsmemory.fs.errors`).
 
-Listings bypass s3fs's directory cache, which never expires by default and would hide
-objects written by other processes; the filesystem is also created with
-``use_listings_cache=False`` (unless the caller sets it) so code that uses ``root.fs``
-directly does not see stale listings either.
+Listings are never cached: with s3fs they bypass its directory cache, which never
+expires by default and would hide objects written by other processes; the filesystem is
+also created with ``use_listings_cache=False`` (unless the caller sets it) so code that
+uses ``root.fs`` directly does not see stale listings either.
 
-Retries: s3fs's and botocore's own retries are switched off (the filesystem
-:meth:`S3Root.from_url` builds is a subclass of s3fs's that tries each request once, and
-botocore gets ``retries={"total_max_attempts": 1}`` unless ``config_kwargs`` says
-otherwise), and every request is retried by the root's
+Retries: neither client retries by itself, except that each resends a request once when a
+kept-alive connection turns out to be closed (aiohttp for a ``PUT``; the built-in client
+for any request on a reused connection that failed before a complete reply). s3fs's
+and botocore's own retries are switched off (the filesystem is a subclass of s3fs's
+that tries each request once, and botocore gets ``retries={"total_max_attempts": 1}``
+unless ``config_kwargs`` says otherwise). Every request is retried by the root's
 :class:`~fsmemory.fs.retry.RetryPolicy` instead (storage option ``retry``), with backoff
-and a total deadline. A blind client-side retry of a conditional ``PutObject`` whose
-reply was lost would get 412 and report a conflict for a write that landed -- and aiohttp
-itself resends a ``PUT`` once when a kept-alive connection drops. So every conditional
-``PutObject`` carries a random marker in its user metadata (``x-amz-meta-fsmemory-write``)
-and, after an ambiguous failure or a 412, one ``HeadObject`` tells exactly whether the
-object is this write (see :mod:`fsmemory.fs.retry`).
-Each request is bounded by botocore's ``connect_timeout`` (5 s) and ``read_timeout``
-(15 s), s3fs's defaults, which ``config_kwargs`` may change.
+and a total deadline. A blind retry of a conditional ``PutObject`` whose reply was lost
+would get 412 and report a conflict for a write that landed -- and so would the hidden
+resends above. So every conditional ``PutObject`` carries a random marker in its user
+metadata (``x-amz-meta-fsmemory-write``) and, after an ambiguous failure or a 412, one
+``HeadObject`` tells exactly whether the object is this write (see
+:mod:`fsmemory.fs.retry`). Each request is bounded by a connect timeout (5 s) and a read
+timeout (15 s), s3fs's defaults, which ``config_kwargs`` may change for both clients.
 """
 
 from __future__ import annotations
@@ -490,6 +522,3 @@ class S3Root(BucketRoot):
             raise OSError(f"DeleteObjects failed for {len(errors)} keys: {errors[:3]}")
         return len(keys)
 
-    def close(self) -> None:
-        """Nothing to release per root: the built-in client's connections are shared by
-        the roots of this process with the same configuration."""

@@ -521,4 +521,3 @@ class S3Root(BucketRoot):
         if errors:
             raise OSError(f"DeleteObjects failed for {len(errors)} keys: {errors[:3]}")
         return len(keys)
-

@@ -136,6 +136,10 @@ class S3Error(Exception):
             "Error": error,
             "ResponseMetadata": {"HTTPStatusCode": status},
         }
+        self._args = (status, code, message, bucket)
+
+    def __reduce__(self) -> tuple[type[S3Error], tuple[int, str, str, str]]:
+        return (type(self), self._args)
 
 
 class Credentials(NamedTuple):

@@ -96,7 +96,7 @@ from fsmemory.fs._s3client import S3Client, S3Error, client_for, resolve_config
 from fsmemory.fs.base import FileInfo, Versioned
 from fsmemory.fs.generic import _mtime
 from fsmemory.fs.open import split_protocol
-from fsmemory.fs.retry import RetryPolicy, idempotent, policy_from_options
+from fsmemory.fs.retry import RetryPolicy, policy_from_options
 
 __all__ = ["CLIENT_ENV", "CLIENT_OPTION", "S3Root"]
 
@@ -353,12 +353,12 @@ class S3Root(BucketRoot):
             data, etag, _ = self._run(self._get, bucket, key, None)
         return Versioned(data, etag)
 
-    @idempotent
     def read_ranges(
         self, requests: Sequence[tuple[str, int, int | None]]
     ) -> builtins.list[bytes | None]:
         """One GET per range, sent concurrently (s3fs: one ``cat_ranges``; the built-in
-        client: its thread pool); a missing file gives None."""
+        client: its thread pool, each range retried on its own); a missing file gives
+        None."""
         if self._client is None:
             return super().read_ranges(requests)
         for _, start, end in requests:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import calendar
 import json
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -298,6 +299,12 @@ def test_s3_errors_map_like_s3fs_errors() -> None:
     assert is_transient(S3Error(503, "SlowDown")) and is_transient(S3Error(500, "InternalError"))
     assert not is_transient(S3Error(403, "AccessDenied"))
     assert not is_transient(S3Error(400, "InvalidArgument"))
+    again = pickle.loads(pickle.dumps(S3Error(404, "NoSuchBucket", "gone", "b-1")))
+    assert (again.status, again.code, again.response) == (
+        404,
+        "NoSuchBucket",
+        S3Error(404, "NoSuchBucket", "gone", "b-1").response,
+    )
 
 
 # -- the cold path -----------------------------------------------------------------------

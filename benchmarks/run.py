@@ -693,7 +693,10 @@ class Suite:
                 continue
             params = {"system": FS, "url": where, "storage_options": options, "op": "recall"}
             runs = self._fresh(worker, "cold", params, cfg.cold_repeat * cfg.rounds)
-            floors = self._fresh(worker, "cold-floor", params, cfg.cold_repeat)
+            plain = {k: v for k, v in options.items() if k != "client"}  # the floor is s3fs
+            floors = self._fresh(
+                worker, "cold-floor", {**params, "storage_options": plain}, cfg.cold_repeat
+            )
             first = [r["first"] for r in runs]
             fetch = [f["fetch"] for f in floors]
             get = [f["get"] for f in floors]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -132,9 +133,14 @@ def test_s3_unreachable_endpoint_is_backend_error() -> None:
 def test_missing_extra_names_the_install(
     monkeypatch: pytest.MonkeyPatch, url: str, modules: list[str], extra: str
 ) -> None:
-    """Without s3fs/gcsfs, opening a root says which extra to install."""
+    """Without s3fs/gcsfs, opening a root says which extra to install (on S3: when the
+    built-in client finds no credentials, here none at all)."""
     for name in modules:
         monkeypatch.setitem(sys.modules, name, None)
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE", "FSMEMORY_S3_CLIENT"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
     with pytest.raises(MissingDependencyError) as info:
         open_root(url, {})
     assert f"fsmemory[{extra}]" in str(info.value)

@@ -30,9 +30,22 @@ def expect(call, extra):
 """
 
 
-def _run(hidden: list[str], body: str) -> None:
+#: an environment with no AWS credentials anywhere (the built-in S3 client cannot be
+#: used, so s3:// needs s3fs)
+NO_AWS = {
+    "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+    "AWS_CONFIG_FILE": os.devnull,
+    "AWS_ACCESS_KEY_ID": "",
+    "AWS_SECRET_ACCESS_KEY": "",
+    "AWS_PROFILE": "",
+    "FSMEMORY_S3_CLIENT": "",
+}
+
+
+def _run(hidden: list[str], body: str, env_overrides: dict[str, str] | None = None) -> None:
     code = PRELUDE.format(hidden=hidden) + textwrap.dedent(body)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    env.update(env_overrides or {})
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
     )
@@ -81,6 +94,25 @@ def test_without_an_object_store_client(module: str, url: str, extra: str) -> No
         expect(lambda: KnowledgeMemory({url!r}), {extra!r})
         expect(lambda: FsspecKnowledgeStore({url!r}), {extra!r})
         """,
+        NO_AWS,
+    )
+
+
+def test_s3_with_static_keys_needs_no_s3fs() -> None:
+    """Without s3fs, an S3 root whose credentials the built-in client finds opens; only
+    ``root.fs`` (and forcing s3fs) names the extra."""
+    _run(
+        ["s3fs"],
+        """
+        from fsmemory import open_root
+
+        options = {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": "http://127.0.0.1:9"}}
+        root = open_root("s3://bucket/agent", options)
+        assert root.client == "builtin", root.client
+        expect(lambda: root.fs, "s3")
+        expect(lambda: open_root("s3://bucket/agent", {**options, "client": "s3fs"}), "s3")
+        """,
+        NO_AWS,
     )
 
 

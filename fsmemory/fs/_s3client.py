@@ -3,9 +3,10 @@ on the standard library alone.
 
 Why: importing s3fs + aiobotocore + aiohttp and building an aiobotocore session costs
 about half a second of a cold start (a serverless invocation, a CLI call), several
-times the requests themselves. This client imports ``socket``, ``hmac``, ``hashlib``
-and (for listings) ``xml.etree`` -- not even ``http.client``, whose import with ``email``
-and ``ssl`` costs ~20 ms -- and speaks only what a root needs:
+times the requests themselves. This client imports ``socket``, ``hmac`` and ``hashlib``
+-- not even ``http.client`` (whose import with ``email`` and ``ssl`` costs ~20 ms) or
+``xml.etree`` (S3's flat XML replies are read with regular expressions) -- and speaks
+only what a root needs:
 ``GetObject`` (ranged or whole), ``HeadObject``, ``PutObject`` (with
 ``If-Match``/``If-None-Match`` and user metadata), ``ListObjectsV2``, ``DeleteObject``,
 ``DeleteObjects`` and ``HeadBucket``.
@@ -46,6 +47,7 @@ import base64
 import hashlib
 import hmac
 import os
+import re
 import socket
 import threading
 import time
@@ -80,7 +82,6 @@ _EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 _UNSIGNED = "UNSIGNED-PAYLOAD"
 _ALGORITHM = "AWS4-HMAC-SHA256"
 _DEFAULT_REGION = "us-east-1"
-_NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 
 #: storage options that only tune s3fs's own caches or are handled by the root; they
 #: change no request this client sends
@@ -438,25 +439,44 @@ class Signer:
 
 
 # -- XML ---------------------------------------------------------------------------------
-def _local(tag: str) -> str:
-    return tag.rsplit("}", 1)[-1]
+#: the five named entities of XML; numeric references are decoded too
+_NAMED_ENTITIES = {"quot": '"', "amp": "&", "lt": "<", "gt": ">", "apos": "'"}
+_ENTITY = re.compile(r"&(#x[0-9a-fA-F]+|#[0-9]+|[A-Za-z]+);")
 
 
-def _children(elem: Any) -> dict[str, Any]:
-    return {_local(child.tag): child for child in elem}
+def _unescape(text: str) -> str:
+    """``text`` with XML character and entity references decoded."""
+    if "&" not in text:
+        return text
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name.startswith("#x"):
+            return chr(int(name[2:], 16))
+        if name.startswith("#"):
+            return chr(int(name[1:]))
+        return _NAMED_ENTITIES.get(name, match.group(0))
+
+    return _ENTITY.sub(one, text)
 
 
-def _text(elem: Any, name: str, default: str = "") -> str:
-    for child in elem:
-        if _local(child.tag) == name:
-            return str(child.text or "")
-    return default
+def _escape(text: str) -> str:
+    """``text`` made safe as XML element content."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _parse_xml(body: bytes) -> Any:
-    from xml.etree import ElementTree
+def _elements(xml: str, tag: str) -> list[str]:
+    """The raw content of every ``<tag>...</tag>`` element (S3's XML replies are flat
+    and regular: no CDATA, no namespace prefixes, no element nested in its own kind).
+    A regular expression rather than ``xml.etree``, whose import a cold start would pay."""
+    return re.findall(rf"<{tag}(?:\s[^>]*)?>(.*?)</{tag}>", xml, re.DOTALL)
 
-    return ElementTree.fromstring(body)
+
+def _field(xml: str, tag: str, default: str = "") -> str:
+    """The decoded text of the first ``<tag>`` element (``default`` when there is none,
+    ``""`` for ``<tag/>``)."""
+    found = re.search(rf"<{tag}(?:\s[^>]*)?>(.*?)</{tag}>", xml, re.DOTALL)
+    return _unescape(found.group(1)) if found else default
 
 
 def _iso_mtime(text: str) -> float | None:
@@ -888,30 +908,24 @@ class S3Client:
             query["delimiter"] = "/"
         if token:
             query["continuation-token"] = token
-        root = _parse_xml(self.request("GET", bucket, query=query).body)
-        url_encoded = _text(root, "EncodingType") == "url"
+        xml = self.request("GET", bucket, query=query).body.decode("utf-8")
+        url_encoded = _field(xml, "EncodingType") == "url"
 
         def decode(text: str) -> str:
             return unquote(text) if url_encoded else text
 
-        objects: list[dict[str, Any]] = []
-        prefixes: list[str] = []
-        for child in root:
-            tag = _local(child.tag)
-            if tag == "Contents":
-                fields = _children(child)
-                objects.append(
-                    {
-                        "Key": decode(str(fields["Key"].text or "")),
-                        "Size": int(_text(child, "Size", "0") or 0),
-                        "ETag": _text(child, "ETag"),
-                        "LastModified": _iso_mtime(_text(child, "LastModified")),
-                    }
-                )
-            elif tag == "CommonPrefixes":
-                prefixes.append(decode(_text(child, "Prefix")))
-        truncated = _text(root, "IsTruncated").lower() == "true"
-        following = _text(root, "NextContinuationToken") if truncated else ""
+        objects = [
+            {
+                "Key": decode(_field(item, "Key")),
+                "Size": int(_field(item, "Size", "0") or 0),
+                "ETag": _field(item, "ETag"),
+                "LastModified": _iso_mtime(_field(item, "LastModified")),
+            }
+            for item in _elements(xml, "Contents")
+        ]
+        prefixes = [decode(_field(item, "Prefix")) for item in _elements(xml, "CommonPrefixes")]
+        truncated = _field(xml, "IsTruncated").lower() == "true"
+        following = _field(xml, "NextContinuationToken") if truncated else ""
         return objects, prefixes, following or None
 
     def delete_object(self, bucket: str, key: str) -> None:
@@ -920,19 +934,17 @@ class S3Client:
 
     def delete_objects(self, bucket: str, keys: Sequence[str]) -> list[dict[str, str]]:
         """One quiet ``DeleteObjects`` (at most 1000 keys); returns the per-key errors."""
-        from xml.sax.saxutils import escape
-
-        items = "".join(f"<Object><Key>{escape(k)}</Key></Object>" for k in keys)
+        items = "".join(f"<Object><Key>{_escape(k)}</Key></Object>" for k in keys)
         body = f'<?xml version="1.0" encoding="UTF-8"?><Delete><Quiet>true</Quiet>{items}</Delete>'
         data = body.encode()
         md5 = base64.b64encode(hashlib.md5(data, usedforsecurity=False).digest()).decode()
         headers = {"content-md5": md5, "content-type": "application/xml"}
         reply = self.request("POST", bucket, query={"delete": ""}, headers=headers, body=data)
-        errors = []
-        for child in _parse_xml(reply.body) if reply.body.strip() else []:
-            if _local(child.tag) == "Error":
-                errors.append({_local(c.tag): str(c.text or "") for c in child})
-        return errors
+        xml = reply.body.decode("utf-8", "replace")
+        return [
+            {name: _field(item, name) for name in ("Key", "Code", "Message")}
+            for item in _elements(xml, "Error")
+        ]
 
     def head_bucket(self, bucket: str) -> bool:
         """Whether the bucket exists (``HeadBucket``; 403 means it exists, not ours)."""
@@ -950,15 +962,11 @@ class S3Client:
 def _error(reply: Reply, bucket: str) -> S3Error:
     """The :class:`S3Error` of an error reply (XML body, or none for a HEAD)."""
     code, message, named = str(reply.status), "", ""
-    if reply.body.strip().startswith(b"<"):
-        try:
-            root = _parse_xml(reply.body)
-        except Exception:  # a proxy's HTML page: keep the status
-            root = None
-        if root is not None:
-            code = _text(root, "Code") or code
-            message = _text(root, "Message")
-            named = _text(root, "BucketName")
+    if reply.body.lstrip().startswith(b"<"):
+        xml = reply.body.decode("utf-8", "replace")
+        code = _field(xml, "Code") or code
+        message = _field(xml, "Message")
+        named = _field(xml, "BucketName")
     if code == "NoSuchBucket" and not named:
         named = bucket
     return S3Error(reply.status, code, message, named)

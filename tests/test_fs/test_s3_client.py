@@ -30,7 +30,15 @@ from fsmemory.errors import (
     KeyNotFoundError,
 )
 from fsmemory.fs import NO_RETRY, StorageRoot, open_root
-from fsmemory.fs._s3client import Credentials, S3Error, Signer, resolve_config
+from fsmemory.fs._s3client import (
+    Credentials,
+    S3Error,
+    Signer,
+    _elements,
+    _field,
+    _unescape,
+    resolve_config,
+)
 from fsmemory.fs.base import Versioned
 from fsmemory.fs.errors import is_transient, translate_error
 from fsmemory.fs.s3 import S3Root
@@ -144,6 +152,35 @@ def test_hostile_keys_sign_and_round_trip(
         wrong.read("anything")
     assert "SignatureDoesNotMatch" in str(info.value)
     assert not is_transient(info.value)
+
+
+def test_xml_replies_are_read_exactly() -> None:
+    """Listings, error and delete replies: entities and character references decoded,
+    empty and attributed elements, nested prefixes kept apart."""
+    xml = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+        "<Name>b</Name><Prefix>p/</Prefix><KeyCount>2</KeyCount><Delimiter/>"
+        "<IsTruncated>true</IsTruncated><NextContinuationToken>t&amp;1=</NextContinuationToken>"
+        "<Contents><Key>p/a &amp; &lt;b&gt; &#233;&#x2603;</Key>"
+        "<LastModified>2026-12-02T00:52:41.000Z</LastModified>"
+        "<ETag>&quot;abc&quot;</ETag><Size>12</Size><StorageClass>STANDARD</StorageClass>"
+        "</Contents>"
+        "<Contents>\n  <Key>p/two</Key>\n  <Size>0</Size>\n</Contents>"
+        "<CommonPrefixes><Prefix>p/d&apos;ir/</Prefix></CommonPrefixes>"
+        "</ListBucketResult>"
+    )
+    items = _elements(xml, "Contents")
+    assert [_field(i, "Key") for i in items] == ["p/a & <b> \u00e9\u2603", "p/two"]
+    assert [_field(i, "ETag") for i in items] == ['"abc"', ""]
+    assert [_field(i, "Size") for i in items] == ["12", "0"]
+    assert [_field(p, "Prefix") for p in _elements(xml, "CommonPrefixes")] == ["p/d'ir/"]
+    assert _field(xml, "NextContinuationToken") == "t&1="
+    assert _field(xml, "Delimiter", "none") == "none"  # <Delimiter/> has no text element
+    assert _field(xml, "Missing", "x") == "x"
+    assert _unescape("&unknown; &amp;amp;") == "&unknown; &amp;"
+    error = "<Error><Code>NoSuchBucket</Code><Message>gone</Message><BucketName>b-1</BucketName></Error>"
+    assert (_field(error, "Code"), _field(error, "BucketName")) == ("NoSuchBucket", "b-1")
 
 
 # -- configuration -----------------------------------------------------------------------
@@ -313,8 +350,8 @@ def test_a_cold_process_imports_no_s3fs(
     s3_root_url: str, s3_storage_options: dict[str, Any]
 ) -> None:
     """A fresh process opens a memory on S3, remembers and recalls without importing
-    s3fs, aiobotocore, aiohttp, botocore or fsspec; ``root.fs`` still works, built on
-    first use."""
+    s3fs, aiobotocore, aiohttp, botocore, fsspec, http.client or xml; ``root.fs`` still
+    works, built on first use."""
     script = textwrap.dedent(
         f"""
         import sys
@@ -323,7 +360,7 @@ def test_a_cold_process_imports_no_s3fs(
         km.remember("the user prefers tea", persistent=True)
         assert [e.content for e in km.recall("tea")] == ["the user prefers tea"]
         km.build_context()
-        heavy = ("s3fs", "aiobotocore", "aiohttp", "botocore", "fsspec")
+        heavy = ("s3fs", "aiobotocore", "aiohttp", "botocore", "fsspec", "http.client", "xml")
         loaded = [name for name in heavy if name in sys.modules]
         assert not loaded, loaded
         names = km.root.fs.ls({s3_root_url.removeprefix("s3://")!r})

@@ -5,7 +5,10 @@ telling a missing bucket from a missing key.
 A service supplies only its requests: :meth:`BucketRoot._list_page` (one page of a
 listing), :meth:`BucketRoot._head` (an object's metadata), :meth:`BucketRoot._info_of`
 (metadata -> :class:`~fsmemory.fs.base.FileInfo`), :meth:`BucketRoot._get_range` (one
-ranged download), :meth:`BucketRoot._bucket_exists` and :meth:`BucketRoot._put`.
+ranged download), :meth:`BucketRoot._bucket_exists` and :meth:`BucketRoot._put`. The
+requests are coroutines run by :meth:`BucketRoot._run` (on the async filesystem's event
+loop; S3's built-in client runs them in place), and :meth:`BucketRoot._forget_cached`
+drops what the filesystem may cache after a change.
 
 A missing bucket: S3 names it in most error replies (``NoSuchBucket``), but a
 ``HeadObject`` answers a bare 404 and GCS answers 404 for a missing bucket and a missing

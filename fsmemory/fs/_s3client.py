@@ -234,8 +234,9 @@ def _files_credentials(
     for setting in _PROVIDER_SETTINGS:
         if config.get(setting):
             raise _Unsupported(f"profile {name!r} uses {setting}")
-    if config.get("endpoint_url") or config.get("services"):
-        raise _Unsupported(f"profile {name!r} configures endpoints")
+    for setting in ("endpoint_url", "services", "s3", "ca_bundle"):
+        if config.get(setting):
+            raise _Unsupported(f"profile {name!r} sets {setting}")
     shared = _profile_section(_read_ini(cred_file), name, config_file=False)
     for source in (shared, config):
         key, secret = source.get("aws_access_key_id"), source.get("aws_secret_access_key")

@@ -740,6 +740,14 @@ class S3Client:
                 return
         conn.close()
 
+    def _forget_inherited(self) -> None:
+        """Drop the connections and threads a forked child inherited, unclosed (closing
+        the child's copies would be harmless, but a TLS close would write to the
+        parent's stream)."""
+        self._lock = threading.Lock()
+        self._idle = {}
+        self._pool = None
+
     def close(self) -> None:
         """Close the idle connections and the batch threads."""
         with self._lock:
@@ -987,8 +995,18 @@ def client_for(config: S3Config) -> S3Client:
                 import atexit
 
                 atexit.register(_close_all)
+                os.register_at_fork(after_in_child=_after_fork)
             client = _CLIENTS[config] = S3Client(config)
         return client
+
+
+def _after_fork() -> None:
+    """In a forked child: forget the parent's connections and threads (a socket shared
+    by two processes would mix their replies); the parent keeps using them."""
+    global _CLIENTS_LOCK
+    _CLIENTS_LOCK = threading.Lock()
+    for client in _CLIENTS.values():
+        client._forget_inherited()
 
 
 def _close_all() -> None:

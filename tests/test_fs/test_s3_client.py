@@ -440,6 +440,46 @@ def _check_reconnects(root: StorageRoot) -> None:
     assert len(calls) == 1
 
 
+def _forked_reads(root: StorageRoot, n: int) -> int:
+    return sum(root.read_bytes(f"f{i % 4}.txt") == f"file {i % 4}".encode() for i in range(n))
+
+
+@pytest.mark.s3
+@pytest.mark.skipif(sys.platform == "win32", reason="no fork")
+def test_a_forked_child_opens_its_own_connections(
+    moto_service: MotoService, s3_root_url: str, s3_storage_options: dict[str, Any]
+) -> None:
+    """A process forked while the parent holds kept-alive connections never shares one:
+    parent and child read concurrently and each gets its own replies."""
+    import multiprocessing
+
+    proxy = HTTPFaultProxy(moto_service.url, FaultPlan(rate=0.0), flavor="s3").start()
+    try:
+        options = {**s3_storage_options, "client_kwargs": {"endpoint_url": proxy.url}}
+        root = open_root(s3_root_url, options)
+        assert isinstance(root, S3Root) and root._client is not None
+        for i in range(4):
+            root.write(f"f{i}.txt", f"file {i}".encode())
+        assert root._client._idle  # the parent holds a kept-alive connection
+        ctx = multiprocessing.get_context("fork")
+        results = ctx.Queue()
+
+        def child() -> None:  # forked: the root is not pickled, the process is copied
+            results.put(_forked_reads(root, 20))
+
+        children = [ctx.Process(target=child) for _ in range(2)]
+        for process in children:
+            process.start()
+        assert _forked_reads(root, 20) == 20
+        assert [results.get(timeout=120) for _ in children] == [20, 20]
+        for process in children:
+            process.join(timeout=120)
+            assert process.exitcode == 0
+        assert _forked_reads(root, 4) == 4
+    finally:
+        proxy.stop()
+
+
 @pytest.mark.s3
 def test_delete_many_removes_only_what_it_names(
     s3_root_url: str, s3_storage_options: dict[str, Any]

@@ -30,9 +30,11 @@ from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
-from itertools import chain, compress, repeat
+from itertools import accumulate, chain, compress, repeat
 from operator import itemgetter, methodcaller
 from typing import Any
+
+import orjson
 
 from fsmemory import _jsonutil
 from fsmemory.fs.base import FileInfo, StorageRoot
@@ -82,6 +84,114 @@ def _one(row: int) -> list[int]:
     return [row]
 
 
+class _Strings:
+    """A column of strings kept as UTF-8 bytes with offsets, as the index cache stores
+    it: a string is made only for a row that is read (a cold ``recall`` reads a few).
+    Rows appended later are held as strings."""
+
+    __slots__ = ("_blob", "_more", "_n", "_off")
+
+    def __init__(self, blob: bytes | memoryview, offsets: array[int]) -> None:
+        if not offsets or offsets[0] != 0 or offsets[-1] != len(blob):
+            raise ValueError("string offsets do not fit their bytes")
+        self._blob, self._off, self._n = blob, offsets, len(offsets) - 1
+        self._more: list[str] = []
+
+    def __len__(self) -> int:
+        return self._n + len(self._more)
+
+    def __getitem__(self, row: int) -> str:
+        if 0 <= row < self._n:
+            off = self._off
+            # "replace": offsets that do not cut at characters (a hostile file) give
+            # odd text, never an error.
+            return str(self._blob[off[row] : off[row + 1]], "utf-8", "replace")
+        return self._more[row - self._n]
+
+    def __iter__(self) -> Iterator[str]:
+        return map(self.__getitem__, range(len(self)))
+
+    def append(self, text: str) -> None:
+        """Add a row."""
+        self._more.append(text)
+
+    def extend(self, texts: Iterable[str]) -> None:
+        """Add rows."""
+        self._more.extend(texts)
+
+    def tolist(self) -> list[str]:
+        """Every row as a list of strings."""
+        blob, off = self._blob, self._off
+        data = bytes(blob)
+        if data.isascii():  # byte offsets are character offsets
+            text = data.decode("ascii")
+            out = list(map(text.__getitem__, map(slice, off, off[1:])))
+        else:
+            out = [str(blob[a:b], "utf-8", "replace") for a, b in zip(off, off[1:])]
+        out.extend(self._more)
+        return out
+
+
+def _pack(strings: list[str] | _Strings) -> tuple[bytes, bytes]:
+    """``strings`` as UTF-8 bytes and their offsets (the form :class:`_Strings` reads).
+
+    Raises:
+        UnicodeEncodeError: a string holds a lone surrogate.
+        OverflowError: 4 GiB of text or more.
+    """
+    items = strings if isinstance(strings, list) else list(strings)
+    text = "".join(items)
+    data = text.encode()
+    sizes: Iterable[int] = (
+        map(len, items) if len(data) == len(text) else (len(s.encode()) for s in items)
+    )
+    return data, array("I", accumulate(sizes, initial=0)).tobytes()
+
+
+class _OnFirstUse:
+    """A field of a cache-loaded index that is built when first read.
+
+    A non-data descriptor: once the field is built it is a plain instance attribute
+    (which takes precedence), so reading it costs nothing more afterwards.
+    """
+
+    def __init__(self, name: str, build: Callable[[MemoryIndex], None]) -> None:
+        self._name = name
+        self._build = build
+
+    def __get__(self, obj: MemoryIndex | None, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        self._build(obj)
+        try:
+            return obj.__dict__[self._name]
+        except KeyError:
+            raise AttributeError(self._name) from None
+
+
+class _ColdParts:
+    """What a cache-loaded index has not built yet (see :meth:`MemoryIndex._hydrate`)."""
+
+    __slots__ = ("claimed", "claimed_texts", "file_paths", "file_rows", "file_sizes", "row_of")
+
+    def __init__(
+        self,
+        row_of: array[int],
+        file_paths: list[str],
+        file_sizes: array[int],
+        file_rows: array[int],
+        claimed: array[int],
+        claimed_texts: list[str | None],
+    ) -> None:
+        self.row_of = row_of
+        self.file_paths, self.file_sizes, self.file_rows = file_paths, file_sizes, file_rows
+        self.claimed, self.claimed_texts = claimed, claimed_texts
+
+
+#: Fields a cache-loaded index builds together on first use (:meth:`MemoryIndex._hydrate`).
+_HYDRATED = ("_row_of", "_file_rows", "_claimed", "_n_claimed", "_fact_counts")
+
+
 def fact_key(category: str, content: str) -> Key:
     """The key matching a persistent record to its MEMORY.md bullet."""
     return (category, escape_line(content.strip()))
@@ -96,8 +206,8 @@ class MemoryIndex:
     def reset(self) -> None:
         """Forget everything (the next refresh re-reads all files)."""
         # -- rows (columns) --
-        self._ids: list[str] = []
-        self._contents: list[str] = []
+        self._ids: list[str] | _Strings = []
+        self._contents: list[str] | _Strings = []
         self._cats: list[str] = []
         self._created = array("q")
         self._expires = array("q")
@@ -131,6 +241,13 @@ class MemoryIndex:
         self.corrupt_lines = 0
         self.generation = 0
         self._md_mtime_us = us_of(datetime.now(tz=UTC))
+        # -- a cache-loaded index: parts built on first use --
+        self._cold: _ColdParts | None = None
+        self._cold_doc: MemoryDocument | None = None  # MEMORY.md's header fields
+        self._cold_sections: list[tuple[str, list[str | int], list[datetime | None] | None]]
+        self._cold_sections = []
+        self.cache_damaged = False
+        """True once part of a loaded cache was found damaged (and rebuilt from the rows)."""
 
     # -- what callers read -----------------------------------------------------------
     @property
@@ -893,23 +1010,33 @@ class MemoryIndex:
         terms = query_terms(query)
         if not terms:
             return []
-        found = self._ranked().search(
-            terms,
-            limit,
-            self._row_acceptor(category, us_of(now)),
-            self._row_priority,
-            term_pairs(analyze(query)),
-        )
+        for _attempt in range(2):  # again when a loaded ranker turned out damaged
+            ranker = self._ranked()
+            found = ranker.search(
+                terms,
+                limit,
+                self._row_acceptor(category, us_of(now)),
+                self._row_priority,
+                term_pairs(analyze(query)),
+            )
+            if not ranker.damaged:
+                break
         return [self._entry(row) for _, row in found]
 
     def _ranked(self) -> BM25Index:
         """The BM25 index of the live rows, built on the first search, then kept up to
         date (rows added since the last search are analysed now)."""
         ranker = self._ranker
+        if ranker is not None and ranker.damaged:
+            logger.warning("the search postings of the index cache are damaged: rebuilt")
+            self.cache_damaged = True
+            ranker = None
         if ranker is None:
             ranker = self._ranker = BM25Index()
             self._unranked = [r for r in range(len(self._ids)) if not self._flags[r] & _DEAD]
         pending, self._unranked = self._unranked, []
+        if not pending:
+            return ranker
         contents, cats, flags = self._contents, self._cats, self._flags
         cat_terms: dict[str, list[str]] = {}  # a handful of categories: analyse each once
 
@@ -941,7 +1068,11 @@ class MemoryIndex:
     def lexical_scores(self, query: str, terms: dict[str, float]) -> dict[str, float]:
         """BM25 scores by entry id of every row matching a term of ``query`` (live or not)."""
         ids = self._ids
-        scores = self._ranked().scores(terms, term_pairs(analyze(query)))
+        for _attempt in range(2):  # again when a loaded ranker turned out damaged
+            ranker = self._ranked()
+            scores = ranker.scores(terms, term_pairs(analyze(query)))
+            if not ranker.damaged:
+                break
         return {ids[row]: score for row, score in scores.items()}
 
     def acceptor(self, category: str | None, now: datetime) -> Callable[[str], bool]:
@@ -995,8 +1126,14 @@ class MemoryIndex:
         The BM25 index is brought up to date first. :meth:`load_state` rebuilds an equal
         index; a later :meth:`refresh` then reads only what changed since, exactly as
         it would in the process that wrote the state.
+
+        Raises:
+            ValueError: text that cannot be stored (a lone surrogate from a hand edit).
+            OverflowError: 4 GiB of text or more.
         """
         ranker = self._ranked() if self._ranker is not None else None
+        if ranker is not None and not ranker.verify():
+            ranker = self._ranked()  # rebuilt from the rows
         cat_names = list(self._interned)
         code = {name: i for i, name in enumerate(cat_names)}
         paths = list(self._file_rows)
@@ -1005,9 +1142,20 @@ class MemoryIndex:
         # A bullet whose text is the content of the record it claims is stored as that
         # row's number (most bullets): the text is written once and shared on load.
         same = {key: row for row, key in self._claimed.items() if key[1] == contents[row]}
+        sections = [
+            [
+                cat,
+                [same.get((cat, f.text), f.text) for f in facts],
+                None
+                if all(f.expires_at is None for f in facts)
+                else [None if f.expires_at is None else f.expires_at.isoformat() for f in facts],
+            ]
+            for cat, facts in doc.sections.items()
+        ]
+        claimed_texts = [
+            None if key[1] == contents[row] else key[1] for row, key in self._claimed.items()
+        ]
         meta: dict[str, Any] = {
-            "ids": self._ids,
-            "contents": self._contents,
             "cat_names": cat_names,
             "extras": [[row, ttl, md] for row, (ttl, md) in self._extras.items()],
             "n_dead": self._n_dead,
@@ -1017,34 +1165,26 @@ class MemoryIndex:
             "logs": [_cursor_state(c) for c in self._logs.values()],
             "md": None if self._md is None else _cursor_state(self._md),
             "doc": {
-                "sections": [
-                    [
-                        cat,
-                        [same.get((cat, f.text), f.text) for f in facts],
-                        None
-                        if all(f.expires_at is None for f in facts)
-                        else [
-                            None if f.expires_at is None else f.expires_at.isoformat()
-                            for f in facts
-                        ],
-                    ]
-                    for cat, facts in doc.sections.items()
-                ],
                 "last_category": doc.last_category,
                 "header_count": doc.header_count,
                 "invalid_lines": doc.invalid_lines,
             },
             "pending": [[cat, text, rows] for (cat, text), rows in self._pending.items()],
-            "claimed_texts": [
-                None if key[1] == self._contents[row] else key[1]
-                for row, key in self._claimed.items()
-            ],
             "md_rows": [[cat, text, rows] for (cat, text), rows in self._md_rows.items()],
             "corrupt_lines": self.corrupt_lines,
             "md_mtime_us": self._md_mtime_us,
             "ranker": None,
         }
+        ids, ids_off = _pack(self._ids)
+        texts, texts_off = _pack(contents)
         blobs = {
+            "ids": ids,
+            "ids_off": ids_off,
+            "contents": texts,
+            "contents_off": texts_off,
+            # JSON parts read only when first needed (MEMORY.md's facts, the claims)
+            "sections": orjson.dumps(sections),
+            "claimed_texts": orjson.dumps(claimed_texts),
             "cats": array("I", map(code.__getitem__, self._cats)).tobytes(),
             "created": self._created.tobytes(),
             "expires": self._expires.tobytes(),
@@ -1063,9 +1203,15 @@ class MemoryIndex:
             blobs.update({"bm25_" + k: v for k, v in rank_blobs.items()})
         return meta, blobs
 
-    def load_state(self, meta: dict[str, Any], blobs: dict[str, bytes]) -> None:
+    def load_state(self, meta: dict[str, Any], blobs: dict[str, bytes | memoryview]) -> None:
         """Replace everything with a :meth:`state` (``ValueError`` when it does not hold
-        together; the index is then reset)."""
+        together; the index is then reset).
+
+        Only what a search reads is built now: the flat columns and the BM25 arrays.
+        Entry ids and contents stay bytes until a row is read, and the parts that only
+        changes and other reads need (id lookup, files' rows, MEMORY.md's facts and
+        claims) are built when first used. Everything they rely on is checked here.
+        """
         enabled = gc.isenabled()
         gc.disable()  # many long-lived objects and no cycles, as in a bulk feed
         try:
@@ -1077,11 +1223,13 @@ class MemoryIndex:
             if enabled:
                 gc.enable()
 
-    def _load_state(self, meta: dict[str, Any], blobs: dict[str, bytes]) -> None:
+    def _load_state(self, meta: dict[str, Any], blobs: dict[str, bytes | memoryview]) -> None:
         self.reset()
-        ids, contents, names = meta["ids"], meta["contents"], meta["cat_names"]
-        if type(ids) is not list or type(contents) is not list or type(names) is not list:
+        names, paths = meta["cat_names"], meta["file_paths"]
+        if type(names) is not list or type(paths) is not list:
             raise ValueError("bad columns")
+        ids = _Strings(blobs["ids"], _arr("I", blobs["ids_off"]))
+        contents = _Strings(blobs["contents"], _arr("I", blobs["contents_off"]))
         n = len(ids)
         codes = _arr("I", blobs["cats"])
         created, expires = _arr("q", blobs["created"]), _arr("q", blobs["expires"])
@@ -1091,11 +1239,9 @@ class MemoryIndex:
         flags = bytearray(blobs["flags"])
         row_of_rows, claimed = _arr("I", blobs["row_of"]), _arr("I", blobs["claimed"])
         sizes, file_rows = _arr("q", blobs["file_sizes"]), _arr("I", blobs["file_rows"])
-        paths = meta["file_paths"]
-        claimed_texts = meta["claimed_texts"]
+        claimed_texts = orjson.loads(blobs["claimed_texts"])
         if (
-            set(map(type, ids)) - {str}
-            or set(map(type, contents)) - {str}
+            type(claimed_texts) is not list
             or set(map(type, names)) - {str}
             or set(map(type, paths)) - {str}
             or len(contents) != n
@@ -1106,6 +1252,7 @@ class MemoryIndex:
             or len(flags) != n
             or len(tl_stamp) != len(tl_row)
             or len(sizes) != len(paths)
+            or min(sizes, default=0) < 0
             or sum(sizes) != len(file_rows)
             or len(claimed_texts) != len(claimed)
             or set(map(type, claimed_texts)) - {str, type(None)}
@@ -1113,18 +1260,14 @@ class MemoryIndex:
             or any(a and max(a) >= n for a in (tl_row, row_of_rows, claimed, file_rows))
         ):
             raise ValueError("columns of different lengths or rows out of range")
-        cats = list(map(names.__getitem__, codes))
-        self._ids, self._contents, self._cats = ids, contents, cats
+        self._cold_sections = _checked_sections(orjson.loads(blobs["sections"]), n)
+        self._ids, self._contents = ids, contents
+        self._cats = list(map(names.__getitem__, codes))
         self._interned = {name: name for name in names}
         self._created, self._expires = created, expires
         self._importance, self._flags = importance, flags
         self._extras = {int(row): (ttl, md) for row, ttl, md in meta["extras"]}
-        self._row_of = dict(zip(map(ids.__getitem__, row_of_rows), row_of_rows, strict=True))
         self._n_dead, self._n_hidden = int(meta["n_dead"]), int(meta["n_hidden"])
-        at = 0
-        for path, size in zip(paths, sizes, strict=True):
-            self._file_rows[path] = file_rows[at : at + size].tolist()
-            at += size
         self._forgotten = {str(k): str(v) for k, v in dict(meta["forgotten"]).items()}
         for cursor in meta["logs"]:
             cur = _cursor_of(cursor)
@@ -1140,35 +1283,9 @@ class MemoryIndex:
             header_count=int(doc_state["header_count"]),
             invalid_lines=int(doc_state["invalid_lines"]),
         )
-        counts: Counter[Key] = Counter()
-        for cat, stored, expiries in doc_state["sections"]:
-            if type(cat) is not str or set(map(type, stored)) - {str, int}:
-                raise ValueError("bad MEMORY.md section")
-            texts = [contents[t] if type(t) is int else t for t in stored]
-            if expiries is None:
-                facts = list(map(tuple.__new__, repeat(Fact), zip(texts, repeat(None))))
-            else:
-                facts = [
-                    Fact(text, None if exp is None else parse_timestamp(exp))
-                    for text, exp in zip(texts, expiries, strict=True)
-                ]
-            doc.sections[cat] = facts
-            counts.update(zip(repeat(cat), texts))
-        self._doc = doc
-        self._fact_counts = counts
+        if doc.last_category is not None and type(doc.last_category) is not str:
+            raise ValueError("bad MEMORY.md state")
         self._tl_stamp, self._tl_row = tl_stamp, array("q", tl_row)
-        keys = list(
-            zip(
-                map(cats.__getitem__, claimed),
-                (
-                    contents[row] if text is None else text
-                    for row, text in zip(claimed, claimed_texts, strict=True)
-                ),
-                strict=True,
-            )
-        )
-        self._claimed = dict(zip(claimed, keys, strict=True))
-        self._n_claimed = Counter(keys)
         for field, target in (("pending", self._pending), ("md_rows", self._md_rows)):
             for cat, text, rows in meta[field]:
                 if (
@@ -1192,7 +1309,73 @@ class MemoryIndex:
             if ranker.key_space > n or len(ranker) != n - self._n_dead:
                 raise ValueError("ranked rows do not match the rows")
             self._ranker = ranker
+        # Built on first use: MEMORY.md's facts, then everything else at once.
+        self._cold = _ColdParts(row_of_rows, paths, sizes, file_rows, claimed, claimed_texts)
+        self._cold_doc = doc
+        for name in (*_HYDRATED, "_doc"):
+            del self.__dict__[name]
         self.generation += 1
+
+    def _load_doc(self) -> None:
+        """Build MEMORY.md's facts of a cache-loaded index (on first use)."""
+        doc, self._cold_doc = self._cold_doc, None
+        if doc is None:
+            return
+        contents = self._contents
+        for cat, stored, expiries in self._cold_sections:
+            texts = [contents[t] if isinstance(t, int) else t for t in stored]
+            if expiries is None:
+                facts = list(map(tuple.__new__, repeat(Fact), zip(texts, repeat(None))))
+            else:
+                facts = list(map(Fact, texts, expiries))
+            doc.sections[cat] = facts
+        self._cold_sections = []
+        self._doc = doc
+
+    def _hydrate(self) -> None:
+        """Build the remaining parts of a cache-loaded index (on first use)."""
+        cold = self._cold
+        if cold is None:
+            return
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            doc = self._doc
+            self._cold = None
+            ids = self._ids if isinstance(self._ids, list) else self._ids.tolist()
+            texts = self._contents
+            contents = texts if isinstance(texts, list) else texts.tolist()
+            self._ids, self._contents = ids, contents
+            rows = cold.row_of
+            self._row_of = dict(zip(map(ids.__getitem__, rows), rows, strict=True))
+            file_rows: dict[str, list[int]] = {}
+            at = 0
+            for path, size in zip(cold.file_paths, cold.file_sizes, strict=True):
+                file_rows[path] = cold.file_rows[at : at + size].tolist()
+                at += size
+            self._file_rows = file_rows
+            cats, claimed = self._cats, cold.claimed
+            keys = list(
+                zip(
+                    map(cats.__getitem__, claimed),
+                    (
+                        contents[row] if text is None else text
+                        for row, text in zip(claimed, cold.claimed_texts, strict=True)
+                    ),
+                    strict=True,
+                )
+            )
+            self._claimed = dict(zip(claimed, keys, strict=True))
+            self._n_claimed = Counter(keys)
+            self._fact_counts = Counter(
+                chain.from_iterable(
+                    zip(repeat(cat), map(itemgetter(0), facts))
+                    for cat, facts in doc.sections.items()
+                )
+            )
+        finally:
+            if enabled:
+                gc.enable()
 
 
 def _cursor_state(cur: FileCursor) -> list[Any]:
@@ -1220,7 +1403,31 @@ def _cursor_of(state: list[Any]) -> FileCursor:
     return FileCursor(info, int(upto), tail_bytes, bool(complete))
 
 
-def _arr(code: str, data: bytes) -> array[int]:
+def _checked_sections(
+    stored: Any, n: int
+) -> list[tuple[str, list[str | int], list[datetime | None] | None]]:
+    """MEMORY.md's sections as the index cache stores them, checked: texts or row
+    numbers below ``n``, expiry times parsed (``ValueError`` otherwise)."""
+    if type(stored) is not list:
+        raise ValueError("bad MEMORY.md sections")
+    out: list[tuple[str, list[str | int], list[datetime | None] | None]] = []
+    for section in stored:
+        cat, texts, expiries = section
+        if type(cat) is not str or type(texts) is not list or set(map(type, texts)) - {str, int}:
+            raise ValueError("bad MEMORY.md section")
+        refs = [t for t in texts if type(t) is int]
+        if refs and (min(refs) < 0 or max(refs) >= n):
+            raise ValueError("bad MEMORY.md section")
+        times: list[datetime | None] | None = None
+        if expiries is not None:
+            if type(expiries) is not list or len(expiries) != len(texts):
+                raise ValueError("bad MEMORY.md expiries")
+            times = [None if exp is None else parse_timestamp(exp) for exp in expiries]
+        out.append((cat, texts, times))
+    return out
+
+
+def _arr(code: str, data: bytes | memoryview) -> array[int]:
     out = array(code)
     out.frombytes(data)
     return out
@@ -1231,3 +1438,8 @@ def _read_or_empty(root: StorageRoot, path: str) -> bytes:
         return root.read_bytes(path)
     except FileNotFoundError:
         return b""
+
+
+for _name in _HYDRATED:
+    setattr(MemoryIndex, _name, _OnFirstUse(_name, MemoryIndex._hydrate))
+setattr(MemoryIndex, "_doc", _OnFirstUse("_doc", MemoryIndex._load_doc))

@@ -23,8 +23,14 @@ It is a cache and nothing more:
 
 File format: ``MAGIC``, one JSON header line (version, byte order, the length of the
 JSON part and of each binary part, an Adler-32 checksum of the rest), the JSON part
-(strings and small structures), then
-the binary parts (native ``array`` bytes) back to back.
+(small structures), then the binary parts back to back: native ``array`` bytes,
+strings as UTF-8 bytes with an offsets array, and the larger JSON structures.
+
+Loading costs what a first ``recall`` needs, not what the whole index holds: the flat
+columns and BM25 arrays are copied out, entry ids and contents stay bytes (a string is
+made only for a row that is read), and the rest (id lookup, MEMORY.md's facts and
+claims, the term dictionary) is built on first use (see
+:meth:`fsmemory.memory._index.MemoryIndex.load_state`).
 """
 
 from __future__ import annotations
@@ -63,16 +69,16 @@ MIN_NEW_ROWS = 256
 #: round trip pays for: no cache is looked for or written.
 MIN_BYTES = 128 * 1024
 MAGIC = b"fsmemory-index\n"
-VERSION = 1
+VERSION = 2
 
 
 def encode(index: MemoryIndex) -> bytes | None:
-    """The cache file for ``index``; None when its state cannot be written as JSON
-    (e.g. text holding lone surrogates from a hand-edited file)."""
-    meta, blobs = index.state()
+    """The cache file for ``index``; None when its state cannot be stored (e.g. text
+    holding lone surrogates from a hand-edited file)."""
     try:
+        meta, blobs = index.state()
         body = orjson.dumps(meta)
-    except TypeError:
+    except (TypeError, ValueError, OverflowError):
         return None
     parts = list(blobs.items())
     checksum = zlib.adler32(body)

@@ -231,6 +231,12 @@ class BM25Index:
     :meth:`from_state` turn the index into a few byte strings and back without
     re-analysing anything (the persisted index cache of ``KnowledgeMemory``).
 
+    A loaded index does only what a search needs: a term is looked up in the stored
+    term list without building a dictionary of every term, and a term's postings are
+    copied out of the stored arrays (and checked) when first used. A stored posting
+    found out of range marks the index :attr:`damaged` (the term then matches nothing)
+    instead of failing: the owner rebuilds the index from its documents.
+
     Args:
         k1: term-frequency saturation.
         b: document-length normalisation (0 = none, 1 = full).
@@ -239,16 +245,20 @@ class BM25Index:
     def __init__(self, k1: float = 1.2, b: float = 0.0) -> None:
         self.k1 = k1
         self.b = b
-        self._tid: dict[str, int] = {}
-        self._terms: list[str] = []  # term id -> term
+        # term -> term id and term id -> term; None while a loaded index still holds
+        # them as _term_text only (built on the first change of the vocabulary).
+        self._tid: dict[str, int] | None = {}
+        self._terms: list[str] | None = []
+        self._term_text = "\n"  # a loaded index's terms: "\n" + one per line
         self._df = array("I")  # term id -> live documents holding it
         self._max_tf = array("I")  # term id -> upper bound of tf (never lowered)
         # term id -> documents holding it (dead ones included) and their tf; None while
         # a loaded term's postings are still slices of _base_rows / _base_tfs.
         self._rows: list[array[int] | None] = []
         self._tfs: list[array[int] | None] = []
-        self._base_rows = array("I")
-        self._base_tfs = array("I")
+        # Native uint32 bytes (a view of a loaded file is not copied).
+        self._base_rows: bytes | memoryview = b""
+        self._base_tfs: bytes | memoryview = b""
         self._base_off = array("q", [0])
         self._seq = array("I")  # every document's term ids, one after the other
         self._start = array("q")  # key -> offset in _seq (-1: never added)
@@ -260,6 +270,8 @@ class BM25Index:
         self._total = 0
         self._vocab: list[str] | None = None  # sorted terms, built on first prefix lookup
         self._min_length = 0
+        self.damaged = False
+        """True once a stored posting was found out of range (see the class notes)."""
 
     def __len__(self) -> int:
         return self._n_docs
@@ -272,11 +284,30 @@ class BM25Index:
         """One more than the largest key ever added (0 when empty)."""
         return len(self._alive)
 
+    def _vocabulary(self) -> tuple[dict[str, int], list[str]]:
+        """Term -> id and id -> term (built from a loaded index's term text once)."""
+        tid, terms = self._tid, self._terms
+        if tid is None or terms is None:
+            terms = self._term_text[1:-1].split("\n") if len(self._term_text) > 1 else []
+            tid = dict(zip(terms, range(len(terms)), strict=True))
+            self._tid, self._terms = tid, terms
+        return tid, terms
+
+    def _find_term(self, term: str) -> int | None:
+        """The id of ``term`` (without building the vocabulary of a loaded index)."""
+        tid = self._tid
+        if tid is not None:
+            return tid.get(term)
+        text = self._term_text
+        at = text.find("\n" + term + "\n") if "\n" not in term else -1
+        return None if at < 0 else text.count("\n", 0, at)
+
     def _term_id(self, term: str) -> int:
-        tid = self._tid.get(term)
+        vocab, terms = self._vocabulary()
+        tid = vocab.get(term)
         if tid is None:
-            tid = self._tid[term] = len(self._terms)
-            self._terms.append(term)
+            tid = vocab[term] = len(terms)
+            terms.append(term)
             self._df.append(0)
             self._max_tf.append(0)
             self._rows.append(array("I"))
@@ -291,9 +322,12 @@ class BM25Index:
 
     def add_many(self, docs: Iterable[tuple[int, Iterable[str]]]) -> None:
         """:meth:`add` each ``(key, terms)`` in turn (one loop for a whole build)."""
-        tid_get, term_id, post = self._tid.get, self._term_id, self._post
+        term_id, post = self._term_id, self._post
         df, max_tf, alive = self._df, self._max_tf, self._alive
+        tid_get: Callable[[str], int | None] | None = None
         for key, terms in docs:
+            if tid_get is None:  # not before a first document: a loaded index's
+                tid_get = self._vocabulary()[0].get  # vocabulary is built on demand
             if key < 0:
                 raise ValueError("document keys are non-negative ints")
             if key in self:
@@ -404,8 +438,18 @@ class BM25Index:
         rows, tfs = self._rows[tid], self._tfs[tid]
         if rows is None or tfs is None:
             a, b = self._base_off[tid], self._base_off[tid + 1]
-            rows = self._rows[tid] = self._base_rows[a:b]
-            tfs = self._tfs[tid] = self._base_tfs[a:b]
+            rows, tfs = array("I"), array("I")
+            if 0 <= a <= b <= len(self._base_rows) // 4 and b - a >= self._df[tid]:
+                rows.frombytes(self._base_rows[4 * a : 4 * b])
+                tfs.frombytes(self._base_tfs[4 * a : 4 * b])
+            if len(rows) < self._df[tid] or (
+                rows
+                and (max(rows) >= len(self._alive) or min(tfs) < 1 or max(tfs) > self._max_tf[tid])
+            ):
+                # A stored posting out of range: match nothing, and tell the owner.
+                self.damaged = True
+                rows, tfs = array("I"), array("I")
+            self._rows[tid], self._tfs[tid] = rows, tfs
         return rows, tfs
 
     def _posting(self, tid: int) -> Iterator[tuple[int, int]]:
@@ -418,7 +462,7 @@ class BM25Index:
         return (pair for pair in pairs if alive[pair[0]])
 
     def _live_tid(self, term: str) -> int | None:
-        tid = self._tid.get(term)
+        tid = self._find_term(term)
         return tid if tid is not None and self._df[tid] else None
 
     def _expand(self, term: str) -> list[tuple[int, float]]:
@@ -428,22 +472,62 @@ class BM25Index:
             return [(tid, 1.0)]
         if len(term) < _MIN_PREFIX:
             return []
-        if self._vocab is None:
-            self._vocab = sorted(self._tid)
-        vocab = self._vocab
         out: list[tuple[int, float]] = []
-        i = bisect.bisect_left(vocab, term)
-        while i < len(vocab) and vocab[i].startswith(term):
-            found = self._live_tid(vocab[i])
+        for longer in self._terms_starting(term):
+            found = self._live_tid(longer)
             if found is not None:
                 out.append((found, _PREFIX_WEIGHT))
-            i += 1
         for size in range(len(term) - 1, _MIN_PREFIX - 1, -1):
             found = self._live_tid(term[:size])
             if found is not None:
                 out.append((found, _PREFIX_WEIGHT))
                 break
         return out
+
+    def _terms_starting(self, prefix: str) -> list[str]:
+        """Indexed terms that start with ``prefix``, in sorted order."""
+        if self._vocab is None and self._tid is None:
+            # A loaded index: scan its term text rather than sort every term.
+            text, found = self._term_text, []
+            at = text.find("\n" + prefix)
+            while at >= 0:
+                end = text.index("\n", at + 1)
+                found.append(text[at + 1 : end])
+                at = text.find("\n" + prefix, end)
+            return sorted(found)
+        if self._vocab is None:
+            self._vocab = sorted(self._vocabulary()[0])
+        vocab = self._vocab
+        i = bisect.bisect_left(vocab, prefix)
+        j = i
+        while j < len(vocab) and vocab[j].startswith(prefix):
+            j += 1
+        return vocab[i:j]
+
+    def verify(self) -> bool:
+        """Check every stored posting not yet used (what :meth:`_post` checks one term
+        at a time); False marks the index :attr:`damaged`."""
+        off, n_rows = self._base_off, len(self._base_rows) // 4
+        unused = [tid for tid, rows in enumerate(self._rows) if rows is None]
+        if unused:
+            rows, tfs = array("I"), array("I")
+            rows.frombytes(self._base_rows[: 4 * n_rows])
+            tfs.frombytes(self._base_tfs[: 4 * n_rows])
+            ok = (
+                len(tfs) == n_rows
+                and off[0] == 0
+                and all(map(operator.le, off, itertools.islice(off, 1, None)))
+                and off[-1] <= n_rows
+                and all(off[t + 1] - off[t] >= self._df[t] for t in unused)
+                and (not rows or max(rows) < len(self._alive))
+                and (not tfs or min(tfs) >= 1)
+                and all(
+                    max(tfs[off[t] : off[t + 1]], default=0) <= self._max_tf[t] for t in unused
+                )
+            )
+            if not ok:
+                self.damaged = True
+        return not self.damaged
 
     def _norms(self) -> tuple[float, float, float]:
         """(k1 + 1, constant and per-length parts of the tf normaliser)."""
@@ -580,32 +664,32 @@ class BM25Index:
         """The index as plain values and byte strings (see :meth:`from_state`)."""
         if self._n_postings != self._n_live_postings:
             self._compact()
-        base_rows, base_tfs, off = (
-            self._base_rows.tobytes(),
-            self._base_tfs.tobytes(),
-            self._base_off,
-        )
-        width = self._base_rows.itemsize
+        base_rows, base_tfs, off = self._base_rows, self._base_tfs, self._base_off
+        width = 4
         rows_parts: list[bytes] = []
         tfs_parts: list[bytes] = []
         for tid in range(len(self._rows)):
             rows, tfs = self._rows[tid], self._tfs[tid]
             if rows is None or tfs is None:
                 a, b = off[tid] * width, off[tid + 1] * width
-                rows_parts.append(base_rows[a:b])
-                tfs_parts.append(base_tfs[a:b])
+                rows_parts.append(bytes(base_rows[a:b]))
+                tfs_parts.append(bytes(base_tfs[a:b]))
             else:
                 rows_parts.append(rows.tobytes())
                 tfs_parts.append(tfs.tobytes())
+        terms = self._terms
         meta: dict[str, Any] = {
             "k1": self.k1,
             "b": self.b,
-            "terms": "\n".join(self._terms),
             "n_docs": self._n_docs,
             "total": self._total,
             "min_length": self._min_length,
         }
+        # Offsets of each term's postings, so a loaded index need not add up every df.
+        offsets = array("q", itertools.accumulate(map(len, rows_parts), initial=0))
         blobs = {
+            "terms": (self._term_text[1:-1] if terms is None else "\n".join(terms)).encode(),
+            "offsets": array("q", (o // width for o in offsets)).tobytes(),
             "df": self._df.tobytes(),
             "max_tf": self._max_tf.tobytes(),
             "rows": b"".join(rows_parts),
@@ -618,56 +702,51 @@ class BM25Index:
         return meta, blobs
 
     @classmethod
-    def from_state(cls, meta: Mapping[str, Any], blobs: Mapping[str, bytes]) -> BM25Index:
-        """Rebuild an index from :meth:`state` (checked: ``ValueError`` when the parts
-        do not fit together). Postings stay in two shared arrays until a term is used."""
+    def from_state(
+        cls, meta: Mapping[str, Any], blobs: Mapping[str, bytes | memoryview]
+    ) -> BM25Index:
+        """Rebuild an index from :meth:`state` (``ValueError`` when the parts do not fit
+        together). The checks here cost no more than the search needs: lengths and
+        counts now, each term's postings when it is first used (see :attr:`damaged`);
+        document offsets need none, as a slice out of range is merely empty."""
         index = cls(float(meta["k1"]), float(meta["b"]))
-        text = meta["terms"]
-        if type(text) is not str:
-            raise ValueError("bad term list")
-        terms = text.split("\n") if text else []
-        n_terms = len(terms)
+        text = str(blobs["terms"], "utf-8")
+        n_terms = text.count("\n") + 1 if text else 0
         df, max_tf = _arr("I", blobs["df"]), _arr("I", blobs["max_tf"])
-        rows, tfs, seq = _arr("I", blobs["rows"]), _arr("I", blobs["tfs"]), _arr("I", blobs["seq"])
+        offsets, seq = _arr("q", blobs["offsets"]), _arr("I", blobs["seq"])
         start, length = _arr("q", blobs["start"]), _arr("I", blobs["length"])
+        rows, tfs = blobs["rows"], blobs["tfs"]
         alive = bytearray(blobs["alive"])
         n_keys = len(alive)
-        tid = dict(zip(terms, range(n_terms), strict=True))
+        n_docs = int(meta["n_docs"])
         if (
-            len(tid) != n_terms
-            or len(df) != n_terms
+            len(df) != n_terms
             or len(max_tf) != n_terms
-            or sum(df) != len(rows)
+            or len(offsets) != n_terms + 1
+            or len(rows) % 4
             or len(tfs) != len(rows)
             or len(start) != n_keys
             or len(length) != n_keys
-            or (rows and max(rows) >= n_keys)
-            or alive.count(1) != int(meta["n_docs"])
+            or alive.count(1) != n_docs
             or alive.count(0) + alive.count(1) != n_keys
         ):
             raise ValueError("index parts do not fit together")
-        if n_keys and (
-            min(itertools.compress(start, alive), default=0) < 0
-            or max(map(operator.add, start, length)) > len(seq)
-        ):
-            raise ValueError("document outside the term sequence")
-        index._terms = terms
-        index._tid = tid
+        index._tid = index._terms = None
+        index._term_text = "\n" + text + "\n"
         index._df, index._max_tf, index._seq = df, max_tf, seq
         index._start, index._length, index._alive = start, length, alive
-        index._base_rows, index._base_tfs = rows, tfs
-        # After compaction every posting is live: a term's postings number its df.
-        index._base_off = array("q", itertools.accumulate(df, initial=0))
+        index._base_rows, index._base_tfs, index._base_off = rows, tfs, offsets
         index._rows = [None] * n_terms
         index._tfs = [None] * n_terms
-        index._n_docs = int(meta["n_docs"])
-        index._n_postings = index._n_live_postings = len(rows)
+        index._n_docs = n_docs
+        # After compaction every posting is live.
+        index._n_postings = index._n_live_postings = len(rows) // 4
         index._total = int(meta["total"])
         index._min_length = int(meta["min_length"])
         return index
 
 
-def _arr(code: str, data: bytes) -> array[int]:
+def _arr(code: str, data: bytes | memoryview) -> array[int]:
     out = array(code)
     out.frombytes(data)
     return out

@@ -405,8 +405,12 @@ class KnowledgeMemory:
         self._index.refresh(self.root, self._listing)
 
     def _save_index_cache(self) -> None:
-        """Persist the index once it holds enough rows the cache file does not."""
+        """Persist the index once it holds enough rows the cache file does not (or the
+        loaded cache turned out damaged: it is replaced)."""
         index = self._index
+        if index.cache_damaged:
+            index.cache_damaged = self._cache_loaded = False
+            self._cache_rows = -_index_cache.MIN_NEW_ROWS
         if (
             self.index_cache
             and index.ranked

@@ -163,7 +163,7 @@ def _damaged(data: bytes) -> list[bytes]:
         body = orjson.dumps(meta)
         rest = body + b"".join(v for _, v in parts)
         head = {
-            "version": 1,
+            "version": _index_cache.VERSION,
             "byteorder": sys.byteorder,
             "meta": len(body),
             "blobs": [[k, len(v)] for k, v in parts],
@@ -172,11 +172,16 @@ def _damaged(data: bytes) -> list[bytes]:
         return b"".join([_index_cache.MAGIC, orjson.dumps(head), b"\n", rest])
 
     assert _index_cache.decode(rebuilt(meta, blobs))[0] == meta  # the helper is faithful
-    short_ids = dict(meta, ids=meta["ids"][:-3])
+    short_ids = dict(blobs, ids_off=bytes(blobs["ids_off"])[:-12])
+    ids_past_end = dict(blobs, ids_off=bytes(blobs["ids_off"])[:-4] + b"\xff\xff\xff\x00")
     bad_rows = dict(blobs, bm25_rows=b"\xff" * len(blobs["bm25_rows"]))
+    short_terms = dict(blobs, bm25_offsets=bytes(blobs["bm25_offsets"])[:-8])
     bad_claim = dict(blobs, claimed=b"\xff\xff\xff\x7f" + bytes(blobs["claimed"])[4:])
+    bad_claim_texts = dict(blobs, claimed_texts=b"[1,")
     bad_cursor = dict(meta, logs=[["../../etc/passwd", 1, None, "t", 0, "", True]])
-    bad_doc = dict(meta, doc={"sections": [[1, [2], None]]})
+    bad_doc = dict(blobs, sections=b'[[1, [2], null]]')
+    bad_fact_row = dict(blobs, sections=b'[["work", [10000000], null]]')
+    bad_expiry = dict(blobs, sections=b'[["work", ["x"], ["not a time"]]]')
     return [
         b"",
         b"\x00" * 100,
@@ -184,13 +189,18 @@ def _damaged(data: bytes) -> list[bytes]:
         data[: len(data) // 2],
         data + b"tail",
         data[:header_end] + b"[" + data[header_end + 1 :],
-        data.replace(b'"version":1', b'"version":99', 1),
+        data.replace(b'"version":%d' % _index_cache.VERSION, b'"version":99', 1),
         data[:-10] + bytes(b ^ 1 for b in data[-10:]),  # damaged bytes, same length
-        rebuilt(short_ids, blobs),
-        rebuilt(meta, bad_rows),
+        rebuilt(meta, short_ids),
+        rebuilt(meta, ids_past_end),
+        rebuilt(meta, bad_rows),  # found when a search first reads the postings
+        rebuilt(meta, short_terms),
         rebuilt(meta, bad_claim),
+        rebuilt(meta, bad_claim_texts),
         rebuilt(bad_cursor, blobs),
-        rebuilt(bad_doc, blobs),
+        rebuilt(meta, bad_doc),
+        rebuilt(meta, bad_fact_row),
+        rebuilt(meta, bad_expiry),
         rebuilt({"ids": "not a list"}, {}),
     ]
 

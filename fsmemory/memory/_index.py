@@ -30,7 +30,7 @@ from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
-from itertools import accumulate, chain, compress, repeat
+from itertools import accumulate, chain, compress, pairwise, repeat
 from operator import itemgetter, methodcaller
 from typing import Any
 
@@ -127,7 +127,7 @@ class _Strings:
             text = data.decode("ascii")
             out = list(map(text.__getitem__, map(slice, off, off[1:])))
         else:
-            out = [str(blob[a:b], "utf-8", "replace") for a, b in zip(off, off[1:])]
+            out = [str(blob[a:b], "utf-8", "replace") for a, b in pairwise(off)]
         out.extend(self._more)
         return out
 
@@ -1440,6 +1440,10 @@ def _read_or_empty(root: StorageRoot, path: str) -> bytes:
         return b""
 
 
-for _name in _HYDRATED:
-    setattr(MemoryIndex, _name, _OnFirstUse(_name, MemoryIndex._hydrate))
-setattr(MemoryIndex, "_doc", _OnFirstUse("_doc", MemoryIndex._load_doc))
+# Installed after the class body, so that type checkers see the plain attributes
+# that reset() assigns.
+for _name, _build in [
+    *((n, MemoryIndex._hydrate) for n in _HYDRATED),
+    ("_doc", MemoryIndex._load_doc),
+]:
+    setattr(MemoryIndex, _name, _OnFirstUse(_name, _build))

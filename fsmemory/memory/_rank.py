@@ -521,9 +521,7 @@ class BM25Index:
                 and all(off[t + 1] - off[t] >= self._df[t] for t in unused)
                 and (not rows or max(rows) < len(self._alive))
                 and (not tfs or min(tfs) >= 1)
-                and all(
-                    max(tfs[off[t] : off[t + 1]], default=0) <= self._max_tf[t] for t in unused
-                )
+                and all(max(tfs[off[t] : off[t + 1]], default=0) <= self._max_tf[t] for t in unused)
             )
             if not ok:
                 self.damaged = True

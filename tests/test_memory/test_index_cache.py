@@ -179,7 +179,7 @@ def _damaged(data: bytes) -> list[bytes]:
     bad_claim = dict(blobs, claimed=b"\xff\xff\xff\x7f" + bytes(blobs["claimed"])[4:])
     bad_claim_texts = dict(blobs, claimed_texts=b"[1,")
     bad_cursor = dict(meta, logs=[["../../etc/passwd", 1, None, "t", 0, "", True]])
-    bad_doc = dict(blobs, sections=b'[[1, [2], null]]')
+    bad_doc = dict(blobs, sections=b"[[1, [2], null]]")
     bad_fact_row = dict(blobs, sections=b'[["work", [10000000], null]]')
     bad_expiry = dict(blobs, sections=b'[["work", ["x"], ["not a time"]]]')
     return [

@@ -29,6 +29,7 @@ Nothing is asserted.
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import platform
@@ -494,6 +495,10 @@ class Suite:
         resident memory; local beside selectools, and remote cold opens beside a floor."""
         cfg = self.config
         log("== cold start (fresh processes)")
+        # An installed package has its bytecode; a checkout run with
+        # PYTHONDONTWRITEBYTECODE would otherwise compile every lazily imported module
+        # inside the timed first call of each fresh process.
+        compileall.compile_dir(str(Path(__file__).resolve().parent.parent / "fsmemory"), quiet=1)
         worker = PEERS / "cold_worker.py"
         fs = System(FS, self.fs.python, worker)
         peer = (

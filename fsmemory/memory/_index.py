@@ -39,7 +39,7 @@ import orjson
 from fsmemory import _jsonutil
 from fsmemory.fs.base import FileInfo, StorageRoot
 from fsmemory.fs.paths import validate_path
-from fsmemory.memory._rank import BM25Index, analyze, query_terms, term_pairs, words
+from fsmemory.memory._rank import BM25Index, analyze, query_terms, stem, term_pairs, words
 from fsmemory.memory._tail import TAIL, FileCursor, read_appended
 from fsmemory.memory.entry import (
     KnowledgeEntry,
@@ -1007,9 +1007,13 @@ class MemoryIndex:
         """
         if not words(query):
             return self.most_important(limit, category, now)
-        terms = query_terms(query)
+        # A loaded ranker knows the stems of its documents' words: no stemmer needed
+        # for a query of known words.
+        stem_of = stem if self._ranker is None else self._ranker.query_stem
+        terms = query_terms(query, stem_of)
         if not terms:
             return []
+        pairs = term_pairs(analyze(query, stem_of))
         for _attempt in range(2):  # again when a loaded ranker turned out damaged
             ranker = self._ranked()
             found = ranker.search(
@@ -1017,7 +1021,7 @@ class MemoryIndex:
                 limit,
                 self._row_acceptor(category, us_of(now)),
                 self._row_priority,
-                term_pairs(analyze(query)),
+                pairs,
             )
             if not ranker.damaged:
                 break

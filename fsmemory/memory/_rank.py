@@ -134,9 +134,16 @@ _PAIR_BONUS = 0.5
 def english_stemmer() -> Any:
     """The English Snowball stemmer (``snowballstemmer``; PyStemmer when installed)."""
     if not _STEMMERS:
-        import snowballstemmer
+        # The English one only: ``snowballstemmer`` itself imports every language
+        # (or, with PyStemmer, only wraps it).
+        try:
+            import Stemmer  # type: ignore[import-not-found,unused-ignore]
 
-        _STEMMERS.append(snowballstemmer.stemmer("english"))
+            _STEMMERS.append(Stemmer.Stemmer("english"))
+        except ImportError:
+            from snowballstemmer.english_stemmer import EnglishStemmer
+
+            _STEMMERS.append(EnglishStemmer())
     return _STEMMERS[0]
 
 
@@ -194,9 +201,11 @@ def _split_unspaced(token: str) -> list[str]:
     return out
 
 
-def analyze(text: str) -> list[str]:
-    """Index terms of ``text``: :func:`words` without stopwords, stemmed."""
-    return [stem(w) for w in words(text) if w not in STOPWORDS]
+def analyze(text: str, stem_of: Callable[[str], str] = stem) -> list[str]:
+    """Index terms of ``text``: :func:`words` without stopwords, stemmed (by
+    ``stem_of``: :func:`stem` or a function giving the same stems, such as
+    :meth:`BM25Index.query_stem`)."""
+    return [stem_of(w) for w in words(text) if w not in STOPWORDS]
 
 
 def term_pairs(terms: Iterable[str]) -> set[tuple[str, str]]:
@@ -205,15 +214,16 @@ def term_pairs(terms: Iterable[str]) -> set[tuple[str, str]]:
     return set(itertools.pairwise(seq))
 
 
-def query_terms(query: str) -> dict[str, float]:
+def query_terms(query: str, stem_of: Callable[[str], str] = stem) -> dict[str, float]:
     """Distinct terms of a query with their weights: capitalised words that do not
-    start the query (usually names) weigh double, the others 1."""
+    start the query (usually names) weigh double, the others 1 (``stem_of``: see
+    :func:`analyze`)."""
     weights: dict[str, float] = {}
     first = True
     for raw in _WORD.findall(unicodedata.normalize("NFKC", query)):
         weight = _NAME_WEIGHT if not first and raw[:1].isupper() else 1.0
         first = False
-        for term in analyze(raw):
+        for term in analyze(raw, stem_of):
             if weights.get(term, 0.0) < weight:
                 weights[term] = weight
     return weights
@@ -250,6 +260,9 @@ class BM25Index:
         self._tid: dict[str, int] | None = {}
         self._terms: list[str] | None = []
         self._term_text = "\n"  # a loaded index's terms: "\n" + one per line
+        # A loaded index's word stems: "\n" + "word\tstem" per line ("word\t" when
+        # the stem is the word), so a query of known words needs no stemmer.
+        self._stem_text = "\n"
         self._df = array("I")  # term id -> live documents holding it
         self._max_tf = array("I")  # term id -> upper bound of tf (never lowered)
         # term id -> documents holding it (dead ones included) and their tf; None while
@@ -301,6 +314,37 @@ class BM25Index:
         text = self._term_text
         at = text.find("\n" + term + "\n") if "\n" not in term else -1
         return None if at < 0 else text.count("\n", 0, at)
+
+    def query_stem(self, word: str) -> str:
+        """:func:`stem` of ``word``, found in a loaded index's stored stems when the
+        word occurs in its documents (a cold process then loads no stemmer)."""
+        found = _STEM_CACHE.get(word)
+        if found is not None:
+            return found
+        text = self._stem_text
+        at = text.find("\n" + word + "\t") if "\n" not in word and "\t" not in word else -1
+        if at < 0:
+            return stem(word)
+        start = at + len(word) + 2
+        return text[start : text.index("\n", start)] or word
+
+    def _stems(self) -> str:
+        """The stem lines :meth:`state` stores: every word this process has stemmed (or
+        a loaded index stored) whose stem is one of the index's terms."""
+        vocab = self._vocabulary()[0]
+        known: dict[str, str] = {}
+        text = self._stem_text
+        if len(text) > 1:
+            for line in text[1:-1].split("\n"):
+                word, _, found = line.partition("\t")
+                known[word] = found or word
+        known.update(_STEM_CACHE)
+        lines = [
+            f"{word}\t{'' if found == word else found}"
+            for word, found in known.items()
+            if found in vocab
+        ]
+        return "\n" + "\n".join(lines) + "\n" if lines else "\n"
 
     def _term_id(self, term: str) -> int:
         vocab, terms = self._vocabulary()
@@ -687,6 +731,7 @@ class BM25Index:
         offsets = array("q", itertools.accumulate(map(len, rows_parts), initial=0))
         blobs = {
             "terms": (self._term_text[1:-1] if terms is None else "\n".join(terms)).encode(),
+            "stems": self._stems().encode(),
             "offsets": array("q", (o // width for o in offsets)).tobytes(),
             "df": self._df.tobytes(),
             "max_tf": self._max_tf.tobytes(),
@@ -731,6 +776,10 @@ class BM25Index:
             raise ValueError("index parts do not fit together")
         index._tid = index._terms = None
         index._term_text = "\n" + text + "\n"
+        stems = str(blobs["stems"], "utf-8")
+        if stems[:1] != "\n" or stems[-1:] != "\n":
+            raise ValueError("bad stem list")
+        index._stem_text = stems
         index._df, index._max_tf, index._seq = df, max_tf, seq
         index._start, index._length, index._alive = start, length, alive
         index._base_rows, index._base_tfs, index._base_off = rows, tfs, offsets

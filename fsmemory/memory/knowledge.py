@@ -395,8 +395,10 @@ class KnowledgeMemory:
         self._listing = self.root.list("", recursive=True)
         if not self._cache_checked:
             self._cache_checked = True
+            # Before any log is read: a first persistent remember() may have read
+            # MEMORY.md alone, and the cache (refreshed below) replaces that too.
             if (
-                not self._index.loaded
+                not self._index.log_infos()
                 and _index_cache.worth_it(self._listing)
                 and _index_cache.load(self.root, self._index)
             ):

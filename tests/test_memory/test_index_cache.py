@@ -12,6 +12,7 @@ import random
 import subprocess
 import sys
 import zlib
+from array import array
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from fsmemory import KnowledgeMemory, open_root
 from fsmemory.errors import InvalidPathError
 from fsmemory.fs.paths import cache_paths, validate_path
 from fsmemory.memory import _index_cache
+from fsmemory.memory._index import MemoryIndex, _Strings
 from fsmemory.memory._rank import BM25Index, top_accepted
 
 from .conftest import FakeClock, backend_location
@@ -153,24 +155,26 @@ def test_deleting_the_cache_changes_no_answer(make_km: Make) -> None:
     assert _answers(make_km()) == before
 
 
+def _rebuilt(meta: dict[str, Any], blobs: dict[str, Any]) -> bytes:
+    # Consistent framing and checksum: only the content is hostile.
+    parts = [(k, bytes(v)) for k, v in blobs.items()]
+    body = orjson.dumps(meta)
+    rest = body + b"".join(v for _, v in parts)
+    head = {
+        "version": _index_cache.VERSION,
+        "byteorder": sys.byteorder,
+        "meta": len(body),
+        "blobs": [[k, len(v)] for k, v in parts],
+        "adler32": zlib.adler32(rest),
+    }
+    return b"".join([_index_cache.MAGIC, orjson.dumps(head), b"\n", rest])
+
+
 def _damaged(data: bytes) -> list[bytes]:
     meta, blobs = _index_cache.decode(data)
     header_end = data.index(b"\n", len(_index_cache.MAGIC)) + 1
 
-    def rebuilt(meta: dict[str, Any], blobs: dict[str, Any]) -> bytes:
-        # Consistent framing and checksum: only the content is hostile.
-        parts = [(k, bytes(v)) for k, v in blobs.items()]
-        body = orjson.dumps(meta)
-        rest = body + b"".join(v for _, v in parts)
-        head = {
-            "version": _index_cache.VERSION,
-            "byteorder": sys.byteorder,
-            "meta": len(body),
-            "blobs": [[k, len(v)] for k, v in parts],
-            "adler32": zlib.adler32(rest),
-        }
-        return b"".join([_index_cache.MAGIC, orjson.dumps(head), b"\n", rest])
-
+    rebuilt = _rebuilt
     assert _index_cache.decode(rebuilt(meta, blobs))[0] == meta  # the helper is faithful
     short_ids = dict(blobs, ids_off=bytes(blobs["ids_off"])[:-12])
     ids_past_end = dict(blobs, ids_off=bytes(blobs["ids_off"])[:-4] + b"\xff\xff\xff\x00")
@@ -400,3 +404,156 @@ def test_a_warm_process_sees_a_log_rewritten_in_place(tmp_path: Path) -> None:
     os.utime(log, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
     assert km.recall("python") == []
     assert [e.content for e in km.recall("pythom")] == ["the pythom deploy went fine"]
+
+
+def _seed_varied(km: KnowledgeMemory, clock: FakeClock, n: int = 500) -> list[str]:
+    """Entries of every shape the cache stores: non-ASCII text, TTLs, metadata,
+    persistent facts, hidden records and MEMORY.md-only facts."""
+    ids = _seed(km, n=n, clock=clock)
+    for text in (
+        "café au lait in Lisbon",
+        "東京タワーの夜景",
+        "emoji 🎸 guitar night",
+        "naïve Straße",
+    ):
+        clock.advance(milliseconds=1)
+        ids.append(km.remember(text, category="intl", persistent=True, ttl_days=9))
+    md = km.root.read_bytes("MEMORY.md")
+    first = next(line for line in md.split(b"\n") if line.startswith(b"- "))
+    # One bullet removed (its record is hidden), one hand-written (an md- entry).
+    km.root.write("MEMORY.md", md.replace(first + b"\n", b"", 1) + b"- hand-written rust note\n")
+    return ids
+
+
+def test_a_loaded_index_states_exactly_what_it_loaded(tmp_path: Path, clock: FakeClock) -> None:
+    km = KnowledgeMemory(tmp_path / "m", clock=clock)
+    _seed_varied(km, clock)
+    km.recall("tea")  # builds the ranker (and writes the cache)
+    index = km._index
+    data = _index_cache.encode(index)
+    assert data is not None
+    loaded = MemoryIndex()
+    loaded.load_state(*_index_cache.decode(data))
+    assert loaded._cold is not None  # nothing but the search columns built yet
+    # Building every lazy part gives back the very same state, byte for byte.
+    assert _index_cache.encode(loaded) == data
+    assert loaded._cold is None
+
+
+@pytest.mark.parametrize(
+    "first",
+    ["recall", "remember", "forget", "get", "context", "facts", "entries", "stats", "prune"],
+)
+def test_any_first_call_after_a_cached_load_answers_as_uncached(
+    tmp_path: Path, clock: FakeClock, first: str
+) -> None:
+    folder = tmp_path / "m"
+    ids = _seed_varied(KnowledgeMemory(folder, clock=clock), clock)
+    KnowledgeMemory(folder, clock=clock).recall("tea")
+    assert _cache(KnowledgeMemory(folder, clock=clock)) is not None
+
+    def call(km: KnowledgeMemory) -> Any:
+        if first == "recall":
+            return [e.id for e in km.recall("guitar café", limit=6)]
+        if first == "remember":
+            clock.advance(milliseconds=1)  # after the last entry, not at its microsecond
+            return km.remember("a new note on tea and rust", persistent=True)
+        if first == "forget":
+            return km.forget(ids[-1]), km.forget(ids[14])
+        if first == "get":
+            found = km.get(ids[21])
+            return None if found is None else found.to_dict()
+        if first == "context":
+            return km.build_context()
+        if first == "facts":
+            return km.get_persistent_facts()
+        if first == "entries":
+            return [e.to_dict() for e in km.entries()]
+        if first == "stats":
+            return km.stats()
+        return km.prune_logs(max_days=5)
+
+    def undated(answers: tuple[Any, ...]) -> tuple[Any, ...]:
+        # A fact only MEMORY.md holds is dated by the file's mtime when an index first
+        # reads it, so after a write to MEMORY.md an instance that read it before (from
+        # the cache) dates it earlier than one reading it now: leave that date out.
+        entries = [
+            {k: v for k, v in e.items() if k != "timestamp" or not e["id"].startswith("md-")}
+            for e in answers[2]
+        ]
+        return (*answers[:2], entries, *answers[3:])
+
+    cached = KnowledgeMemory(folder, clock=clock)
+    got = call(cached)
+    answers = undated(_answers(cached))
+    assert cached._cache_loaded  # (a first remember() reads nothing: loaded after it)
+    uncached = KnowledgeMemory(folder, clock=clock, index_cache=False)
+    if first in ("remember", "forget", "prune"):
+        # The write happened once, through the cached instance: compare the reads.
+        assert undated(_answers(uncached)) == answers
+    else:
+        assert call(uncached) == got
+        assert undated(_answers(uncached)) == answers
+
+
+def test_damaged_postings_are_rebuilt_and_the_cache_replaced(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    folder = tmp_path / "m"
+    km = KnowledgeMemory(folder, clock=clock)
+    _seed(km, clock=clock)
+    km.recall("tea")
+    good = _cache(km)
+    assert good is not None
+    meta, blobs = _index_cache.decode(good)
+    blobs = {k: bytes(v) for k, v in blobs.items()}
+    blobs["bm25_rows"] = b"\xff" * len(blobs["bm25_rows"])
+    index = MemoryIndex()
+    index.load_state(meta, blobs)  # lengths fit: the damage shows on first use
+    bad = _rebuilt(meta, blobs)
+    km.root.write_cache(_index_cache.CACHE_NAME, bad)
+    expected = [e.id for e in KnowledgeMemory(folder, clock=clock, index_cache=False).recall("tea")]
+    fresh = KnowledgeMemory(folder, clock=clock)
+    assert [e.id for e in fresh.recall("tea")] == expected
+    assert not fresh._cache_loaded
+    replaced = _cache(km)
+    assert replaced is not None and replaced != bad
+    again = KnowledgeMemory(folder, clock=clock)
+    assert [e.id for e in again.recall("tea")] == expected
+    assert again._cache_loaded and not again._index.cache_damaged
+
+
+def test_a_cached_recall_of_known_words_loads_no_stemmer(tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    _seed(KnowledgeMemory(folder))
+    KnowledgeMemory(folder).recall("tea")
+    script = (
+        "import sys, json\n"
+        "from fsmemory import KnowledgeMemory\n"
+        f"km = KnowledgeMemory({str(folder)!r})\n"
+        "known = [e.id for e in km.recall('painting deploy', limit=7)]\n"
+        "stemmer = 'Stemmer' in sys.modules or 'snowballstemmer' in sys.modules\n"
+        "unknown = [e.id for e in km.recall('paintings', limit=7)]\n"
+        "print(json.dumps([known, stemmer, unknown, km._cache_loaded]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout
+    known, stemmer, unknown, loaded = orjson.loads(out)
+    assert loaded and not stemmer
+    plain = KnowledgeMemory(folder, index_cache=False)
+    assert known == [e.id for e in plain.recall("painting deploy", limit=7)]
+    assert unknown == [e.id for e in plain.recall("paintings", limit=7)]
+    assert unknown  # "paintings" is stemmed (not in the stored words) and matches
+
+
+def test_stored_strings_survive_hostile_offsets() -> None:
+    data = "é東🎸x".encode()
+    column = _Strings(data, array("I", [0, 2, 5, 9, 10]))
+    assert list(column) == ["é", "東", "🎸", "x"] == column.tolist()
+    cut = _Strings(data, array("I", [0, 1, 7, 3, 10]))  # not at characters, backwards
+    assert all(isinstance(text, str) for text in cut) and len(cut.tolist()) == 4
+    with pytest.raises(ValueError):
+        _Strings(data, array("I", [0, 4]))  # does not end at the end
+    with pytest.raises(ValueError):
+        _Strings(data, array("I"))

@@ -38,7 +38,6 @@ import orjson
 
 from fsmemory import _jsonutil
 from fsmemory.fs.base import FileInfo, StorageRoot
-from fsmemory.fs.paths import validate_path
 from fsmemory.memory._rank import BM25Index, analyze, query_terms, stem, term_pairs, words
 from fsmemory.memory._tail import TAIL, FileCursor, read_appended
 from fsmemory.memory.entry import (
@@ -1397,9 +1396,14 @@ def _cursor_state(cur: FileCursor) -> list[Any]:
 
 def _cursor_of(state: list[Any]) -> FileCursor:
     path, size, mtime, token, upto, tail, complete = state
-    if not isinstance(path, str) or not isinstance(token, str):
+    # MEMORY.md or a daily log, exactly (cheaper than the general path check).
+    if (
+        not isinstance(path, str)
+        or not isinstance(token, str)
+        or not path.isascii()
+        or (path != MEMORY_FILE and path != f"logs/{log_date(path)}.jsonl")
+    ):
         raise ValueError("bad cursor")
-    validate_path(path)
     info = FileInfo(path, int(size), None if mtime is None else float(mtime), token)
     tail_bytes = bytes.fromhex(tail)
     if not 0 <= int(upto) <= info.size or len(tail_bytes) > min(TAIL, int(upto)):

@@ -209,13 +209,19 @@ def _damaged(data: bytes) -> list[bytes]:
     ]
 
 
-def test_a_damaged_or_hostile_cache_is_ignored(tmp_path: Path, clock: FakeClock) -> None:
+def _cached_folder(tmp_path: Path, clock: FakeClock) -> tuple[Path, KnowledgeMemory, bytes]:
+    """A seeded folder, an instance on it, and the cache file its search wrote."""
     folder = tmp_path / "m"
     km = KnowledgeMemory(folder, clock=clock)
     _seed(km, clock=clock)
     km.recall("tea")
     good = _cache(km)
     assert good is not None
+    return folder, km, good
+
+
+def test_a_damaged_or_hostile_cache_is_ignored(tmp_path: Path, clock: FakeClock) -> None:
+    folder, km, good = _cached_folder(tmp_path, clock)
     expected = _answers(KnowledgeMemory(folder, clock=clock, index_cache=False))
     for bad in _damaged(good):
         km.root.write_cache(_index_cache.CACHE_NAME, bad)
@@ -499,12 +505,7 @@ def test_any_first_call_after_a_cached_load_answers_as_uncached(
 def test_damaged_postings_are_rebuilt_and_the_cache_replaced(
     tmp_path: Path, clock: FakeClock
 ) -> None:
-    folder = tmp_path / "m"
-    km = KnowledgeMemory(folder, clock=clock)
-    _seed(km, clock=clock)
-    km.recall("tea")
-    good = _cache(km)
-    assert good is not None
+    folder, km, good = _cached_folder(tmp_path, clock)
     meta, blobs = _index_cache.decode(good)
     blobs = {k: bytes(v) for k, v in blobs.items()}
     blobs["bm25_rows"] = b"\xff" * len(blobs["bm25_rows"])

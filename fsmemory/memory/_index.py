@@ -29,6 +29,7 @@ import operator
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from itertools import accumulate, chain, compress, pairwise, repeat
 from operator import itemgetter, methodcaller
@@ -169,7 +170,7 @@ class _OnFirstUse:
 
 
 class _ColdParts:
-    """What a cache-loaded index has not built yet (see :meth:`MemoryIndex._hydrate`)."""
+    """What a cache-loaded index builds its lazy fields from (see ``_LAZY``)."""
 
     __slots__ = ("claimed", "claimed_texts", "file_paths", "file_rows", "file_sizes", "row_of")
 
@@ -187,8 +188,15 @@ class _ColdParts:
         self.claimed, self.claimed_texts = claimed, claimed_texts
 
 
-#: Fields a cache-loaded index builds together on first use (:meth:`MemoryIndex._hydrate`).
-_HYDRATED = ("_row_of", "_file_rows", "_claimed", "_n_claimed", "_fact_counts")
+#: Fields a cache-loaded index builds on first use, and what builds them.
+_LAZY = {
+    "_row_of": "_build_row_of",
+    "_file_rows": "_build_file_rows",
+    "_claimed": "_build_claims",
+    "_n_claimed": "_build_claims",
+    "_fact_counts": "_build_fact_counts",
+    "_doc": "_load_doc",
+}
 
 
 def fact_key(category: str, content: str) -> Key:
@@ -1315,7 +1323,7 @@ class MemoryIndex:
         # Built on first use: MEMORY.md's facts, then everything else at once.
         self._cold = _ColdParts(row_of_rows, paths, sizes, file_rows, claimed, claimed_texts)
         self._cold_doc = doc
-        for name in (*_HYDRATED, "_doc"):
+        for name in _LAZY:
             del self.__dict__[name]
         self.generation += 1
 
@@ -1325,39 +1333,53 @@ class MemoryIndex:
         if doc is None:
             return
         contents = self._contents
-        for cat, stored, expiries in self._cold_sections:
-            texts = [contents[t] if isinstance(t, int) else t for t in stored]
-            if expiries is None:
-                facts = list(map(tuple.__new__, repeat(Fact), zip(texts, repeat(None))))
-            else:
-                facts = list(map(Fact, texts, expiries))
-            doc.sections[cat] = facts
+        with _no_gc():
+            for cat, stored, expiries in self._cold_sections:
+                texts = [contents[t] if isinstance(t, int) else t for t in stored]
+                if expiries is None:
+                    facts = list(map(tuple.__new__, repeat(Fact), zip(texts, repeat(None))))
+                else:
+                    facts = list(map(Fact, texts, expiries))
+                doc.sections[cat] = facts
         self._cold_sections = []
         self._doc = doc
 
-    def _hydrate(self) -> None:
-        """Build the remaining parts of a cache-loaded index (on first use)."""
+    def _unbuilt(self) -> list[str]:
+        """The fields of a cache-loaded index not built yet (empty once all are)."""
+        return [name for name in _LAZY if name not in self.__dict__]
+
+    def _build_row_of(self) -> None:
+        """The id -> row lookup of a cache-loaded index (on first use)."""
         cold = self._cold
-        if cold is None:
+        if cold is None or "_row_of" in self.__dict__:
             return
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
-            doc = self._doc
-            self._cold = None
+        with _no_gc():
             ids = self._ids if isinstance(self._ids, list) else self._ids.tolist()
-            texts = self._contents
-            contents = texts if isinstance(texts, list) else texts.tolist()
-            self._ids, self._contents = ids, contents
+            self._ids = ids
             rows = cold.row_of
             self._row_of = dict(zip(map(ids.__getitem__, rows), rows, strict=True))
+
+    def _build_file_rows(self) -> None:
+        """Each log's rows, of a cache-loaded index (on first use)."""
+        cold = self._cold
+        if cold is None or "_file_rows" in self.__dict__:
+            return
+        with _no_gc():
             file_rows: dict[str, list[int]] = {}
             at = 0
             for path, size in zip(cold.file_paths, cold.file_sizes, strict=True):
                 file_rows[path] = cold.file_rows[at : at + size].tolist()
                 at += size
             self._file_rows = file_rows
-            cats, claimed = self._cats, cold.claimed
+
+    def _build_claims(self) -> None:
+        """Which records MEMORY.md's bullets claim, of a cache-loaded index (on first
+        use)."""
+        cold = self._cold
+        if cold is None or "_claimed" in self.__dict__:
+            return
+        with _no_gc():
+            cats, contents, claimed = self._cats, self._contents, cold.claimed
             keys = list(
                 zip(
                     map(cats.__getitem__, claimed),
@@ -1370,15 +1392,31 @@ class MemoryIndex:
             )
             self._claimed = dict(zip(claimed, keys, strict=True))
             self._n_claimed = Counter(keys)
+
+    def _build_fact_counts(self) -> None:
+        """How many bullets hold each (category, text), of a cache-loaded index."""
+        if self._cold is None or "_fact_counts" in self.__dict__:
+            return
+        doc = self._doc
+        with _no_gc():
             self._fact_counts = Counter(
                 chain.from_iterable(
                     zip(repeat(cat), map(itemgetter(0), facts))
                     for cat, facts in doc.sections.items()
                 )
             )
-        finally:
-            if enabled:
-                gc.enable()
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """The cyclic collector paused (many long-lived objects, no cycles)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _cursor_state(cur: FileCursor) -> list[Any]:
@@ -1450,8 +1488,5 @@ def _read_or_empty(root: StorageRoot, path: str) -> bytes:
 
 # Installed after the class body, so that type checkers see the plain attributes
 # that reset() assigns.
-for _name, _build in [
-    *((n, MemoryIndex._hydrate) for n in _HYDRATED),
-    ("_doc", MemoryIndex._load_doc),
-]:
-    setattr(MemoryIndex, _name, _OnFirstUse(_name, _build))
+for _name, _builder in _LAZY.items():
+    setattr(MemoryIndex, _name, _OnFirstUse(_name, getattr(MemoryIndex, _builder)))

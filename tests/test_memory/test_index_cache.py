@@ -440,10 +440,14 @@ def test_a_loaded_index_states_exactly_what_it_loaded(tmp_path: Path, clock: Fak
     assert data is not None
     loaded = MemoryIndex()
     loaded.load_state(*_index_cache.decode(data))
-    assert loaded._cold is not None  # nothing but the search columns built yet
+    assert loaded._unbuilt()  # nothing but the search columns built yet
     # Building every lazy part gives back the very same state, byte for byte.
     assert _index_cache.encode(loaded) == data
-    assert loaded._cold is None
+    # ... and every lazy field equals the one built from the files.
+    for name in ("_row_of", "_file_rows", "_claimed", "_n_claimed", "_fact_counts"):
+        assert getattr(loaded, name) == getattr(index, name), name
+    assert loaded.document.sections == index.document.sections
+    assert not loaded._unbuilt()
 
 
 @pytest.mark.parametrize(

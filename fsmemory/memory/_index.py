@@ -40,7 +40,7 @@ import orjson
 from fsmemory import _jsonutil
 from fsmemory.fs.base import FileInfo, StorageRoot
 from fsmemory.memory._rank import BM25Index, analyze, query_terms, stem, term_pairs, words
-from fsmemory.memory._tail import TAIL, FileCursor, read_appended
+from fsmemory.memory._tail import TAIL, FileCursor, must_read_whole, read_appended
 from fsmemory.memory.entry import (
     KnowledgeEntry,
     datetime_of,
@@ -322,6 +322,25 @@ class MemoryIndex:
         if changed:
             self.generation += 1
         return changed
+
+    def bytes_to_reread(self, root: StorageRoot, listing: Iterable[FileInfo]) -> tuple[int, int]:
+        """``(bytes of MEMORY.md and logs that a refresh from listing would read whole,
+        bytes of them all)``, judged from the listing alone."""
+        stale = total = 0
+        for info in listing:
+            cur: FileCursor | None
+            if info.path == MEMORY_FILE:
+                cur, grows = self._md, False
+            elif log_date(info.path) is not None:
+                cur, grows = self._logs.get(info.path), True
+            else:
+                continue
+            total += info.size
+            if (cur is None or cur.info.token != info.token) and must_read_whole(
+                root, cur, info, grows_only=grows
+            ):
+                stale += info.size
+        return stale, total
 
     def _fetch_whole(self, root: StorageRoot, infos: list[FileInfo]) -> dict[str, bytes]:
         """Files never read before, fetched together (one batch on remote roots)."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from fsmemory.fs.base import FileInfo, StorageRoot
 
-__all__ = ["TAIL", "FileCursor", "read_appended"]
+__all__ = ["TAIL", "FileCursor", "must_read_whole", "read_appended"]
 
 #: Bytes before the cursor that must be unchanged for an append to be trusted.
 TAIL = 64
@@ -51,6 +51,21 @@ class FileCursor:
             self.info = info
 
 
+def must_read_whole(
+    root: StorageRoot, cursor: FileCursor | None, info: FileInfo, *, grows_only: bool = True
+) -> bool:
+    """True when ``info`` (a fresh listing entry) shows a file that cannot be read from
+    ``cursor`` on (never read, shrunk or rewritten), judged from the listing alone."""
+    return (
+        cursor is None
+        or not cursor.complete
+        or info.size < cursor.parsed_upto
+        or root.rewritten(cursor.info, info)
+        # An append-only file that shrank, or changed without growing, was rewritten.
+        or (grows_only and info.token != cursor.info.token and info.size <= cursor.info.size)
+    )
+
+
 def read_appended(
     root: StorageRoot,
     cursor: FileCursor | None,
@@ -76,14 +91,7 @@ def read_appended(
         ``(new bytes, offset after them)``, or None when the file must be read whole
         (never read, shrunk, rewritten, the tail changed, or the file vanished).
     """
-    if (
-        cursor is None
-        or not cursor.complete
-        or info.size < cursor.parsed_upto
-        or root.rewritten(cursor.info, info)
-        # An append-only file that shrank, or changed without growing, was rewritten.
-        or (grows_only and info.token != cursor.info.token and info.size <= cursor.info.size)
-    ):
+    if cursor is None or must_read_whole(root, cursor, info, grows_only=grows_only):
         return None
     if info.size == cursor.parsed_upto:
         return (b"", cursor.parsed_upto) if grows_only else None

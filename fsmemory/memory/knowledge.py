@@ -402,8 +402,14 @@ class KnowledgeMemory:
                 and _index_cache.worth_it(self._listing)
                 and _index_cache.load(self.root, self._index)
             ):
-                self._cache_rows = self._index.rows
-                self._cache_loaded = True
+                stale, total = self._index.bytes_to_reread(self.root, self._listing)
+                if 2 * stale > total:
+                    # Mostly rewritten or replaced since (a copied folder): dropping
+                    # what the cache holds would cost more than parsing afresh.
+                    self._index.reset()
+                else:
+                    self._cache_rows = self._index.rows
+                    self._cache_loaded = True
         self._index.refresh(self.root, self._listing)
 
     def _save_index_cache(self) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import subprocess
 import sys
 import zlib
@@ -562,3 +563,19 @@ def test_stored_strings_survive_hostile_offsets() -> None:
         _Strings(data, array("I", [0, 4]))  # does not end at the end
     with pytest.raises(ValueError):
         _Strings(data, array("I"))
+
+
+def test_a_copied_folder_parses_afresh_and_caches_again(tmp_path: Path, clock: FakeClock) -> None:
+    """Every file of a copy is another file (new inodes): the copied cache would drop and
+    re-read everything it holds, which costs more than parsing, so it is not used."""
+    folder, _km, good = _cached_folder(tmp_path, clock)
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    assert (copy / ".fsmemory-cache.index").read_bytes() == good
+    fresh = KnowledgeMemory(copy, clock=clock)
+    assert _answers(fresh) == _answers(KnowledgeMemory(copy, clock=clock, index_cache=False))
+    assert not fresh._cache_loaded
+    assert (copy / ".fsmemory-cache.index").read_bytes() != good  # written anew
+    again = KnowledgeMemory(copy, clock=clock)
+    assert _answers(again) == _answers(fresh)
+    assert again._cache_loaded

@@ -23,6 +23,10 @@ from fsmemory import _jsonutil
 from fsmemory.errors import InvalidInputError
 from fsmemory.fs import StorageRoot, open_root
 from fsmemory.fs.base import FileInfo
+
+# The embedded default root (a local folder), imported with the memory layer, as every
+# other module the local path needs; remote roots still load on first use.
+from fsmemory.fs.local import LocalRoot as _LocalRoot  # noqa: F401
 from fsmemory.memory import _index_cache
 from fsmemory.memory._context import Contexts
 from fsmemory.memory._facts_file import FactsFile

@@ -203,10 +203,11 @@ def _child(task: str, args: list[str]) -> None:
     import resource
 
     if task in ("export", "fleet-export"):
-        # The allocator `fsmemory export` picks (set before pyarrow is imported).
-        from fsmemory._cli_export import _prefer_system_allocator
+        # The process setup of `fsmemory export` (allocator, BLAS threads), before
+        # pyarrow is imported.
+        from fsmemory._cli_export import _prepare_process
 
-        _prefer_system_allocator()
+        _prepare_process()
     import pyarrow as pa
 
     tasks: dict[str, Callable[..., dict[str, Any]]] = {
@@ -337,22 +338,57 @@ def _rows_sorted(dest: str, options: dict[str, Any] | None = None) -> Any:
                           ("line", "ascending")])  # fmt: skip
 
 
-def _concurrent_shards(src: str, dest: str, n: int) -> tuple[float, list[dict[str, Any]]]:
+#: A process running ``fsmemory export`` exactly as the command does (the console
+#: script's own imports only), then printing its report with the process's CPU (from
+#: interpreter start) and peak RSS as one JSON line.
+_CLI_PROCESS = """\
+import contextlib, io, json, resource, sys
+from fsmemory.cli import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    code = main(sys.argv[1:])
+if code:
+    sys.exit(code)
+usage = resource.getrusage(resource.RUSAGE_SELF)
+hwm = 0
+with open("/proc/self/status") as f:
+    for line in f:
+        if line.startswith("VmHWM:"):
+            hwm = int(line.split()[1]) * 1024
+print(json.dumps({"report": json.loads(out.getvalue()),
+                  "cpu": usage.ru_utime + usage.ru_stime, "maxrss": hwm}))
+"""
+
+
+def _cli_processes(
+    src: str, dest: str, flags: list[list[str]]
+) -> tuple[float, list[dict[str, Any]]]:
+    """Run one ``fsmemory export SRC DEST --json <flags>`` process per entry of ``flags``,
+    all at once; returns the wall time from the first start to the last exit and each
+    process's measurements (CPU and RSS of the whole process, imports included)."""
     t = time.perf_counter()
+    command = [sys.executable, "-c", _CLI_PROCESS, "export", src, dest, "--json", "--no-progress"]
     procs = [
-        subprocess.Popen(
-            [sys.executable, __file__, "--child", "fleet-export", src, dest, f"shard:{i}/{n}"],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for i in range(n)
+        subprocess.Popen([*command, *extra], stdout=subprocess.PIPE, text=True) for extra in flags
     ]
     results = []
     for proc in procs:
         out, _ = proc.communicate()
         if proc.returncode:
-            raise RuntimeError(f"shard process failed ({proc.returncode})")
-        results.append(json.loads(out.strip().splitlines()[-1]))
+            raise RuntimeError(f"export process failed ({proc.returncode})")
+        measured = json.loads(out.strip().splitlines()[-1])
+        report = measured["report"]
+        results.append(
+            {
+                "cpu": measured["cpu"],
+                "maxrss": measured["maxrss"],
+                "rows": report["rows"],
+                "files": report["files_seen"],
+                "manifest_read": report["manifest_bytes_read"],
+                "manifest_written": report["manifest_bytes_written"],
+                "in_flight": report["max_reads_in_flight"],
+            }
+        )
     return time.perf_counter() - t, results
 
 
@@ -429,17 +465,17 @@ def fleet(args: argparse.Namespace, work: str) -> None:
         # Shards: 4 processes at once into one destination vs one unsharded run.
         whole = os.path.join(work, "out-whole")
         sharded = os.path.join(work, "out-sharded")
-        walls, unsharded = [], []
+        walls, whole_walls, unsharded = [], [], []
         for _ in range(rounds):
             for path in (whole, sharded):
                 shutil.rmtree(path, ignore_errors=True)
-            t = time.perf_counter()
-            unsharded.append(run("fleet-export", src, whole, "full"))
-            unsharded[-1]["wall"] = time.perf_counter() - t
-            wall, shards = _concurrent_shards(src, sharded, 4)
+            wall, runs = _cli_processes(src, whole, [[]])
+            whole_walls.append(wall)
+            unsharded.append(runs[0])
+            wall, shards = _cli_processes(src, sharded, [["--shard", f"{i}/4"] for i in range(4)])
             walls.append(wall)
         same = _rows_sorted(sharded).equals(_rows_sorted(whole))
-        one = statistics.median(r["wall"] for r in unsharded)
+        one = statistics.median(whole_walls)
         shard_row = {
             "seconds": statistics.median(walls),
             "cpu": sum(r["cpu"] for r in shards),
@@ -509,8 +545,10 @@ def _print_fleet(table: list[tuple[str, str, dict[str, Any], str]]) -> None:
         )
     print(
         "\nMedians of interleaved runs, each in a fresh process (wall and CPU of the export "
-        "call; the shard row is the wall from the first start to the last exit and the CPU "
-        "of the 4 calls, the unsharded row beside it the same for one process). "
+        "call). The last local rows run the `fsmemory export` command: the shard row is the "
+        "wall from the first start to the last exit of 4 processes and the CPU of the 4 "
+        "whole processes (interpreter and imports included), the unsharded row beside it "
+        "the same for one process. "
         f"Load average: {os.getloadavg()[0]:.1f}."
     )
 

@@ -268,10 +268,10 @@ def _in_process(root: StorageRoot) -> bool:
 def source_id(root: StorageRoot) -> str:
     """The normalized URL identifying ``root`` as an export source: a local folder
     resolves to its real absolute path, whatever the working directory or spelling."""
+    if _is_local(root):  # before ``root.fs``: a local folder never imports fsspec
+        return "file://" + os.path.realpath(root.root).rstrip(os.sep)
     protocol = root.fs.protocol
     name = protocol if isinstance(protocol, str) else protocol[0]
-    if _is_local(root):
-        return "file://" + os.path.realpath(root.root).rstrip(os.sep)
     return f"{name}://{root.root.strip('/')}"
 
 
@@ -293,6 +293,21 @@ def _order(sf: SourceFile) -> tuple[bool, str, str, str]:
 
 def _new_run_id() -> str:
     return f"{datetime.now(tz=UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
+
+
+def _is_run_id(text: str) -> bool:
+    """Whether ``text`` has the shape of :func:`_new_run_id`'s ids: the sweep deletes
+    only files named after a run, never one a person named otherwise."""
+    stamp, sep, token = text.partition("-")
+    return (
+        bool(sep)
+        and len(stamp) == 16
+        and stamp[8] == "T"
+        and stamp[15] == "Z"
+        and (stamp[:8] + stamp[9:15]).isdigit()
+        and len(token) == 8
+        and all(c in "0123456789abcdef" for c in token)
+    )
 
 
 def _segment_run(path: str) -> str | None:
@@ -759,10 +774,14 @@ class _Run:
     def _lease_path(self) -> str:
         return f"{RUNS_DIR}/{self.run_id}.json"
 
+    def _lease_body(self, state: str, expires: float) -> bytes:
+        shard = list(self.shard) if self.shard is not None else None
+        return _jsonutil.dumps(
+            {"run": self.run_id, "state": state, "expires": expires, "shard": shard}
+        )
+
     def _heartbeat(self, state: str) -> None:
-        now = time.time()
-        body = {"run": self.run_id, "state": state, "expires": now + self.lease}
-        self.dst.write(self._lease_path(), _jsonutil.dumps(body))
+        self.dst.write(self._lease_path(), self._lease_body(state, time.time() + self.lease))
         self._renewed = time.monotonic()
         self._leased = True
 
@@ -770,8 +789,9 @@ class _Run:
         if not keep:
             self.dst.delete(self._lease_path())
             return
-        body = {"run": self.run_id, "state": state, "expires": time.time() + FINISHED_RETENTION}
-        self.dst.write(self._lease_path(), _jsonutil.dumps(body))
+        self.dst.write(
+            self._lease_path(), self._lease_body(state, time.time() + FINISHED_RETENTION)
+        )
 
     def _renew(self) -> None:
         elapsed = time.monotonic() - self._renewed
@@ -786,7 +806,11 @@ class _Run:
 
     def _cleanup(self, manifest: Manifest) -> None:
         """Delete replaced files still listed as trash, and files of runs that died
-        before committing."""
+        before committing.
+
+        A sharded run sweeps only what runs of its own shard left (their lease names
+        the shard): another shard's leftovers, and files no lease accounts for, wait
+        for that shard or for an unsharded run."""
         for path in manifest.trash:
             if self.dst.delete(path) and not path.startswith(SEGMENTS_DIR):
                 self.c.parts_removed += 1
@@ -797,44 +821,68 @@ class _Run:
         for table in TABLES:
             for info in self.dst.list(table, recursive=True):
                 run = part_run(info.path)
-                if run is not None and run != self.run_id and info.path not in manifest.parts:
+                if run is None or run == self.run_id or not _is_run_id(run):
+                    continue
+                if info.path not in manifest.parts:
                     candidates.append((info.path, run))
         live = {segment_path(s, r.run) for s, r in manifest.segments.items()}
         for info in self.dst.list(SEGMENTS_DIR, recursive=True):
             run = _segment_run(info.path)
-            if run is not None and info.path not in live:
+            if run is not None and _is_run_id(run) and info.path not in live:
                 candidates.append((info.path, run))
         if not candidates:
             return
         now = time.time()
-        protected: set[str] = set()
+        leases = [
+            info
+            for info in self.dst.list(RUNS_DIR)
+            if info.path.endswith(".json") and _is_run_id(info.path.rsplit("/", 1)[-1][:-5])
+        ]
+        dead: set[str] = set()  # runs whose leftovers this run deletes
+        protected: set[str] = set()  # runs whose files stay
         expired: list[str] = []
-        for info in self.dst.list(RUNS_DIR):
-            lease = self._read_lease(info)
+        for info, lease in zip(leases, self._map(self._read_lease, leases), strict=True):
             if lease is None:
                 continue
-            run, state, expires = lease
+            run, state, expires, shard = lease
             if expires > now and state in ("running", "committed"):
                 protected.add(run)
-            elif expires <= now:
+                continue
+            if self.shard is not None and shard != self.shard:
+                protected.add(run)  # another shard's (or an unsharded run's): not ours to sweep
+                continue
+            dead.add(run)
+            if expires <= now:
                 expired.append(info.path)
         for path, run in candidates:
-            if run not in protected and self.dst.delete(path):
+            # No lease at all: a run that is long gone (its lease is written first).
+            ours = run in dead or (self.shard is None and run not in protected)
+            if ours and self.dst.delete(path):
                 logger.info("deleted %s, left by an export run that did not commit", path)
                 if not path.startswith(SEGMENTS_DIR):
                     self.c.parts_removed += 1
         for path in expired:
             self.dst.delete(path)
 
-    def _read_lease(self, info: FileInfo) -> tuple[str, str, float] | None:
+    def _read_lease(
+        self, info: FileInfo
+    ) -> tuple[str, str, float, tuple[int, int] | None] | None:
+        """``(run, state, expires, shard)`` of a lease file; None when it vanished."""
         try:
             body = _jsonutil.loads(self.dst.read_bytes(info.path))
-            return str(body["run"]), str(body["state"]), float(body["expires"])
+            shard = body.get("shard")
+            return (
+                str(body["run"]),
+                str(body["state"]),
+                float(body["expires"]),
+                (int(shard[0]), int(shard[1])) if shard is not None else None,
+            )
         except KeyNotFoundError:
             return None
-        except (ValueError, KeyError, TypeError):
-            # Unreadable: treat as a long-dead run (its name still protects nothing).
-            return info.path.rsplit("/", 1)[-1].removesuffix(".json"), "aborted", 0.0
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+            # Unreadable: treat as a long-dead unsharded run (its name still protects
+            # nothing).
+            return info.path.rsplit("/", 1)[-1].removesuffix(".json"), "aborted", 0.0, None
 
     # -- planning ----------------------------------------------------------------------
     def _plan(self, base: Manifest) -> _Plan:

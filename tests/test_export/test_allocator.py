@@ -62,8 +62,8 @@ def test_overlapping_exports_restore_the_pool_once_the_last_leaves() -> None:
 def _backend(env: dict[str, str], *, import_first: bool = False) -> str:
     code = (
         ("import pyarrow\n" if import_first else "")
-        + "from fsmemory._cli_export import _prefer_system_allocator\n"
-        "_prefer_system_allocator()\n"
+        + "from fsmemory._cli_export import _prepare_process\n"
+        "_prepare_process()\n"
         "import pyarrow\n"
         "print(pyarrow.default_memory_pool().backend_name)\n"
     )
@@ -85,3 +85,27 @@ def test_the_command_prefers_the_system_allocator_unless_told_otherwise() -> Non
     if default != "system":
         # A choice the user made stays.
         assert _backend({**env, "ARROW_DEFAULT_MEMORY_POOL": default}) == default
+
+
+def _blas_threads(env: dict[str, str], *, import_first: bool = False) -> str:
+    code = (
+        ("import numpy\n" if import_first else "")
+        + "import os\n"
+        "from fsmemory._cli_export import _prepare_process\n"
+        "_prepare_process()\n"
+        "print(os.environ.get('OPENBLAS_NUM_THREADS', '-'))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    return out.stdout.strip()
+
+
+def test_the_command_runs_blas_on_one_thread_unless_told_otherwise() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    assert _blas_threads(env) == "1"
+    # A choice the user made stays.
+    assert _blas_threads({**env, "OPENBLAS_NUM_THREADS": "3"}) == "3"
+    # A numpy already imported has started its threads: nothing is set for it.
+    pytest.importorskip("numpy")
+    assert _blas_threads(env, import_first=True) == "-"

@@ -397,6 +397,88 @@ def test_orphan_segment_files_of_a_crashed_run_are_swept(local_dirs: tuple[str, 
     assert root.exists(live)  # its run still holds a lease
 
 
+def _leftovers(root: Any, run: str, shard: list[int] | None, *, lease: bool = True) -> list[str]:
+    """A part and a segment file of ``run``, a run that died before committing (its
+    lease, when written, expired an hour ago)."""
+    part = f"memory/date={DAYS[0]}/part-{run}-00001.parquet"
+    segment = f"{SEGMENTS_DIR}/00/{DAYS[0]}-{run}.json"
+    root.write(part, root.read_bytes(parquet_files(root.root)[0]))
+    root.write(segment, b"{}")
+    if lease:
+        body = {"run": run, "state": "running", "expires": 1e9, "shard": shard}
+        root.write(f"_fsmemory_runs/{run}.json", _jsonutil.dumps(body))
+    return [part, segment]
+
+
+def test_a_shard_sweeps_only_what_its_own_crashed_runs_left(local_dirs: tuple[str, str]) -> None:
+    """Leftovers of a crashed run are deleted by the next run of the same shard; another
+    shard leaves them (and their lease) alone, and files no lease accounts for wait for
+    an unsharded run. A person's files in the dataset survive every sweep byte for byte."""
+    src, dest = local_dirs
+    _fleet(src, 8, days=DAYS[:1], rows=1)
+    export_parquet(src, dest)
+    root = open_root(dest)
+    mine = _leftovers(root, "20260101T000000Z-00000000", [0, 2])
+    theirs = _leftovers(root, "20260101T000000Z-11111111", [1, 2])
+    other_split = _leftovers(root, "20260101T000000Z-22222222", [0, 3])
+    unsharded = _leftovers(root, "20260101T000000Z-33333333", None)
+    no_lease = _leftovers(root, "20260101T000000Z-44444444", None, lease=False)
+    some_part = root.read_bytes(parquet_files(dest)[0])
+    by_hand = {  # a backfill copied in by hand, notes
+        f"memory/date={DAYS[0]}/backfill.parquet": some_part,
+        f"memory/date={DAYS[0]}/part-by-hand.parquet": some_part,
+        f"memory/date={DAYS[0]}/part-2024-00001.parquet": some_part,
+        f"{SEGMENTS_DIR}/00/{DAYS[0]}-my-notes.json": b"{}",
+        f"{SEGMENTS_DIR}/00/README.md": b"# kept\r\n\x00",
+        "_fsmemory_runs/notes.txt": b"a person's note",
+        "_fsmemory_runs/notes.json": b"not a lease",
+    }
+    for path, data in by_hand.items():
+        root.write(path, data)
+
+    def grow(shard: int) -> None:
+        tenant = next(t for t in range(8) if bucket_of(f"tenant-{t:03d}", BUCKETS) % 2 == shard)
+        write_log(open_root(os.path.join(src, f"tenant-{tenant:03d}")), DAYS[0],
+                  lines([record(f"more {shard}", n=9, id=f"more-{shard}")]))  # fmt: skip
+
+    def present(paths: list[str]) -> list[bool]:
+        return [root.exists(p) for p in paths]
+
+    grow(0)
+    assert export_parquet(src, dest, shard=(0, 2)).parts_removed == 1
+    assert present(mine) == [False, False]
+    assert not root.exists("_fsmemory_runs/20260101T000000Z-00000000.json")
+    for paths in (theirs, other_split, unsharded, no_lease):
+        assert present(paths) == [True, True]
+    assert root.exists("_fsmemory_runs/20260101T000000Z-11111111.json")
+    grow(1)
+    assert export_parquet(src, dest, shard=(1, 2)).parts_removed == 1
+    assert present(theirs) == [False, False]
+    for paths in (other_split, unsharded, no_lease):
+        assert present(paths) == [True, True]
+    # An unsharded run sweeps whatever no live run holds.
+    grow(0)
+    assert export_parquet(src, dest).parts_removed == 3
+    for paths in (other_split, unsharded, no_lease):
+        assert present(paths) == [False, False]
+    leases = sorted(i.path for i in root.list("_fsmemory_runs"))
+    assert leases == sorted(
+        [
+            "_fsmemory_runs/notes.json",
+            "_fsmemory_runs/notes.txt",
+            *(f"_fsmemory_runs/{r['run']}.json" for r in _head(dest).runs),
+        ]
+    )
+    for path, data in by_hand.items():
+        assert root.read_bytes(path) == data
+    head = _head(dest)
+    assert set(parquet_files(dest)) == set(head.parts) | {
+        p for p in by_hand if p.endswith(".parquet")
+    }
+    pq = pytest.importorskip("pyarrow.parquet")
+    assert sum(pq.read_metadata(os.path.join(dest, p)).num_rows for p in head.parts) == 8 + 3
+
+
 def test_import_stays_light() -> None:
     code = (
         "import sys, fsmemory, fsmemory.cli, fsmemory.export\n"

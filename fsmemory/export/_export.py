@@ -864,9 +864,7 @@ class _Run:
         for path in expired:
             self.dst.delete(path)
 
-    def _read_lease(
-        self, info: FileInfo
-    ) -> tuple[str, str, float, tuple[int, int] | None] | None:
+    def _read_lease(self, info: FileInfo) -> tuple[str, str, float, tuple[int, int] | None] | None:
         """``(run, state, expires, shard)`` of a lease file; None when it vanished."""
         try:
             body = _jsonutil.loads(self.dst.read_bytes(info.path))
@@ -936,9 +934,11 @@ class _Run:
                 self.c.files_unchanged += 1
                 continue
             plan.works.append(_Work(sf, state.copy(), state.offset, open_line, tail))
-        # In listing order (day, root, path): the small logs of a day follow each other.
-        rank = {sf.key: i for i, sf in enumerate(listing_order)}
-        plan.works.sort(key=lambda w: rank[w.source.key])
+        if checks:
+            # In listing order (day, root, path): the small logs of a day follow each
+            # other. New files were added in that order, continued ones after them.
+            rank = {sf.key: i for i, sf in enumerate(listing_order)}
+            plan.works.sort(key=lambda w: rank[w.source.key])
         self.c.files_reexported = len(plan.reexport)
         if self.compact and not self.full:  # a full run rewrites every file anyway
             plan.compact = self._compaction_candidates(base)
@@ -1060,15 +1060,23 @@ class _Run:
                 batch_bytes = size
         done = 0
         ahead: Callable[[], list[bytes | None]] | None = None
+        read: dict[int, list[bytes | None]] = {}  # in-process reads done ahead, by batch
         for i, batch in enumerate(batches):
             if len(batch) == 1 and not self._batchable(batch[0]):
                 ahead = None
                 self._export_file(batch[0], sinks[batch[0].source.table])
             else:
-                fetched = ahead if ahead is not None else self._fetch(batch)
-                nxt = batches[i + 1] if i + 1 < len(batches) else None
-                ahead = self._fetch(nxt) if nxt is not None and self._batchable(nxt[0]) else None
-                self._export_batch(batch, fetched(), sinks[MEMORY_TABLE])
+                if not self.parallel:
+                    if i not in read:
+                        read = self._read_ahead(batches, i)
+                    datas = read.pop(i)
+                else:
+                    fetched = ahead if ahead is not None else self._fetch(batch)
+                    nxt = batches[i + 1] if i + 1 < len(batches) else None
+                    batchable = nxt is not None and self._batchable(nxt[0])
+                    ahead = self._fetch(nxt) if nxt is not None and batchable else None
+                    datas = fetched()
+                self._export_batch(batch, datas, sinks[MEMORY_TABLE])
                 # Arrow's allocator keeps freed pages; thousands of small blocks would
                 # otherwise grow the process by tens of MiB.
                 self.pa.default_memory_pool().release_unused()
@@ -1081,6 +1089,27 @@ class _Run:
                         sum(self.c.rows.values()),
                     )
                 )  # fmt: skip
+
+    def _read_ahead(self, batches: list[list[_Work]], first: int) -> dict[int, list[bytes | None]]:
+        """In-process sources: read batch ``first`` and the batches after it, up to
+        ``block_size`` bytes in all (as much as a batch plus the one read ahead on other
+        storage), with one ``read_ranges`` call, which checks each folder once per call:
+        the logs of one tenant on consecutive days share their folder."""
+        picked = [first]
+        size = sum(w.remaining for w in batches[first])
+        for j in range(first + 1, len(batches)):
+            more = sum(w.remaining for w in batches[j])
+            if not self._batchable(batches[j][0]) or size + more > self.block_size:
+                break
+            picked.append(j)
+            size += more
+        datas = self._fetch([w for j in picked for w in batches[j]])()
+        out: dict[int, list[bytes | None]] = {}
+        at = 0
+        for j in picked:
+            out[j] = datas[at : at + len(batches[j])]
+            at += len(batches[j])
+        return out
 
     @staticmethod
     def _batchable(work: _Work) -> bool:

@@ -49,13 +49,18 @@ class SourceFile:
         object.__setattr__(self, "key", self.info.path)
 
 
-@functools.cache
-def _valid_day(text: str) -> bool:
+@functools.lru_cache(maxsize=4096)
+def _log_day(name: str) -> str | None:
+    """The day of a memory log named ``name`` (``2026-03-13.jsonl``), or None when the
+    name is not a real day's log. A fleet repeats the same few names in every tenant."""
+    day = log_date(f"{LOG_DIR}/{name}")
+    if day is None:
+        return None
     try:
-        date.fromisoformat(text)
+        date.fromisoformat(day)
     except ValueError:
-        return False
-    return True
+        return None
+    return day
 
 
 def classify(info: FileInfo) -> SourceFile | None:
@@ -68,10 +73,9 @@ def classify(info: FileInfo) -> SourceFile | None:
     folder_path, _, name = path.rpartition("/")
     root, _, folder = folder_path.rpartition("/")
     if folder == LOG_DIR:
-        rel = f"{LOG_DIR}/{name}"
-        day = log_date(rel)
-        if day is not None and _valid_day(day):
-            return SourceFile(MEMORY_TABLE, root, rel, info, day)
+        day = _log_day(name)
+        if day is not None:
+            return SourceFile(MEMORY_TABLE, root, f"{LOG_DIR}/{name}", info, day)
     elif folder == "log" and name != ".jsonl":
         return SourceFile(EVENTS_TABLE, root, f"log/{name}", info)
     return None

@@ -262,7 +262,7 @@ class LocalRoot(StorageRoot):
             return False
         current = self.root
         for name in directory[len(self.root) + 1 :].split(os.sep):
-            current = os.path.join(current, name)
+            current = f"{current}{os.sep}{name}"  # os.path.join, without its checks
             if current in checked:
                 continue
             try:

@@ -162,6 +162,47 @@ def test_four_concurrent_shards_equal_one_unsharded_run(tmp_path: Path, tenants:
     assert export_parquet(src, sharded).rows == 0
 
 
+@pytest.mark.parametrize("block_size", [1024, 4096, 8 << 20])
+def test_small_logs_read_ahead_in_groups_give_the_same_rows(
+    tmp_path: Path, block_size: int
+) -> None:
+    """Small logs of a local source are read several days at once (up to block_size
+    bytes per read call); whatever the grouping, a file that vanished is counted and
+    every other row is exported once, in the same files as a read one by one."""
+    src = str(tmp_path / "users")
+    total = _fleet(src, 12, rows=4)
+    gone = os.path.join(src, "tenant-005", "logs", f"{DAYS[1]}.jsonl")
+    whole = str(tmp_path / "whole")
+    assert export_parquet(src, whole, concurrency=1).rows == total
+    grouped = str(tmp_path / "grouped")
+
+    real = open_root(src).read_ranges
+    removed: list[str] = []
+
+    def vanish_once(requests: Any) -> list[bytes | None]:
+        if not removed:
+            os.remove(gone)  # between the listing and the first read
+            removed.append(gone)
+        return real(requests)
+
+    root = open_root(src)
+    root.read_ranges = vanish_once  # type: ignore[method-assign]
+    report = export_parquet(root, grouped, block_size=block_size)
+    assert report.files_vanished == 1 and report.rows == total - 4
+    kept = [
+        r
+        for r in read_rows(whole)
+        if not (r["root"] == "tenant-005" and DAYS[1] in r["source_file"])
+    ]
+    assert [_key(r) for r in read_rows(grouped)] == [_key(r) for r in kept]
+    _assert_manifest_matches_files(grouped)
+    # The vanished file is exported once it is back.
+    write_log(
+        open_root(os.path.join(src, "tenant-005")), DAYS[1], lines([record("back", id="back")])
+    )
+    assert export_parquet(root, grouped, block_size=block_size).rows == 1
+
+
 def test_a_shard_rewriting_a_shared_part_keeps_the_other_shards_rows(tmp_path: Path) -> None:
     """After an unsharded export (parts hold every tenant's rows), a shard that re-exports
     a rewritten log carries the other shards' rows over and updates their segments; the

@@ -88,9 +88,9 @@ def test_the_command_prefers_the_system_allocator_unless_told_otherwise() -> Non
 
 
 def _blas_threads(env: dict[str, str], *, import_first: bool = False) -> str:
-    code = (
-        ("import numpy\n" if import_first else "")
-        + "import os\n"
+    first = "import numpy\n" if import_first else ""
+    code = first + (
+        "import os\n"
         "from fsmemory._cli_export import _prepare_process\n"
         "_prepare_process()\n"
         "print(os.environ.get('OPENBLAS_NUM_THREADS', '-'))\n"

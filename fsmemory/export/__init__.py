@@ -40,8 +40,10 @@ before committing are deleted by the first run after its lease expired
 (``lease_seconds``, 10 min by default), and files replaced by a run that crashed after
 committing are deleted by the next run (the manifest lists them as ``trash``). Until then
 a reader that globs ``*.parquet`` can see those leftovers; a reader that takes the file
-list from the head's ``parts`` never does. While a run replaces the files of a rewritten
-source file (or compacts), a globbing reader may briefly see both.
+list from the head's ``parts`` never does. The sweep deletes only files named after a
+run (never one a person put there), and a sharded run only those its own shard's runs
+left. While a run replaces the files of a rewritten source file (or compacts), a
+globbing reader may briefly see both.
 
 **Windows.** ``since``/``until`` select days. Memory logs outside the window are not read
 and stay unexported (a later run with a wider window exports them). Event logs are read

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -37,11 +36,11 @@ from typing import Any, TypeVar
 
 from fsmemory import _jsonutil
 from fsmemory.errors import ConflictError, InvalidInputError, KeyNotFoundError
+from fsmemory.export._leases import Lease, new_run_id, sweep
 from fsmemory.export._manifest import (
     BUCKETS,
     EVENTS_SEGMENT,
     MANIFEST_PATH,
-    RUNS_DIR,
     SEGMENTS_DIR,
     FileState,
     Manifest,
@@ -71,7 +70,7 @@ from fsmemory.export._schema import (
     system_memory_pool,
 )
 from fsmemory.export._sources import SourceFile, discover, tenant_of
-from fsmemory.export._writer import PartSink, WriterThread, part_run
+from fsmemory.export._writer import PartSink, WriterThread
 from fsmemory.fs import FileInfo, StorageRoot, open_root
 from fsmemory.memory.layout import log_date
 
@@ -81,9 +80,6 @@ logger = logging.getLogger(__name__)
 
 #: Bytes digested at the start and before the end of the exported prefix of each file.
 CHECK_BYTES = 4096
-#: How long finished runs' lease files are kept (they protect that run's files from a
-#: concurrent run's orphan sweep that read an older manifest).
-FINISHED_RETENTION = 24 * 3600.0
 TABLES = (MEMORY_TABLE, EVENTS_TABLE)
 #: A memory log whose unread part is at most this big is read in one request and parsed
 #: together with the other small logs of its day.
@@ -291,34 +287,6 @@ def _order(sf: SourceFile) -> tuple[bool, str, str, str]:
     return (sf.table != MEMORY_TABLE, sf.day or "", sf.root, sf.path)
 
 
-def _new_run_id() -> str:
-    return f"{datetime.now(tz=UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
-
-
-def _is_run_id(text: str) -> bool:
-    """Whether ``text`` has the shape of :func:`_new_run_id`'s ids: the sweep deletes
-    only files named after a run, never one a person named otherwise."""
-    stamp, sep, token = text.partition("-")
-    return (
-        bool(sep)
-        and len(stamp) == 16
-        and stamp[8] == "T"
-        and stamp[15] == "Z"
-        and (stamp[:8] + stamp[9:15]).isdigit()
-        and len(token) == 8
-        and all(c in "0123456789abcdef" for c in token)
-    )
-
-
-def _segment_run(path: str) -> str | None:
-    """The run id in a segment file name (``<day>-<run>.json``)."""
-    name = path.rsplit("/", 1)[-1]
-    if not name.endswith(".json"):
-        return None
-    pieces = name[: -len(".json")].rsplit("-", 2)
-    return "-".join(pieces[-2:]) if len(pieces) == 3 else None
-
-
 class _Lost(Exception):
     """This attempt's work cannot be committed; start over."""
 
@@ -410,7 +378,7 @@ class _Run:
         self.block_size = block_size
         self.max_rows = max_rows
         self.compression = compression
-        self.lease = lease_seconds
+        self.lease_seconds = lease_seconds
         self.shard = shard
         self.compact = compact
         self.concurrency = concurrency
@@ -420,8 +388,7 @@ class _Run:
         self.today = datetime.now(tz=UTC).date().isoformat()
         self.c = _Counters()
         self.run_id = ""
-        self._renewed = time.monotonic()
-        self._leased = False
+        self.lease: Lease  # created per attempt by execute
         self.pipe: WriterThread  # created per attempt by _export
         self.pool: ThreadPoolExecutor | None = None
         self._cleared: set[str] = set()
@@ -443,10 +410,10 @@ class _Run:
         ):
             self.pool = pool
             for _ in range(max_attempts):
-                self.run_id = _new_run_id()
+                self.run_id = new_run_id()
+                self.lease = Lease(self.dst, self.run_id, self.shard, self.lease_seconds)
                 self.c = _Counters(conflicts=self.c.conflicts)
                 self.loaded, self.seg_of = {}, {}
-                self._leased = False
                 try:
                     generation = self._attempt()
                 except _Lost:
@@ -474,7 +441,7 @@ class _Run:
             if head is not None and self._nothing_to_do(base, plan):
                 self._ensure_table_dirs()
                 return base.generation
-            self._heartbeat("running")
+            self.lease.hold()
             states, removed = self._export(base, plan, written)
             generation, replaced = self._commit(
                 head, version, plan, states, written, removed, segment_files
@@ -484,7 +451,7 @@ class _Run:
             raise
         # The commit stands; what follows is tidying that the next run would redo.
         try:
-            self._heartbeat_done("committed", keep=True)
+            self.lease.finish("committed")
             for path in sorted(removed | replaced):
                 if self.dst.delete(path) and not path.startswith(SEGMENTS_DIR):
                     self.c.parts_removed += 1
@@ -509,10 +476,10 @@ class _Run:
                 self.dst.delete(path)
             except Exception:
                 logger.warning("could not delete %s after a failed export", path)
-        if not self._leased:
+        if not self.lease.held:
             return
         try:
-            self._heartbeat_done("aborted", keep=True)
+            self.lease.finish("aborted")
         except Exception:
             logger.warning("could not mark export run %s as aborted", self.run_id)
 
@@ -770,117 +737,24 @@ class _Run:
                 return False
         return all(path in remote.parts for path in removed)
 
-    # -- leases ------------------------------------------------------------------------
-    def _lease_path(self) -> str:
-        return f"{RUNS_DIR}/{self.run_id}.json"
-
-    def _lease_body(self, state: str, expires: float) -> bytes:
-        shard = list(self.shard) if self.shard is not None else None
-        return _jsonutil.dumps(
-            {"run": self.run_id, "state": state, "expires": expires, "shard": shard}
-        )
-
-    def _heartbeat(self, state: str) -> None:
-        self.dst.write(self._lease_path(), self._lease_body(state, time.time() + self.lease))
-        self._renewed = time.monotonic()
-        self._leased = True
-
-    def _heartbeat_done(self, state: str, *, keep: bool) -> None:
-        if not keep:
-            self.dst.delete(self._lease_path())
-            return
-        self.dst.write(
-            self._lease_path(), self._lease_body(state, time.time() + FINISHED_RETENTION)
-        )
-
+    # -- leases and the sweep (_leases.py) ---------------------------------------------
     def _renew(self) -> None:
-        elapsed = time.monotonic() - self._renewed
-        if elapsed > self.lease / 4:
+        if self.lease.due():
             self._check_lease()
-            self._heartbeat("running")
+            self.lease.hold()
 
     def _check_lease(self) -> None:
         # A concurrent run may delete our files once our lease looks expired.
-        if time.monotonic() - self._renewed > self.lease * 0.8:
+        if self.lease.lapsing():
             raise _Lost
 
     def _cleanup(self, manifest: Manifest) -> None:
-        """Delete replaced files still listed as trash, and files of runs that died
-        before committing.
-
-        A sharded run sweeps only what runs of its own shard left (their lease names
-        the shard): another shard's leftovers, and files no lease accounts for, wait
-        for that shard or for an unsharded run."""
-        for path in manifest.trash:
-            if self.dst.delete(path) and not path.startswith(SEGMENTS_DIR):
-                self.c.parts_removed += 1
+        """Delete replaced files still listed as trash, and files of runs (of this
+        run's shard, when sharded) that died before committing."""
         self._cleared = set(manifest.trash)
-        # List parts and segment files before leases: a run's lease is written before
-        # any of its files.
-        candidates = []
-        for table in TABLES:
-            for info in self.dst.list(table, recursive=True):
-                run = part_run(info.path)
-                if run is None or run == self.run_id or not _is_run_id(run):
-                    continue
-                if info.path not in manifest.parts:
-                    candidates.append((info.path, run))
-        live = {segment_path(s, r.run) for s, r in manifest.segments.items()}
-        for info in self.dst.list(SEGMENTS_DIR, recursive=True):
-            run = _segment_run(info.path)
-            if run is not None and _is_run_id(run) and info.path not in live:
-                candidates.append((info.path, run))
-        if not candidates:
-            return
-        now = time.time()
-        leases = [
-            info
-            for info in self.dst.list(RUNS_DIR)
-            if info.path.endswith(".json") and _is_run_id(info.path.rsplit("/", 1)[-1][:-5])
-        ]
-        dead: set[str] = set()  # runs whose leftovers this run deletes
-        protected: set[str] = set()  # runs whose files stay
-        expired: list[str] = []
-        for info, lease in zip(leases, self._map(self._read_lease, leases), strict=True):
-            if lease is None:
-                continue
-            run, state, expires, shard = lease
-            if expires > now and state in ("running", "committed"):
-                protected.add(run)
-                continue
-            if self.shard is not None and shard != self.shard:
-                protected.add(run)  # another shard's (or an unsharded run's): not ours to sweep
-                continue
-            dead.add(run)
-            if expires <= now:
-                expired.append(info.path)
-        for path, run in candidates:
-            # No lease at all: a run that is long gone (its lease is written first).
-            ours = run in dead or (self.shard is None and run not in protected)
-            if ours and self.dst.delete(path):
-                logger.info("deleted %s, left by an export run that did not commit", path)
-                if not path.startswith(SEGMENTS_DIR):
-                    self.c.parts_removed += 1
-        for path in expired:
-            self.dst.delete(path)
-
-    def _read_lease(self, info: FileInfo) -> tuple[str, str, float, tuple[int, int] | None] | None:
-        """``(run, state, expires, shard)`` of a lease file; None when it vanished."""
-        try:
-            body = _jsonutil.loads(self.dst.read_bytes(info.path))
-            shard = body.get("shard")
-            return (
-                str(body["run"]),
-                str(body["state"]),
-                float(body["expires"]),
-                (int(shard[0]), int(shard[1])) if shard is not None else None,
-            )
-        except KeyNotFoundError:
-            return None
-        except (ValueError, KeyError, TypeError, IndexError, AttributeError):
-            # Unreadable: treat as a long-dead unsharded run (its name still protects
-            # nothing).
-            return info.path.rsplit("/", 1)[-1].removesuffix(".json"), "aborted", 0.0, None
+        self.c.parts_removed += sweep(
+            self.dst, manifest, run_id=self.run_id, shard=self.shard, map_fn=self._map
+        )
 
     # -- planning ----------------------------------------------------------------------
     def _plan(self, base: Manifest) -> _Plan:

@@ -59,18 +59,27 @@ def test_overlapping_exports_restore_the_pool_once_the_last_leaves() -> None:
     assert pa.default_memory_pool().backend_name == before
 
 
-def _backend(env: dict[str, str], *, import_first: bool = False) -> str:
+def _after_setup(env: dict[str, str], before: str, probe: str) -> str:
+    """What ``probe`` prints in a fresh process that ran ``before`` and then the export
+    command's process setup."""
     code = (
-        ("import pyarrow\n" if import_first else "")
-        + "from fsmemory._cli_export import _prepare_process\n"
+        f"{before}\n"
+        "from fsmemory._cli_export import _prepare_process\n"
         "_prepare_process()\n"
-        "import pyarrow\n"
-        "print(pyarrow.default_memory_pool().backend_name)\n"
+        f"{probe}\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )
     return out.stdout.strip()
+
+
+def _backend(env: dict[str, str], *, import_first: bool = False) -> str:
+    return _after_setup(
+        env,
+        "import pyarrow" if import_first else "",
+        "import pyarrow\nprint(pyarrow.default_memory_pool().backend_name)",
+    )
 
 
 def test_the_command_prefers_the_system_allocator_unless_told_otherwise() -> None:
@@ -88,17 +97,11 @@ def test_the_command_prefers_the_system_allocator_unless_told_otherwise() -> Non
 
 
 def _blas_threads(env: dict[str, str], *, import_first: bool = False) -> str:
-    first = "import numpy\n" if import_first else ""
-    code = first + (
-        "import os\n"
-        "from fsmemory._cli_export import _prepare_process\n"
-        "_prepare_process()\n"
-        "print(os.environ.get('OPENBLAS_NUM_THREADS', '-'))\n"
+    return _after_setup(
+        env,
+        "import numpy" if import_first else "",
+        "import os\nprint(os.environ.get('OPENBLAS_NUM_THREADS', '-'))",
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
-    )
-    return out.stdout.strip()
 
 
 def test_the_command_runs_blas_on_one_thread_unless_told_otherwise() -> None:

@@ -396,13 +396,16 @@ class MemoryIndex:
         cur = self._md
         if cur is None or cur.parsed_upto != start:
             return
+        # Counted from the document as it was: of a cache-loaded index the counts are
+        # built from it on first use, which must not see the bullets fed below.
+        counts = self._fact_counts
         before = {k: len(v) for k, v in self._doc.sections.items()}
         self._doc.feed_data(chunk)
         cur.advance(chunk[: end - start])
         for cat, facts in self._doc.sections.items():
             for fact in facts[before.get(cat, 0) :]:
                 key = (cat, fact.text)
-                self._fact_counts[key] += 1
+                counts[key] += 1
                 self._rebalance(key)
         self.generation += 1
 

@@ -128,6 +128,33 @@ def test_changes_after_the_cache_are_seen(make_km: Make, clock: FakeClock) -> No
     _same(make_km)
 
 
+@pytest.mark.parametrize("writer_caches", [False, True])
+def test_facts_appended_to_memory_md_after_the_cache_count_once(
+    make_km: Make, clock: FakeClock, writer_caches: bool
+) -> None:
+    # MEMORY.md only grew: an index loaded from the cache reads the appended bullets
+    # alone (or appends them itself) and must count each once, not again when it first
+    # builds its counts; nor may a cache it writes then carry a wrong count.
+    km = make_km()
+    _seed(km, clock=clock)
+    km.recall("tea")
+    md = km.root.read_bytes("MEMORY.md")
+    last = md.rsplit(b"\n## ", 1)[1].split(b"\n", 1)[0].decode()  # appends go to its end
+    writer = make_km(index_cache=writer_caches)
+    for i in range(12):
+        clock.advance(milliseconds=1)
+        writer.remember(f"appended fact {i} about tea", category=last, persistent=True)
+    assert km.root.read_bytes("MEMORY.md").startswith(md)  # MEMORY.md only grew
+    if not writer_caches:
+        assert not writer._cache_loaded
+    assert _answers(writer) == _answers(make_km(index_cache=False))
+    cached = _same(make_km)  # its recall() rewrites the cache (12 new rows are too few)
+    assert cached._cache_loaded
+    assert len(cached.entries()) == 600 + 12
+    writer.recall("tea")
+    _same(make_km)
+
+
 def test_a_log_rewritten_in_place_is_read_again(tmp_path: Path, clock: FakeClock) -> None:
     folder = tmp_path / "m"
     km = KnowledgeMemory(folder, clock=clock)

@@ -735,9 +735,10 @@ class Suite:
             "`client='s3fs'`; gcsfs, redis), which fsmemory loads on first use. The floor "
             "(s3fs, gcsfs, redis), in its own fresh "
             "process, lists the memory and fetches every file with one fsspec `cat_ranges` "
-            "from offset 0 (one GET per object, concurrent on s3fs/gcsfs); `one GET` is a "
-            "1 KiB `cat_file` on a warm "
-            "connection (median of 9)."
+            "from offset 0 (one GET per object, concurrent on s3fs/gcsfs); `one GET` is "
+            "the round trip of a 1 KiB read on a warm connection (median of 9), through "
+            "whichever client is faster: fsspec's (`cat_ranges` from 0, no HEAD first) or "
+            "fsmemory's root (on S3 its built-in client)."
         ]
         self.emit(table)
 

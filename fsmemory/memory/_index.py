@@ -371,6 +371,10 @@ class MemoryIndex:
         if info.mtime is not None:
             self._md_mtime_us = us_of(datetime.fromtimestamp(info.mtime, tz=UTC))
         new = read_appended(root, cur, info, grows_only=False)
+        if new is not None and new[1] < info.size:
+            # What was appended ends in a line without its line break (a hand edit):
+            # read the whole file, which parses that line too, as a fresh reader does.
+            new = None
         if new is None:
             data = (whole or {}).pop(MEMORY_FILE, None)
             if data is None:

@@ -24,6 +24,7 @@ from fsmemory.memory.entry import format_timestamp
 from fsmemory.memory.layout import MEMORY_FILE
 
 from .conftest import FakeClock, backend_location
+from .test_index_cache import _seed
 
 WORDS = [
     "tea",
@@ -478,3 +479,45 @@ def test_random_operations_answer_as_uncached_long(
     seed: int,
 ) -> None:
     _fuzz(request, monkeypatch, tmp_path, backend, seed, steps=80)
+
+
+# -- divergences the random test found, one focused test each ------------------------------
+
+
+@pytest.mark.parametrize("backend", ["local", "memory"])
+def test_a_bullet_appended_without_its_line_break_is_seen(
+    make_km: Callable[..., KnowledgeMemory], clock: FakeClock
+) -> None:
+    # A person appends a last bullet without the final newline. A reader that had read
+    # MEMORY.md before (a warm instance, or one loaded from the cache) took only the
+    # complete lines of what was appended and so never saw the fact; a fresh reader
+    # parses the whole file, last line included.
+    _seed(make_km(), clock=clock)
+    make_km().recall("tea")  # writes the cache
+    warm = make_km()
+    before = _facts(warm)
+    warm.root.append(MEMORY_FILE, b"- a hand-written fact about rust")
+    want = make_km(index_cache=False)
+    assert _facts(want) == before + 1
+    cached = make_km()
+    for km in (warm, cached):
+        assert _facts(km) == before + 1
+        assert [e.to_dict() for e in km.entries()][-1][
+            "content"
+        ] == "a hand-written fact about rust"
+    assert cached._cache_loaded
+    # The line completed later (and one more bullet) is read again in full.
+    warm.root.append(MEMORY_FILE, b" and tea\n- another one\n")
+    for km in (warm, cached, make_km(), make_km(index_cache=False)):
+        facts = km.get_persistent_facts()
+        assert sum(map(len, facts.values())) == before + 2
+        assert "a hand-written fact about rust and tea" in facts[_last_section(km)]
+
+
+def _facts(km: KnowledgeMemory) -> int:
+    return sum(map(len, km.get_persistent_facts().values()))
+
+
+def _last_section(km: KnowledgeMemory) -> str:
+    headers: list[bytes] = re.findall(rb"^## (.+)$", km.root.read_bytes(MEMORY_FILE), re.M)
+    return headers[-1].decode()

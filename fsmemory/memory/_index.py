@@ -245,7 +245,8 @@ class MemoryIndex:
         self._unranked: list[int] = []
         self._evict_heap: list[tuple[float, int, str, int]] | None = None
         self._content_counts: dict[str, int] | None = None
-        self.corrupt_lines = 0
+        # Corrupt lines skipped, per log: a log dropped or read again takes its own along.
+        self._corrupt: dict[str, int] = {}
         self.generation = 0
         self._md_mtime_us = us_of(datetime.now(tz=UTC))
         # -- a cache-loaded index: parts built on first use --
@@ -270,6 +271,11 @@ class MemoryIndex:
             if live:
                 out[cat] = live
         return out
+
+    @property
+    def corrupt_lines(self) -> int:
+        """Lines skipped as corrupt in the logs the index holds."""
+        return sum(self._corrupt.values())
 
     @property
     def last_category(self) -> str | None:
@@ -602,7 +608,7 @@ class MemoryIndex:
             except (ValueError, TypeError, OverflowError) as exc:
                 if not raw.strip():
                     continue
-                self.corrupt_lines += 1
+                self._corrupt[path] = self._corrupt.get(path, 0) + 1
                 logger.warning("skipping corrupt line at %s:%d (%s)", path, line_offset, exc)
                 continue
             if entry_id in forgotten or entry_id in row_of:
@@ -809,6 +815,7 @@ class MemoryIndex:
     def _drop_file(self, path: str) -> None:
         for row in self._file_rows.pop(path, []):
             self._remove(row)
+        self._corrupt.pop(path, None)
         self.compact_timeline()
         for entry_id in [k for k, v in self._forgotten.items() if v == path]:
             del self._forgotten[entry_id]
@@ -1208,7 +1215,7 @@ class MemoryIndex:
             },
             "pending": [[cat, text, rows] for (cat, text), rows in self._pending.items()],
             "md_rows": [[cat, text, rows] for (cat, text), rows in self._md_rows.items()],
-            "corrupt_lines": self.corrupt_lines,
+            "corrupt": self._corrupt,
             "md_mtime_us": self._md_mtime_us,
             "ranker": None,
         }
@@ -1335,7 +1342,7 @@ class MemoryIndex:
                 ):
                     raise ValueError(f"bad {field} entry")
                 target[(cat, text)] = rows
-        self.corrupt_lines = int(meta["corrupt_lines"])
+        self._corrupt = {str(path): int(n) for path, n in dict(meta["corrupt"]).items()}
         self._md_mtime_us = int(meta["md_mtime_us"])
         if meta["ranker"] is not None:
             ranker = BM25Index.from_state(

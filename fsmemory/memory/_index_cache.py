@@ -69,7 +69,7 @@ MIN_NEW_ROWS = 256
 #: round trip pays for: no cache is looked for or written.
 MIN_BYTES = 128 * 1024
 MAGIC = b"fsmemory-index\n"
-VERSION = 2
+VERSION = 3
 
 
 def encode(index: MemoryIndex) -> bytes | None:

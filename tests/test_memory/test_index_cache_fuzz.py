@@ -16,6 +16,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+import orjson
 import pytest
 
 from fsmemory import KnowledgeEntry, KnowledgeMemory, open_root
@@ -521,3 +522,38 @@ def _facts(km: KnowledgeMemory) -> int:
 def _last_section(km: KnowledgeMemory) -> str:
     headers: list[bytes] = re.findall(rb"^## (.+)$", km.root.read_bytes(MEMORY_FILE), re.M)
     return headers[-1].decode()
+
+
+@pytest.mark.parametrize("backend", ["local", "memory"])
+def test_corrupt_lines_go_with_their_log(
+    make_km: Callable[..., KnowledgeMemory], clock: FakeClock
+) -> None:
+    # The count of corrupt log lines was one number for the whole index: a log dropped
+    # (deleted or pruned) kept its corrupt lines in it, and a log read again whole (it
+    # was rewritten) counted them twice; the index cache then carried the wrong count
+    # to every fresh process.
+    _seed(make_km(), clock=clock)
+    old = "logs/2026-03-01.jsonl"
+    record = make_km().entries()[0].to_dict()
+    lines = [
+        orjson.dumps(dict(record, id=f"old-{i}", content=f"old note {i}", persistent=False))
+        for i in range(2)
+    ]
+    root = make_km().root
+    root.write(old, b"\n".join([lines[0], b"not json", lines[1], b""]))
+    make_km().recall("tea")  # writes the cache
+    warm = make_km()
+    assert warm.stats()["corrupt_lines"] == 1
+    cached = make_km()
+    assert cached.stats()["corrupt_lines"] == 1 and cached._cache_loaded
+
+    root.write(old, b"\n".join([lines[0], b"not json", b""]))  # rewritten: read again
+    for km in (warm, cached, make_km(), make_km(index_cache=False)):
+        assert km.stats()["corrupt_lines"] == 1
+        assert km.get("old-1") is None and km.get("old-0") is not None
+    make_km().recall("tea")  # a cache with the rewritten log
+
+    root.delete(old)
+    for km in (warm, cached, make_km(), make_km(index_cache=False)):
+        assert km.stats()["corrupt_lines"] == 0
+        assert km.get("old-0") is None

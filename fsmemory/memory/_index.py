@@ -323,6 +323,11 @@ class MemoryIndex:
         for info in wanted[: len(logs)]:
             if self._refresh_log(root, info, whole):
                 changed = True
+        # A log dropped on the way (it held entries whose forget records went with
+        # another log) is read again.
+        for info in [i for i in wanted[: len(logs)] if i.path not in self._logs]:
+            self._refresh_log(root, info, whole)
+            changed = True
         if cold and self._refresh_md(root, md_info, whole):
             changed = True
         if changed:
@@ -817,10 +822,21 @@ class MemoryIndex:
             self._remove(row)
         self._corrupt.pop(path, None)
         self.compact_timeline()
-        for entry_id in [k for k, v in self._forgotten.items() if v == path]:
+        revived = {k for k, v in self._forgotten.items() if v == path}
+        for entry_id in revived:
             del self._forgotten[entry_id]
         self._logs.pop(path, None)
         self.generation += 1
+        if revived:
+            # The entries these forget records removed are live again (a fresh reader
+            # never removes them): the logs holding them are dropped too, and read
+            # again whole by the refresh.
+            ids, flags = self._ids, self._flags
+            for other, rows in list(self._file_rows.items()):
+                if other in self._file_rows and any(
+                    flags[row] & _DEAD and ids[row] in revived for row in rows
+                ):
+                    self._drop_file(other)
 
     def has_content(self, text: str) -> bool:
         """True when some indexed entry (live or hidden) has exactly this content."""

@@ -25,24 +25,10 @@ from fsmemory.memory.entry import format_timestamp
 from fsmemory.memory.layout import MEMORY_FILE
 
 from .conftest import FakeClock, backend_location
+from .test_index_cache import WORDS as _SEED_WORDS
 from .test_index_cache import _seed
 
-WORDS = [
-    "tea",
-    "coffee",
-    "lisbon",
-    "python",
-    "rust",
-    "deploy",
-    "invoice",
-    "guitar",
-    "painting",
-    "sunrise",
-    "alice",
-    "bob",
-    "café",
-    "東京",
-]
+WORDS = [*_SEED_WORDS, "café", "東京"]
 QUERIES = ["python deploy", "alice painting", "tea", "sunrise guitar lisbon", "", "café rust"]
 CATEGORIES = ["work", "home", "prefs", "intl"]
 # Texts that MEMORY.md holds escaped, or that differ from their bullet once stripped.
@@ -423,7 +409,7 @@ class Fuzz:
 
     # -- the run -------------------------------------------------------------------------
     def setup(self) -> None:
-        """A memory big enough for the cache, over two days, then a cache written."""
+        """A memory big enough for the cache, over three days, then a cache written."""
         km = self.make(index_cache=False)
         for day, count in enumerate([60, 300, 300]):
             if day:

@@ -296,6 +296,11 @@ class StorageRoot(ABC):
     def delete(self, path: str) -> bool:
         """Delete one file; returns False when it did not exist."""
 
+    def delete_many(self, paths: Sequence[str]) -> int:
+        """Delete these files (one request each here; roots that can batch deletes
+        override it); files already gone are skipped. Returns how many were deleted."""
+        return sum(1 for path in paths if self.delete(path))
+
     def delete_tree(self, prefix: str) -> int:
         """Delete every file under the directory ``prefix``; returns the count."""
         count = 0

@@ -416,6 +416,16 @@ class FsspecRoot(StorageRoot):
             return False
         return True
 
+    @idempotent
+    def delete_many(self, paths: Sequence[str]) -> int:
+        """Delete these files; on an async filesystem with one batched ``rm`` (missing
+        ones are skipped by the filesystem), else one delete each."""
+        if not paths or not getattr(self.fs, "async_impl", False):
+            return super().delete_many(paths)
+        with translated(paths[0]):
+            self.fs.rm([self.full_path(p) for p in paths])
+        return len(paths)
+
     # -- lease lock --------------------------------------------------------------------
     @contextmanager
     def lock(self, name: str = "root", *, timeout: float = 30.0) -> Iterator[None]:

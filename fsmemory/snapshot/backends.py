@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import time
 import uuid
 import warnings
@@ -364,22 +363,12 @@ def _fetch_all(root: StorageRoot, paths: Sequence[str]) -> list[bytes | None]:
 
 def _delete_all(root: StorageRoot, paths: Sequence[str]) -> None:
     """Remove objects nothing references any more, best effort (a leftover is skipped by
-    readers and removed by a later fold). On S3 this is one ``DeleteObjects``
-    (:meth:`~fsmemory.fs._bucket.BucketRoot.delete_many`), on another async object store
-    (GCS) one batched fsspec ``rm``, elsewhere one delete each."""
+    readers and removed by a later fold), in as few requests as the root allows
+    (:meth:`~fsmemory.fs.base.StorageRoot.delete_many`: one ``DeleteObjects`` on S3)."""
     if not paths:
         return
     try:
-        s3 = sys.modules.get("fsmemory.fs.s3")  # not loaded: the root is no S3Root
-        if s3 is not None and isinstance(root, s3.S3Root):
-            root.delete_many(paths)
-            return
-        if getattr(root.fs, "async_impl", False):
-            with translated(paths[0]):
-                root.fs.rm([root.full_path(p) for p in paths])
-            return
-        for path in paths:
-            root.delete(path)
+        root.delete_many(paths)
     except (FsMemoryError, OSError) as exc:
         logger.warning("could not remove %d folded snapshot object(s): %s", len(paths), exc)
 

@@ -15,23 +15,47 @@ section or forge a bullet.
 
 from __future__ import annotations
 
+import logging
+import zlib
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from operator import itemgetter
 from typing import Any
 
+import orjson
+
 from fsmemory import _jsonutil
+from fsmemory.errors import FsMemoryError
 from fsmemory.fs.base import FileInfo, StorageRoot
 from fsmemory.memory._index import MemoryIndex
 from fsmemory.memory.entry import datetime_of, decode_record, stable_id, us_of
 from fsmemory.memory.layout import MEMORY_FILE, log_date
-from fsmemory.memory.markdown import MemoryDocument, escape_line, plain_blocks
+from fsmemory.memory.markdown import MemoryDocument, blocks_of, escape_line, plain_spans
 
-__all__ = ["Contexts", "Recent", "fact_texts", "newest_from_tails", "render_context"]
+__all__ = [
+    "PLAIN_CACHE",
+    "PLAIN_CACHE_MIN_BYTES",
+    "Contexts",
+    "Recent",
+    "fact_texts",
+    "newest_from_tails",
+    "plain_facts",
+    "render_context",
+]
+
+logger = logging.getLogger(__name__)
 
 # A fresh process's build_context() reads the logs backwards in blocks of this size.
 _TAIL_BLOCK = 64 * 1024
+
+#: The cache file (``StorageRoot.read_cache``) that keeps where a plain MEMORY.md's
+#: sections are, so a fresh process checks one CRC instead of every line.
+PLAIN_CACHE = "context"
+#: MEMORY.md files smaller than this are checked line by line faster than the cache
+#: file is read: no cache is looked for or written.
+PLAIN_CACHE_MIN_BYTES = 64 * 1024
+_PLAIN_MAGIC = b"fsmemory-plain 1\n"
 
 #: A recent entry: ``(created_at, category, content, expires_us or None)``.
 Recent = tuple[datetime, str, str, int | None]
@@ -41,7 +65,8 @@ class Contexts:
     """Renders :meth:`KnowledgeMemory.build_context` and keeps the last text until the
     memory changes, the minute turns, or the first expiry it shows passes."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, use_cache: bool = True) -> None:
+        self.use_cache = use_cache
         self._indexed: tuple[int, str, datetime | None, str] | None = None
         self._cold: tuple[tuple[Any, ...], str, datetime | None, str] | None = None
 
@@ -83,8 +108,12 @@ class Contexts:
         if _fresh(cache, (signature, minute), now):
             assert cache is not None
             return cache[3]
-        data = root.read_bytes(MEMORY_FILE) if any(i.path == MEMORY_FILE for i in listing) else b""
-        facts: MemoryDocument | Mapping[str, str] | None = plain_blocks(data) if data else {}
+        md = next((i for i in listing if i.path == MEMORY_FILE), None)
+        data = root.read_bytes(MEMORY_FILE) if md is not None else b""
+        facts: MemoryDocument | Mapping[str, str] | None = {}
+        if data:
+            assert md is not None
+            facts = plain_facts(root, data, md.token, use_cache=self.use_cache)
         if facts is None:
             facts = MemoryDocument()
             facts.feed_data(data)
@@ -97,6 +126,77 @@ class Contexts:
         )
         self._cold = (signature, minute, valid_until, text)
         return text
+
+
+def plain_facts(
+    root: StorageRoot, data: bytes, token: str, *, use_cache: bool = True
+) -> dict[str, str] | None:
+    """:func:`~fsmemory.memory.markdown.plain_blocks` of MEMORY.md's bytes ``data``
+    (change token ``token``), with the verdict kept in the root's cache file
+    ``.fsmemory-cache.context`` on a local root for files of
+    :data:`PLAIN_CACHE_MIN_BYTES` or more.
+
+    The cache holds the size, CRC-32 and change token of the file it describes and
+    its sections' byte spans. It is used only when all three match ``data`` and every
+    span starts a line with a bullet and cuts the bytes at character boundaries, so
+    any edit (by hand or by another writer) is checked line by line again; deleting
+    it changes no answer. Remote roots never use it: a second request costs more than
+    the check.
+    """
+    cached = use_cache and root.capabilities.local_io and len(data) >= PLAIN_CACHE_MIN_BYTES
+    if cached:
+        blocks = _cached_blocks(root, data, token)
+        if blocks is not None:
+            return blocks
+    spans = plain_spans(data)
+    if spans is None:
+        return None
+    if cached:
+        record = {"size": len(data), "crc32": zlib.crc32(data), "token": token, "spans": spans}
+        try:
+            root.write_cache(PLAIN_CACHE, _PLAIN_MAGIC + orjson.dumps(record))
+        except (OSError, FsMemoryError) as exc:
+            logger.info("plain MEMORY.md cache of %s not written: %s", root, exc)
+    return blocks_of(data, spans)
+
+
+def _cached_blocks(root: StorageRoot, data: bytes, token: str) -> dict[str, str] | None:
+    """The blocks the cache file records for exactly these bytes; None when there is
+    no such file or it describes other bytes or is damaged."""
+    try:
+        raw = root.read_cache(PLAIN_CACHE)
+    except (OSError, FsMemoryError) as exc:
+        logger.info("plain MEMORY.md cache of %s not read: %s", root, exc)
+        return None
+    if not raw or not raw.startswith(_PLAIN_MAGIC):
+        return None
+    try:
+        record = orjson.loads(memoryview(raw)[len(_PLAIN_MAGIC) :])
+        if (
+            type(record) is not dict
+            or record.get("size") != len(data)
+            or record.get("token") != token
+            or record.get("crc32") != zlib.crc32(data)
+        ):
+            return None
+        spans: list[tuple[str, int, int]] = []
+        previous = 0
+        for name, start, end in record["spans"]:
+            if (
+                type(name) is not str
+                or type(start) is not int
+                or type(end) is not int
+                or not previous < start < end <= len(data)
+                or data[start - 1] != 0x0A
+                or not data.startswith(b"- ", start)
+            ):
+                return None
+            spans.append((name, start, end))
+            previous = end
+        blocks = blocks_of(data, spans)
+    except (ValueError, TypeError, KeyError):  # (UnicodeDecodeError is a ValueError)
+        return None
+    return blocks if len(blocks) == len(spans) else None
 
 
 def _fresh(

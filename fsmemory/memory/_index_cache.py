@@ -177,9 +177,9 @@ def save(root: StorageRoot, index: MemoryIndex) -> bool:
     return True
 
 
-def delete(root: StorageRoot) -> None:
-    """Remove the root's cache file (missing is fine)."""
+def delete(root: StorageRoot, name: str = CACHE_NAME) -> None:
+    """Remove the root's cache file ``name`` (missing is fine)."""
     try:
-        root.delete_cache(CACHE_NAME)
+        root.delete_cache(name)
     except (OSError, FsMemoryError) as exc:
         logger.info("index cache of %s not deleted: %s", root, exc)

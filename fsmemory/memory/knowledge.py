@@ -28,7 +28,7 @@ from fsmemory.fs.base import FileInfo
 # other module the local path needs; remote roots still load on first use.
 from fsmemory.fs.local import LocalRoot as _LocalRoot  # noqa: F401
 from fsmemory.memory import _index_cache
-from fsmemory.memory._context import Contexts
+from fsmemory.memory._context import PLAIN_CACHE, Contexts
 from fsmemory.memory._facts_file import FactsFile
 from fsmemory.memory._index import MemoryIndex
 from fsmemory.memory._vectors import Embedder, VectorStore
@@ -106,8 +106,11 @@ class KnowledgeMemory:
             entries are not in it, for memories of 128 KiB or more), so a fresh process
             loads it instead of parsing and analysing every entry again. Changes by
             other writers or by hand are detected from the listing; the file is never
-            listed, snapshotted or exported, and deleting it changes no answer. False:
-            never read or write it.
+            listed, snapshotted or exported, and deleting it changes no answer. The
+            same goes for ``.fsmemory-cache.context``, which a local folder's fresh
+            ``build_context()`` keeps for a MEMORY.md of 64 KiB or more: where its
+            sections are, checked against the file's size, change token and CRC-32.
+            False: never read or write either.
 
     Raises:
         InvalidInputError: an option is out of range.
@@ -163,7 +166,7 @@ class KnowledgeMemory:
         self._facts_file = FactsFile(self.root, self._index)
         self._lock = threading.RLock()
         self._listing: list[FileInfo] = []
-        self._contexts = Contexts()
+        self._contexts = Contexts(use_cache=index_cache)
         self.pre_save = pre_save
         self.dedupe = dedupe
         self.dedupe_window = dedupe_window
@@ -369,6 +372,7 @@ class KnowledgeMemory:
             self.root.delete(MEMORY_FILE)
             self.root.delete_tree(DAILY_LOG_DIR)
             _index_cache.delete(self.root)
+            _index_cache.delete(self.root, PLAIN_CACHE)
             self._cache_rows = 0
             self._index.reset()
             self._refresh()

@@ -40,6 +40,7 @@ __all__ = [
     "TITLE",
     "Fact",
     "MemoryDocument",
+    "blocks_of",
     "decode_md",
     "encode_md",
     "escape_line",
@@ -48,6 +49,7 @@ __all__ = [
     "needs_escape",
     "parse_memory_md",
     "plain_blocks",
+    "plain_spans",
     "remove_fact",
     "rewrite_memory_md",
     "unescape_line",
@@ -296,6 +298,24 @@ def plain_blocks(data: bytes) -> dict[str, str] | None:
     :meth:`MemoryDocument.feed_data` finds, in the same order (categories without
     bullets left out), so the long-term part of a prompt is cut from the file's bytes.
     """
+    spans = plain_spans(data)
+    return None if spans is None else blocks_of(data, spans)
+
+
+def blocks_of(data: bytes, spans: Iterable[tuple[str, int, int]]) -> dict[str, str]:
+    """``{category: block}`` of the :func:`plain_spans` of ``data`` (one copy per block).
+
+    Raises:
+        UnicodeDecodeError: a span that does not cut ``data`` at character boundaries.
+    """
+    view = memoryview(data)
+    return {name: str(view[start:end], "utf-8") for name, start, end in spans}
+
+
+def plain_spans(data: bytes) -> list[tuple[str, int, int]] | None:
+    """Where :func:`plain_blocks` finds each category's bullets: ``(category, start,
+    end)`` byte offsets into ``data``, in file order, categories without bullets left
+    out; None when the file is not plain."""
     if not data.isascii():
         try:
             text = data.decode("utf-8")
@@ -310,8 +330,9 @@ def plain_blocks(data: bytes) -> dict[str, str] | None:
         return None  # a comment that may be an expiry (escaped ones are content)
     if any(c in data for c in _ASCII_SPACE_CONTROLS):
         return None
+    shift = 0
     if data.startswith(b"## "):
-        data = b"\n" + data  # (a file fsmemory writes starts with its title)
+        data, shift = b"\n" + data, 1  # (a file fsmemory writes starts with its title)
     first = data.find(b"\n## ")
     if first < 0:
         return None
@@ -335,22 +356,24 @@ def plain_blocks(data: bytes) -> dict[str, str] | None:
             if data.startswith(b"- ", at):
                 return None  # a blank line inside a section
     headers.append(size + 1)
-    view = memoryview(data)
-    blocks: dict[str, str] = {}
+    spans: list[tuple[str, int, int]] = []
+    names: set[str] = set()
     for at, following in itertools.pairwise(headers):
         eol = data.find(b"\n", at, following)
         if eol < 0:
             eol = following - 1
         name = data[at + 3 : eol].decode("utf-8")
-        if name in blocks or name.endswith("#"):
+        if name in names or name.endswith("#"):
             return None
+        names.add(name)
         start, end = eol + 1, following - 1
         while start < end and data[start] == 0x0A:
             start += 1
         while end > start and data[end - 1] == 0x0A:
             end -= 1
-        blocks[name] = str(view[start:end], "utf-8")  # one copy: no bytes slice first
-    return {name: block for name, block in blocks.items() if block}
+        if end > start:
+            spans.append((name, start - shift, end - shift))
+    return spans
 
 
 def parse_memory_md(text: str) -> MemoryDocument:

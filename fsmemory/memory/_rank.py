@@ -821,7 +821,9 @@ def top_accepted(
 
     Looks at the best few first and widens only while rejected keys leave the result
     short, so a common word does not make every match pay for the ordering. Scores
-    equal to nine decimals are ordered by ``priority``, higher first.
+    equal to nine decimals are ordered by ``priority``, higher first; it is asked only
+    of the keys of the score groups the answer is taken from (a word in hundreds of
+    equally long entries does not order all of them).
     """
     if not scores:
         return []
@@ -829,19 +831,29 @@ def top_accepted(
     while True:
         best = heapq.nlargest(want, scores.items(), key=itemgetter(1))
         complete = len(best) >= len(scores)
-        if not complete:
-            # Bring in every key tied with the last one so the tie-break sees them all.
-            edge = best[-1][1] - 1e-9
-            best = [kv for kv in scores.items() if kv[1] >= edge]
-        # Every key outside ``best`` scores below every key in it: the first ``limit``
-        # accepted keys in this order are the answer (accept() runs only until then).
-        ranked = sorted(best, key=lambda kv: (round(kv[1], 9), priority(kv[0])), reverse=True)
         found: list[tuple[float, K]] = []
-        for key, score in ranked:
-            if accept(key):
-                found.append((round(score, 9), key))
-                if len(found) == limit:
-                    return found
+        # Runs of equal rounded score, best first: every key outside ``best`` scores
+        # at most the last run's score, so only that run can continue beyond it.
+        at, size = 0, len(best)
+        while at < size:
+            score = round(best[at][1], 9)
+            end = at + 1
+            while end < size and round(best[end][1], 9) == score:
+                end += 1
+            last = end == size and not complete
+            group = (
+                [kv for kv in scores.items() if round(kv[1], 9) == score] if last else best[at:end]
+            )
+            if len(group) > 1:
+                group.sort(key=lambda kv: priority(kv[0]), reverse=True)
+            for key, _ in group:
+                if accept(key):
+                    found.append((score, key))
+                    if len(found) == limit:
+                        return found
+            if last:
+                break
+            at = end
         if complete:
             return found
         want *= 4

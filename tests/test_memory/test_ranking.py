@@ -129,3 +129,41 @@ def test_search_equals_full_scoring_on_random_corpora() -> None:
             accept = (lambda k: True) if trial % 3 else (lambda k: k % 2 == 0)
             full = top_accepted(index.scores(query, pairs), limit, accept, prio.__getitem__)
             assert index.search(query, limit, accept, prio.__getitem__, pairs) == full
+
+
+class _Asked:
+    """A priority function that records which keys it was asked about."""
+
+    def __init__(self, prio: dict[int, tuple[float, float, str]]) -> None:
+        self.prio, self.asked = prio, set[int]()
+
+    def __call__(self, key: int) -> tuple[float, float, str]:
+        self.asked.add(key)
+        return self.prio[key]
+
+
+def test_top_accepted_equals_sorting_everything() -> None:
+    """The widening, run-by-run selection gives what ordering every key by (score to
+    nine decimals, priority) and keeping the first accepted ones gives, with many ties
+    (a common word in equally long entries), near-ties below 1e-9 and rejected keys."""
+    import random
+
+    rng = random.Random(11)
+    for trial in range(400):
+        n = rng.randint(0, 300)
+        levels = [rng.choice([1.0, 2.5, 2.5 + 4e-10, 2.5 - 4e-10, 3.25]) for _ in range(4)]
+        jitter = trial % 4 == 0
+        scores = {k: rng.choice(levels) + (rng.random() if jitter else 0.0) for k in range(n)}
+        prio = {k: (rng.choice([0.1, 0.5]), float(rng.randint(0, 3)), str(k)) for k in range(n)}
+        reject = rng.choice([set(), set(range(0, n, 2)), set(range(n - n // 10))])
+        limit = rng.randint(1, 8)
+        ranked = sorted(scores, key=lambda k: (round(scores[k], 9), prio[k]), reverse=True)
+        expected = [(round(scores[k], 9), k) for k in ranked if k not in reject][:limit]
+        got = top_accepted(scores, limit, lambda k, r=reject: k not in r, _Asked(prio))
+        assert got == expected, trial
+    # A word in 132 equally scored entries below 11 better ones: only the 11 are ordered.
+    scores = {k: 2.67 if k < 11 else 1.94 for k in range(143)}
+    priority = _Asked({k: (0.5, float(k % 7), str(k)) for k in range(143)})
+    top = top_accepted(scores, 5, lambda k: True, priority)
+    assert [k for _, k in top] == sorted(range(11), key=priority.prio.__getitem__, reverse=True)[:5]
+    assert priority.asked == set(range(11))

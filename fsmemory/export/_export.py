@@ -266,6 +266,10 @@ def source_id(root: StorageRoot) -> str:
     resolves to its real absolute path, whatever the working directory or spelling."""
     if _is_local(root):  # before ``root.fs``: a local folder never imports fsspec
         return "file://" + os.path.realpath(root.root).rstrip(os.sep)
+    from fsmemory.fs.s3 import S3Root
+
+    if isinstance(root, S3Root):  # not ``root.fs``: the built-in client imports no s3fs
+        return f"s3://{root.root.strip('/')}"
     protocol = root.fs.protocol
     name = protocol if isinstance(protocol, str) else protocol[0]
     return f"{name}://{root.root.strip('/')}"
@@ -1017,10 +1021,11 @@ class _Run:
 
                 return fail
             return lambda: done
-        # A few files per task: enough tasks to keep every worker busy, few enough that
-        # scheduling them costs little next to the reads.
-        step = max(1, -(-len(batch) // (self.concurrency * 4)))
-        futures = [self.pool.submit(read, batch[i : i + step]) for i in range(0, len(batch), step)]
+        # One file per task: this pool alone bounds the requests in flight (a root's own
+        # batching, e.g. the built-in S3 client's smaller thread pool, would cap them
+        # below ``concurrency`` and hop threads twice); a task costs little next to a
+        # round trip.
+        futures = [self.pool.submit(read, [work]) for work in batch]
         return lambda: [data for f in futures for data in f.result()]
 
     def _parser(self, root: str, source_file: str) -> MemoryParser:

@@ -445,7 +445,7 @@ def _s3_fleet(src: str, tenants: int, dispatch: str) -> tuple[Any, str, dict[str
     from fsmemory.fs import open_root
 
     options = service.s3_storage_options()
-    root = open_root("s3://fleet", options)
+    root: Any = open_root("s3://fleet", options)  # an S3Root on the built-in client
     root._client.request("PUT", "fleet")  # CreateBucket
     files = [
         (f"users/{name}/logs/{log}", os.path.join(src, name, "logs", log))
@@ -471,7 +471,7 @@ def task_s3_floor(url: str, options: str, concurrency: str) -> dict[str, Any]:
 
     from fsmemory.fs import open_root
 
-    root = open_root(url, json.loads(options))
+    root: Any = open_root(url, json.loads(options))  # an S3Root on the built-in client
     client = root._client
     bucket, _, prefix = root.root.partition("/")
     cpu = _cpu()

@@ -21,13 +21,19 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fsmemory import __version__, _jsonutil
 from fsmemory._cliopts import parse_option_argument, parse_storage_options
 from fsmemory.errors import FsMemoryError
 from fsmemory.fs import split_protocol
-from fsmemory.memory import KnowledgeEntry, KnowledgeMemory, escape_line
+from fsmemory.memory.entry import KnowledgeEntry
+from fsmemory.memory.markdown import escape_line
+
+if TYPE_CHECKING:
+    # Imported where a command opens a memory: ``fsmemory export`` never loads the
+    # memory layer (nor the MCP integration, see :func:`main`).
+    from fsmemory.memory import KnowledgeMemory
 
 __all__ = [
     "CliError",
@@ -106,6 +112,8 @@ def open_memory(args: argparse.Namespace, *, create: bool = False) -> KnowledgeM
     Raises:
         CliError: a local store that is a file, or (without ``create``) is missing.
     """
+    from fsmemory.memory import KnowledgeMemory
+
     store = store_of(args)
     _check_local_store(store, create=create)
     return KnowledgeMemory(store, storage_options=storage_options_of(args))
@@ -281,8 +289,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     return run_mcp_command(args, store_of(args), storage_options_of(args))
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``fsmemory`` command."""
+def _top_parser() -> tuple[
+    argparse.ArgumentParser, argparse._SubParsersAction[argparse.ArgumentParser]
+]:
+    """The command's own parser (its options, no commands yet) and its subparsers."""
     parser = argparse.ArgumentParser(
         prog="fsmemory",
         description="Long-term memory for LLM agents, as plain files on any fsspec URL.",
@@ -290,6 +300,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"fsmemory {__version__}")
     store_arguments(parser, top=True)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    return parser, sub
+
+
+def _export_parser() -> argparse.ArgumentParser:
+    """:func:`build_parser` with the ``export`` command only, for a command line that
+    starts with it: an export process (one of many shards, say) then imports neither the
+    memory layer nor the MCP integration that the other commands' parsers load."""
+    from fsmemory._cli_export import add_export_parser
+
+    parser, sub = _top_parser()
+    add_export_parser(sub)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``fsmemory`` command."""
+    parser, sub = _top_parser()
 
     def add(
         name: str, func: Callable[[argparse.Namespace], int], help_: str, json_flag: bool = True
@@ -357,8 +384,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = _export_parser() if words[:1] == ["export"] else build_parser()
+    args = parser.parse_args(words)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         return func(args)

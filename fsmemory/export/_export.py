@@ -1121,8 +1121,9 @@ class _Run:
         files (compaction: with all their rows, merged); the re-exported files are then
         read again from the start."""
         pa = self.pa
-        import pyarrow.compute as pc
         import pyarrow.parquet as pq
+
+        from fsmemory.export import _compute as pc
 
         holder_segments = {s for p in affected if p in base.parts for s in base.parts[p].segments}
         self._load_segments(base, holder_segments)
@@ -1164,7 +1165,7 @@ class _Run:
                         pc.equal(batch.column("source_file"), source_file),
                     )
                     mask = hit if mask is None else pc.or_(mask, hit)
-                kept = batch.filter(pc.invert(mask)) if mask is not None else batch
+                kept = pc.filter(batch, pc.invert(mask)) if mask is not None else batch
                 if kept.num_rows:
                     self.c.rewritten_rows += kept.num_rows
                     self.pipe.submit(sinks[info.table].write, info.date, kept, keepers)
@@ -1216,7 +1217,7 @@ class _Run:
             state.size, state.token = sf.info.size, sf.info.token
 
     def _write_events(self, sink: PartSink, parsed: Parsed, key: str) -> None:
-        import pyarrow.compute as pc
+        from fsmemory.export import _compute as pc
 
         days = parsed.dates
         unique = pc.unique(days).to_pylist()
@@ -1224,7 +1225,7 @@ class _Run:
             self.pipe.submit(sink.write, unique[0], parsed.batch, (key,))
             return
         for day in sorted(unique):
-            self.pipe.submit(sink.write, day, parsed.batch.filter(pc.equal(days, day)), (key,))
+            self.pipe.submit(sink.write, day, pc.filter(parsed.batch, pc.equal(days, day)), (key,))
 
     def _parsed_blocks(self, work: _Work, parser: MemoryParser | EventParser) -> Iterator[Parsed]:
         """Read ``work``'s file from its start in blocks and parse them, advancing

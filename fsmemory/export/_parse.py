@@ -103,13 +103,13 @@ def _ts_us(text: str) -> int | None:
     except (ValueError, OverflowError):
         pass
     pa = require_pyarrow()
-    import pyarrow.compute as pc
+    from fsmemory.export import _compute as pc
 
     try:
         value = pc.cast(pa.array([text], pa.string()), pa.timestamp("us", tz="UTC"))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    us = value.cast(pa.int64())[0].as_py()
+    us = pc.cast(value, pa.int64())[0].as_py()
     if not isinstance(us, int) or not _MIN_US <= us <= _MAX_US:
         return None
     return us
@@ -127,8 +127,9 @@ class _Base:
 
     def __init__(self) -> None:
         self.pa = require_pyarrow()
-        import pyarrow.compute as pc
         import pyarrow.json as pj
+
+        from fsmemory.export import _compute as pc
 
         self.pc = pc
         self.pj = pj
@@ -442,12 +443,12 @@ class MemoryParser(_Base):
         try:
             ttl_needed = pc.if_else(need, ttl, pa.nulls(len(ttl), ttl.type))
             delta = pc.cast(pc.trunc(pc.multiply(ttl_needed, _US_PER_DAY)), pa.int64())
-            total = pc.add_checked(ts.cast(pa.int64()), delta)
+            total = pc.add_checked(pc.cast(ts, pa.int64()), delta)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             return None
         in_range = pc.and_(pc.greater_equal(total, _MIN_US), pc.less_equal(total, _MAX_US))
         total = pc.if_else(in_range, total, pa.nulls(len(total), pa.int64()))
-        return pc.coalesce(expires_at, total.cast(self.ts_type))
+        return pc.coalesce(expires_at, pc.cast(total, self.ts_type))
 
     def _metadata_texts(self, data: bytes, end: int, objects: Any) -> Any:
         """The ``metadata`` column: compact JSON of each row's metadata object; None when
@@ -459,7 +460,7 @@ class MemoryParser(_Base):
         """
         pa, pc = self.pa, self.pc
         n = len(objects)
-        present = objects.is_valid()
+        present = pc.is_valid(objects)
         count = n - objects.null_count
         if count == 0:
             return pa.nulls(n, pa.string())
@@ -482,7 +483,7 @@ class MemoryParser(_Base):
         if len(texts) != count:
             return None
         values = pa.array(texts, pa.string())
-        position = pc.subtract(pc.cumulative_sum(present.cast(pa.int64())), 1)
+        position = pc.subtract(pc.cumulative_sum(pc.cast(present, pa.int64())), 1)
         index = pc.if_else(present, position, pa.nulls(n, pa.int64()))
         return pc.take(values, index)
 
@@ -571,7 +572,7 @@ class EventParser(_Base):
             texts.append(text.decode("utf-8"))
             numbers.append(number)
             starts.append(line_offset)
-        pa = self.pa
+        pa, pc = self.pa, self.pc
         n = len(texts)
         arrays = [
             pa.repeat(pa.scalar(self.root), n),
@@ -579,7 +580,7 @@ class EventParser(_Base):
             pa.repeat(pa.scalar(self.stream_id), n),
             pa.array(numbers, pa.int64()),
             pa.array(types, pa.string()),
-            pa.array(stamps, pa.int64()).cast(self.ts_type),
+            pc.cast(pa.array(stamps, pa.int64()), self.ts_type),
             pa.array(texts, pa.string()),
         ]
         batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
@@ -648,7 +649,7 @@ class EventParser(_Base):
         n = batch.num_rows
         if n == 0:
             return Parsed(batch, dates=pa.array([], pa.string()))
-        days = pc.strftime(batch.column("timestamp"), format="%Y-%m-%d")
+        days = pc.strftime(batch.column("timestamp"), "%Y-%m-%d")
         if days.null_count:
             days = pc.fill_null_forward(days)
             seed = self.carry_date or self.default_date
@@ -665,7 +666,7 @@ class EventParser(_Base):
         dropped = 0
         if self.since is not None and len(days):
             keep = pc.greater_equal(days, self.since)
-            dropped = len(days) - pc.sum(keep.cast(pa.int64())).as_py()
+            dropped = len(days) - pc.sum(pc.cast(keep, pa.int64())).as_py()
             if dropped:
-                batch, days = batch.filter(keep), days.filter(keep)
+                batch, days = pc.filter(batch, keep), pc.filter(days, keep)
         return Parsed(batch, dates=days, stop=stop, out_of_window=dropped)

@@ -78,6 +78,43 @@ def test_wired_into_the_fsmemory_command(
     assert json.loads(capsys.readouterr().out)["rows"] == 3
 
 
+def test_an_export_process_loads_neither_the_memory_layer_nor_mcp(
+    local_dirs: tuple[str, str],
+) -> None:
+    """``fsmemory export ...`` (one of many shard processes, say) builds only the export
+    command's parser: what the other commands need is never imported, nor
+    ``pyarrow.compute`` (the fast and the reference parser both run: one line is
+    corrupt), and the report and its exit status are those of the full command line."""
+    import subprocess
+    import sys
+
+    src, dest = local_dirs
+    _source(src)
+    code = (
+        "import json, sys\n"
+        "from fsmemory.cli import main\n"
+        "status = main(sys.argv[1:])\n"
+        "heavy = ('fsmemory.memory.knowledge', 'fsmemory.memory._index', "
+        "'fsmemory.integrations.mcp', 'fsmemory.memory._rank', 'pyarrow.compute')\n"
+        "print(json.dumps({'status': status, "
+        "'loaded': sorted(m for m in heavy if m in sys.modules)}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "export", src, dest, "--json", "--no-progress"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    *report, last = done.stdout.strip().splitlines()
+    assert json.loads(last) == {"status": 0, "loaded": []}
+    assert json.loads("\n".join(report))["rows"] == 3
+    # The full command line still lists every command (and its help names export).
+    from fsmemory import cli
+
+    usage = cli.build_parser().format_help()
+    assert all(name in usage for name in ("export", "mcp", "remember", "recall"))
+
+
 def test_progress_bar_on_a_terminal(
     local_dirs: tuple[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

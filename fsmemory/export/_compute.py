@@ -1,0 +1,142 @@
+"""The Arrow compute kernels the export calls, without importing ``pyarrow.compute``.
+
+``import pyarrow.compute`` builds a Python wrapper, with a generated signature and a
+docstring scraped from the options classes, for every one of Arrow's ~300 kernels: about
+30 ms per process, a visible part of every ``fsmemory export --shard i/n`` process. The
+kernels and their options classes live in ``pyarrow._compute``; each wrapper ends in its
+``call_function(name, args, options)``, and so do the functions here, with the same
+default options. Methods of Arrow objects that would import ``pyarrow.compute`` on
+first use (``Array.cast``, ``RecordBatch.filter``, ``Array.is_valid`` ...) have their
+counterpart here too.
+
+Import this module only where pyarrow is needed: it imports pyarrow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+from pyarrow._compute import (
+    CastOptions,
+    IndexOptions,
+    SplitPatternOptions,
+    StrftimeOptions,
+    call_function,
+)
+
+__all__ = [
+    "add",
+    "add_checked",
+    "and_",
+    "any",
+    "binary_length",
+    "cast",
+    "coalesce",
+    "cumulative_sum",
+    "equal",
+    "fill_null",
+    "fill_null_forward",
+    "filter",
+    "greater",
+    "greater_equal",
+    "if_else",
+    "index",
+    "invert",
+    "is_inf",
+    "is_nan",
+    "is_null",
+    "is_valid",
+    "less_equal",
+    "max_element_wise",
+    "min_element_wise",
+    "multiply",
+    "or_",
+    "or_kleene",
+    "split_pattern",
+    "strftime",
+    "subtract",
+    "sum",
+    "take",
+    "trunc",
+    "unique",
+    "utf8_trim_whitespace",
+]
+
+
+def _kernel(name: str) -> Callable[..., Any]:
+    """The kernel ``name`` with its default options (Python values become scalars)."""
+
+    def call(*args: Any) -> Any:
+        return call_function(name, list(args))
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"Arrow's ``{name}`` kernel with its default options."
+    return call
+
+
+add = _kernel("add")
+add_checked = _kernel("add_checked")
+and_ = _kernel("and")
+any = _kernel("any")
+binary_length = _kernel("binary_length")
+coalesce = _kernel("coalesce")
+cumulative_sum = _kernel("cumulative_sum")
+equal = _kernel("equal")
+fill_null_forward = _kernel("fill_null_forward")
+filter = _kernel("filter")
+greater = _kernel("greater")
+greater_equal = _kernel("greater_equal")
+if_else = _kernel("if_else")
+invert = _kernel("invert")
+is_inf = _kernel("is_inf")
+is_nan = _kernel("is_nan")
+is_null = _kernel("is_null")
+is_valid = _kernel("is_valid")
+less_equal = _kernel("less_equal")
+max_element_wise = _kernel("max_element_wise")
+min_element_wise = _kernel("min_element_wise")
+multiply = _kernel("multiply")
+or_ = _kernel("or")
+or_kleene = _kernel("or_kleene")
+subtract = _kernel("subtract")
+sum = _kernel("sum")
+take = _kernel("take")
+trunc = _kernel("trunc")
+unique = _kernel("unique")
+utf8_trim_whitespace = _kernel("utf8_trim_whitespace")
+
+
+def cast(values: Any, target: Any) -> Any:
+    """``values`` as type ``target``, checked for overflow and truncation (``safe``)."""
+    return call_function("cast", [values], CastOptions.safe(target))
+
+
+def _scalar_of(values: Any, value: Any) -> Any:
+    """``value`` as a scalar of the type of ``values``."""
+    if not isinstance(value, pa.Scalar):
+        return pa.scalar(value, type=values.type)
+    if value.type != values.type:
+        return pa.scalar(value.as_py(), type=values.type)
+    return value
+
+
+def fill_null(values: Any, fill: Any) -> Any:
+    """``values`` with every null replaced by ``fill`` (of ``values``' type)."""
+    return call_function("coalesce", [values, _scalar_of(values, fill)])
+
+
+def index(values: Any, value: Any) -> Any:
+    """The position of the first ``value`` in ``values`` (-1 when absent), a scalar."""
+    return call_function("index", [values], IndexOptions(_scalar_of(values, value)))
+
+
+def split_pattern(values: Any, pattern: str) -> Any:
+    """Each string of ``values`` split on the literal ``pattern`` (a list array)."""
+    return call_function("split_pattern", [values], SplitPatternOptions(pattern))
+
+
+def strftime(values: Any, format: str) -> Any:
+    """Timestamps formatted by ``format`` (the C locale)."""
+    return call_function("strftime", [values], StrftimeOptions(format))

@@ -349,7 +349,7 @@ import contextlib, io, json, resource, sys
 from fsmemory.cli import main
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
-    code = main(sys.argv[1:])
+    code = main()  # this process's own arguments, as the console script runs it
 if code:
     sys.exit(code)
 usage = resource.getrusage(resource.RUSAGE_SELF)

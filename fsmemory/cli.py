@@ -387,6 +387,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     parser = _export_parser() if words[:1] == ["export"] else build_parser()
     args = parser.parse_args(words)
+    # Started as the command (no argv given): the process is the command's own.
+    args.own_process = argv is None
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         return func(args)

@@ -78,36 +78,57 @@ def test_wired_into_the_fsmemory_command(
     assert json.loads(capsys.readouterr().out)["rows"] == 3
 
 
+def _export_process(
+    src: str, dest: str, call: str, env: dict[str, str] | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run ``fsmemory export SRC DEST --json`` in a fresh process through ``call`` (of
+    ``main``); returns its report and what it loaded."""
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys\n"
+        "from fsmemory.cli import main\n"
+        f"status = {call}\n"
+        "heavy = ('fsmemory.memory.knowledge', 'fsmemory.memory._index', "
+        "'fsmemory.integrations.mcp', 'fsmemory.memory._rank', 'pyarrow.compute', 'numpy')\n"
+        "loaded = sorted(m for m in heavy if m in sys.modules)\n"
+        "import numpy  # still importable afterwards\n"
+        "print(json.dumps({'status': status, 'loaded': loaded}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "export", src, dest, "--json", "--no-progress", "--full"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    *report, last = done.stdout.strip().splitlines()
+    return json.loads("\n".join(report)), json.loads(last)
+
+
 def test_an_export_process_loads_neither_the_memory_layer_nor_mcp(
     local_dirs: tuple[str, str],
 ) -> None:
     """``fsmemory export ...`` (one of many shard processes, say) builds only the export
     command's parser: what the other commands need is never imported, nor
-    ``pyarrow.compute`` (the fast and the reference parser both run: one line is
-    corrupt), and the report and its exit status are those of the full command line."""
-    import subprocess
-    import sys
-
+    ``pyarrow.compute``, nor (in a process of its own) numpy, while the fast and the
+    reference parser both run (one line is corrupt); the report and the exit status are
+    those of the full command line."""
+    pytest.importorskip("numpy")
     src, dest = local_dirs
     _source(src)
-    code = (
-        "import json, sys\n"
-        "from fsmemory.cli import main\n"
-        "status = main(sys.argv[1:])\n"
-        "heavy = ('fsmemory.memory.knowledge', 'fsmemory.memory._index', "
-        "'fsmemory.integrations.mcp', 'fsmemory.memory._rank', 'pyarrow.compute')\n"
-        "print(json.dumps({'status': status, "
-        "'loaded': sorted(m for m in heavy if m in sys.modules)}))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code, "export", src, dest, "--json", "--no-progress"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    *report, last = done.stdout.strip().splitlines()
-    assert json.loads(last) == {"status": 0, "loaded": []}
-    assert json.loads("\n".join(report))["rows"] == 3
+    # As the console script runs it: the process is the command's own.
+    report, seen = _export_process(src, dest, "main()")
+    assert seen == {"status": 0, "loaded": []} and report["rows"] == 3
+    # Called with arguments (a library use of the command): numpy loads as usual, so
+    # the caller's pyarrow still converts numpy objects.
+    report, seen = _export_process(src, dest, "main(sys.argv[1:])")
+    assert seen == {"status": 0, "loaded": ["numpy"]} and report["rows"] == 3
+    env = {**os.environ, "FSMEMORY_EXPORT_NUMPY": "1"}
+    report, seen = _export_process(src, dest, "main()", env)
+    assert seen == {"status": 0, "loaded": ["numpy"]} and report["rows"] == 3
+    assert sorted(r["content"] for r in read_rows(dest)) == ["a", "b", "c"]
     # The full command line still lists every command (and its help names export).
     from fsmemory import cli
 

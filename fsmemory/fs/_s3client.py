@@ -26,7 +26,8 @@ only what a root needs:
   ``A-Z a-z 0-9 - _ . ~`` and the ``/`` separators), once.
 * **Connections**: HTTP/1.1 on plain sockets (TLS through ``ssl`` for ``https``), kept
   alive in a small pool per host, so the requests of one process
-  reuse a handful of TCP/TLS connections; a request that fails on a *reused* connection
+  reuse a handful of TCP/TLS connections (as many as requests were ever in flight at
+  once, at least :data:`MAX_CONNECTIONS`, at most :data:`MAX_IDLE`); a request that fails on a *reused* connection
   before any reply (the server closed it while idle) is sent once more on a new one --
   a hidden resend the root's retry policy knows about. Batches (:meth:`S3Client.map`)
   run on a thread pool of up to :data:`MAX_CONNECTIONS` threads.
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_CONNECTIONS",
+    "MAX_IDLE",
     "S3Client",
     "S3Config",
     "S3Error",
@@ -72,6 +74,9 @@ _R = TypeVar("_R")
 
 #: connections kept per host, and threads of a batch (botocore's default pool size)
 MAX_CONNECTIONS = 10
+#: idle connections kept per host at most, when more threads than
+#: :data:`MAX_CONNECTIONS` send requests at once (an export's reads, say)
+MAX_IDLE = 64
 
 #: seconds to wait for a connection / for each read, unless ``config_kwargs`` say
 #: otherwise (s3fs's defaults)
@@ -677,6 +682,9 @@ class S3Client:
         self._signer = Signer(config.credentials) if config.credentials else None
         self._lock = threading.Lock()
         self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
+        #: connections in use now, and the most ever in use at once
+        self._busy = 0
+        self._peak = 0
         self._regions: dict[str, str] = {}
         self._pool: Any = None
         self._ssl: Any = None
@@ -733,9 +741,12 @@ class S3Client:
         return self._connection(*where), False
 
     def _give_back(self, where: tuple[str, str, int], conn: _Connection) -> None:
+        # As many kept as requests were ever in flight at once: 16 threads reading with
+        # 10 kept would open a new connection (a TLS handshake on AWS) for 6 requests
+        # in 16.
         with self._lock:
             idle = self._idle.setdefault(where, [])
-            if len(idle) < MAX_CONNECTIONS:
+            if len(idle) < min(max(MAX_CONNECTIONS, self._peak), MAX_IDLE):
                 idle.append(conn)
                 return
         conn.close()
@@ -746,6 +757,7 @@ class S3Client:
         parent's stream)."""
         self._lock = threading.Lock()
         self._idle = {}
+        self._busy = 0
         self._pool = None
 
     def close(self) -> None:
@@ -817,19 +829,26 @@ class S3Client:
         where = (scheme, host, port)
         for observer in self.observers:
             observer(method, f"{scheme}://{headers['host']}{target}")
-        conn, reused = self._take(where)
+        with self._lock:
+            self._busy += 1
+            self._peak = max(self._peak, self._busy)
         try:
+            conn, reused = self._take(where)
             try:
+                try:
+                    return self._exchange(conn, where, method, target, headers, body)
+                except ConnectionError:
+                    if not reused:
+                        raise
+                # An idle kept-alive connection the server had closed: once more, afresh.
+                conn = self._connection(*where)
                 return self._exchange(conn, where, method, target, headers, body)
-            except ConnectionError:
-                if not reused:
-                    raise
-            # An idle kept-alive connection the server had closed: once more, afresh.
-            conn = self._connection(*where)
-            return self._exchange(conn, where, method, target, headers, body)
-        except BaseException:
-            conn.close()
-            raise
+            except BaseException:
+                conn.close()
+                raise
+        finally:
+            with self._lock:
+                self._busy -= 1
 
     def _exchange(
         self,

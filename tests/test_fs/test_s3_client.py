@@ -31,6 +31,8 @@ from fsmemory.errors import (
 )
 from fsmemory.fs import NO_RETRY, StorageRoot, open_root
 from fsmemory.fs._s3client import (
+    MAX_CONNECTIONS,
+    MAX_IDLE,
     Credentials,
     S3Error,
     Signer,
@@ -500,3 +502,64 @@ def test_delete_many_removes_only_what_it_names(
     for path, data in keep.items():
         assert root.read_bytes(path) == data
     assert root.delete_many([]) == 0
+
+
+@pytest.mark.s3
+def test_as_many_connections_stay_open_as_requests_were_in_flight(
+    moto_service: MotoService,
+    s3_root_url: str,
+    s3_storage_options: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """More threads than MAX_CONNECTIONS reading at once (an export's reads) keep every
+    connection they opened: the next burst opens none. With only MAX_CONNECTIONS kept,
+    16 threads would open a new connection (a TLS handshake on AWS) for 6 requests in
+    16. Through the keep-alive proxy: moto closes every connection after its reply."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    proxy = HTTPFaultProxy(moto_service.url, FaultPlan(rate=0.0), flavor="s3").start()
+    try:
+        options = {**s3_storage_options, "client_kwargs": {"endpoint_url": proxy.url}}
+        root = open_root(s3_root_url, {**options, "client": "builtin", "retry": NO_RETRY})
+        assert isinstance(root, S3Root) and root._client is not None
+        client = root._client
+        opened: list[object] = []
+        connect = client._connection
+
+        def counting(*args: Any) -> Any:
+            conn = connect(*args)
+            opened.append(conn)
+            return conn
+
+        monkeypatch.setattr(client, "_connection", counting)
+        root.write("f.txt", b"x")
+        threads = MAX_CONNECTIONS + 6
+
+        def burst() -> None:
+            start = threading.Barrier(threads)
+
+            def one(_: int) -> bytes:
+                start.wait(30)
+                return root.read_bytes("f.txt")
+
+            with ThreadPoolExecutor(threads) as pool:
+                assert list(pool.map(one, range(threads))) == [b"x"] * threads
+
+        def idle() -> int:
+            return sum(len(conns) for conns in client._idle.values())
+
+        # Until one burst had more than MAX_CONNECTIONS requests in flight at once (the
+        # barrier releases all threads together; a slow start may serialize a few).
+        for _ in range(20):
+            burst()
+            if len(opened) > MAX_CONNECTIONS:
+                break
+        assert len(opened) > MAX_CONNECTIONS
+        assert idle() == len(opened)  # none closed for being one too many
+        before = len(opened)
+        burst()
+        assert len(opened) <= max(before, threads)  # reused, at most the new peak added
+        assert idle() == len(opened) <= MAX_IDLE
+    finally:
+        proxy.stop()

@@ -352,32 +352,20 @@ class LocalRoot(StorageRoot):
         # confined too: only the prefix a caller names is resolved.
         if prefix and not confined and not self._inside(base):
             raise InvalidPathError(f"{prefix!r} resolves outside the root (symlink)")
-        # The loop of every listing (a fleet's no-op export lists tens of thousands of
-        # files): ``_scandir``'s filter inlined, one ``lstat`` per file and nothing else.
-        try:
-            it = os.scandir(base)
-        except (FileNotFoundError, NotADirectoryError):
-            return
-        at = f"{prefix}/" if prefix else ""
-        below: builtins.list[str] = []
-        with it:
-            for entry in it:
-                name = entry.name
-                if name.startswith(RESERVED_PREFIX):
+        for entry in _scandir(base):
+            name = entry.name
+            rel = f"{prefix}/{name}" if prefix else name
+            if entry.is_dir(follow_symlinks=False):
+                if dirs is not None:
+                    dirs.append(name)
+                if recursive and files is not None:
+                    self._scan(rel, True, files, None, confined=True)
+            elif files is not None and entry.is_file(follow_symlinks=False):
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except FileNotFoundError:
                     continue
-                if entry.is_dir(follow_symlinks=False):
-                    if dirs is not None:
-                        dirs.append(name)
-                    if recursive and files is not None:
-                        below.append(at + name)
-                elif files is not None and entry.is_file(follow_symlinks=False):
-                    try:
-                        st = entry.stat(follow_symlinks=False)
-                    except FileNotFoundError:
-                        continue
-                    files.append(FileInfo(at + name, st.st_size, st.st_mtime, _token(st)))
-        for rel in below:  # after the folder is closed: one descriptor open at a time
-            self._scan(rel, True, files, None, confined=True)
+                files.append(FileInfo(rel, st.st_size, st.st_mtime, _token(st)))
 
     # -- writes ------------------------------------------------------------------------
     def _write_temp(self, full: str, data: bytes) -> str:

@@ -19,15 +19,21 @@ file) to show that peak memory does not grow with the number of lines.
 logs (2,000 tenants x 10 days x 5 lines, and 10,000 x 30 without ``--quick``), beside a
 floor that reads the same files, parses them with one ``pyarrow.json`` call and writes
 one Parquet file: a full export, a no-op re-run (with the manifest bytes each reads and
-writes), the same fleet on a moto S3 server (reads in flight), and 4 ``fsmemory export
---shard i/4`` processes exporting into one destination at once (their union checked row
-for row) beside one unsharded ``fsmemory export`` process.
+writes), 4 ``fsmemory export --shard i/4`` processes exporting into one destination at
+once (their union checked row for row) beside one unsharded ``fsmemory export`` process,
+and the same fleet on a moto S3 server: the export (reads in flight) beside the raw floor
+of its reads, one listing and one GET per object with the built-in S3 client at 16 in
+flight (no retry layer, no parsing), from the same server. moto serves requests in one
+Python process; by default the benchmark sends them straight to moto's S3 app
+(``--moto-dispatch all``: through moto's dispatcher of every service, as the test suite
+runs it, about twice the server time per GET).
 
 Usage::
 
     python benchmarks/bench_export.py [--lines N] [--quick] [--repeat R] [--dir PATH]
     python benchmarks/bench_export.py --fleet [--quick] [--repeat R] [--dir PATH]
     python benchmarks/bench_export.py --fleet --shards-only --repeat 5
+    python benchmarks/bench_export.py --fleet --quick --s3-only [--tenants 200]
 """
 
 from __future__ import annotations

@@ -25,12 +25,12 @@ only what a root needs:
   as botocore does for S3. Keys are percent-encoded byte by byte (everything except
   ``A-Z a-z 0-9 - _ . ~`` and the ``/`` separators), once.
 * **Connections**: HTTP/1.1 on plain sockets (TLS through ``ssl`` for ``https``), kept
-  alive in a small pool per host, so the requests of one process
-  reuse a handful of TCP/TLS connections (as many as requests were ever in flight at
-  once, at least :data:`MAX_CONNECTIONS`, at most :data:`MAX_IDLE`); a request that fails on a *reused* connection
-  before any reply (the server closed it while idle) is sent once more on a new one --
-  a hidden resend the root's retry policy knows about. Batches (:meth:`S3Client.map`)
-  run on a thread pool of up to :data:`MAX_CONNECTIONS` threads.
+  alive in a small pool per host, so the requests of one process reuse a handful of
+  TCP/TLS connections (as many as requests were ever in flight at once, at least
+  :data:`MAX_CONNECTIONS`, at most :data:`MAX_IDLE`); a request that fails on a
+  *reused* connection before any reply (the server closed it while idle) is sent once
+  more on a new one -- a hidden resend the root's retry policy knows about. Batches
+  (:meth:`S3Client.map`) run on a thread pool of up to :data:`MAX_CONNECTIONS` threads.
 * **Errors** are :class:`S3Error` carrying the HTTP status and S3's error code in the
   shape :mod:`fsmemory.fs.errors` reads (``.status`` and ``.response["Error"]``), so
   they map to the same fsmemory errors as s3fs's; connection failures are the standard

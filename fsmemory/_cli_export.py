@@ -153,6 +153,29 @@ class _ProgressBar:
 NUMPY_ENV = "FSMEMORY_EXPORT_NUMPY"
 
 
+#: The first pyarrow that runs without numpy (older ones need it to import at all).
+_PYARROW_WITHOUT_NUMPY = 16
+
+
+def _pyarrow_major() -> int:
+    """The installed pyarrow's major version without importing it (its generated
+    version file; ``importlib.metadata`` alone costs ~25 ms), 0 when unknown."""
+    import importlib.util
+    import re
+
+    try:
+        spec = importlib.util.find_spec("pyarrow")
+        folder = spec.submodule_search_locations if spec is not None else None
+        if not folder:
+            return 0
+        path = os.path.join(next(iter(folder)), "_generated_version.py")
+        with open(path, encoding="utf-8") as f:
+            found = re.search(r"version_tuple = \((\d+),", f.read())
+    except (OSError, ImportError, ValueError):
+        return 0
+    return int(found.group(1)) if found else 0
+
+
 def _prepare_process(*, own_process: bool = False) -> None:
     """Set up this process for an export before pyarrow (and numpy) first load.
 
@@ -171,7 +194,8 @@ def _prepare_process(*, own_process: bool = False) -> None:
       CPU in every shard process), and the export never hands numpy objects to Arrow.
       pyarrow works without numpy (it is an optional dependency); a later
       ``import numpy`` in the process still works, only pyarrow then does not convert
-      numpy objects. ``FSMEMORY_EXPORT_NUMPY=1`` loads numpy as usual.
+      numpy objects. ``FSMEMORY_EXPORT_NUMPY=1`` loads numpy as usual, and so does a
+      pyarrow older than 16 (which needs numpy) or of unknown version.
 
     A value already set is kept, and so is the setting of a library imported before
     the command ran.
@@ -185,6 +209,7 @@ def _prepare_process(*, own_process: bool = False) -> None:
         and "pyarrow" not in sys.modules
         and "numpy" not in sys.modules
         and os.environ.get(NUMPY_ENV) != "1"
+        and _pyarrow_major() >= _PYARROW_WITHOUT_NUMPY
     ):
         sys.modules["numpy"] = None  # type: ignore[assignment] # ``import numpy`` fails
         try:

@@ -112,3 +112,10 @@ def test_the_command_runs_blas_on_one_thread_unless_told_otherwise() -> None:
     # A numpy already imported has started its threads: nothing is set for it.
     pytest.importorskip("numpy")
     assert _blas_threads(env, import_first=True) == "-"
+
+
+def test_the_pyarrow_version_is_read_without_importing_it() -> None:
+    """The command holds numpy back only from a pyarrow that runs without it (16+)."""
+    from fsmemory._cli_export import _pyarrow_major
+
+    assert _pyarrow_major() == int(pa.__version__.split(".")[0])

@@ -370,15 +370,19 @@ print(json.dumps({"report": json.loads(out.getvalue()),
 
 
 def _cli_processes(
-    src: str, dest: str, flags: list[list[str]]
+    src: str, dest: str, flags: list[list[str]], *, sessions: bool = False
 ) -> tuple[float, list[dict[str, Any]]]:
     """Run one ``fsmemory export SRC DEST --json <flags>`` process per entry of ``flags``,
     all at once; returns the wall time from the first start to the last exit and each
-    process's measurements (CPU and RSS of the whole process, imports included)."""
+    process's measurements (CPU and RSS of the whole process, imports included).
+    ``sessions``: each process in a session of its own, as separate jobs get."""
     t = time.perf_counter()
     command = [sys.executable, "-c", _CLI_PROCESS, "export", src, dest, "--json", "--no-progress"]
     procs = [
-        subprocess.Popen([*command, *extra], stdout=subprocess.PIPE, text=True) for extra in flags
+        subprocess.Popen(
+            [*command, *extra], stdout=subprocess.PIPE, text=True, start_new_session=sessions
+        )
+        for extra in flags
     ]
     results = []
     for proc in procs:
@@ -538,7 +542,7 @@ def fleet(args: argparse.Namespace, work: str) -> None:
         if (tenants, days) != sizes[0] or args.local_only:
             continue
         if not args.s3_only:
-            _shard_rows(table, label, src, work, rounds)
+            _shard_rows(table, label, src, work, rounds, args.sessions)
         # S3 (moto server on loopback).
         s3 = None if args.shards_only else _s3_fleet(src, tenants, args.moto_dispatch)
         if s3 is not None:
@@ -603,43 +607,57 @@ def _shard_rows(
     src: str,
     work: str,
     rounds: int,
+    sessions: bool = False,
 ) -> None:
     """4 ``fsmemory export --shard i/4`` processes at once into one destination, beside
-    one unsharded ``fsmemory export`` process (interleaved, ``rounds`` of each)."""
+    one unsharded ``fsmemory export`` process (interleaved, ``rounds`` of each); with
+    ``sessions``, the same again with every process in a session of its own
+    (interleaved with the first)."""
+    modes = [False, True] if sessions else [False]
     whole = os.path.join(work, "out-whole")
     sharded = os.path.join(work, "out-sharded")
-    walls, whole_walls, cpus, unsharded = [], [], [], []
-    shards: list[dict[str, Any]] = []
+    walls: dict[bool, list[float]] = {m: [] for m in modes}
+    whole_walls: dict[bool, list[float]] = {m: [] for m in modes}
+    cpus: dict[bool, list[float]] = {m: [] for m in modes}
+    unsharded: dict[bool, list[dict[str, Any]]] = {m: [] for m in modes}
+    shards: dict[bool, list[dict[str, Any]]] = {}
+    same = True
     for _ in range(rounds):
-        for path in (whole, sharded):
-            shutil.rmtree(path, ignore_errors=True)
-        wall, runs = _cli_processes(src, whole, [[]])
-        whole_walls.append(wall)
-        unsharded.append({**runs[0], "seconds": wall})
-        wall, shards = _cli_processes(src, sharded, [["--shard", f"{i}/4"] for i in range(4)])
-        walls.append(wall)
-        cpus.append(sum(r["cpu"] for r in shards))
-    same = _rows_sorted(sharded).equals(_rows_sorted(whole))
-    one = statistics.median(whole_walls)
-    shard_row = {
-        "seconds": statistics.median(walls),
-        "cpu": statistics.median(cpus),
-        "rows": sum(r["rows"] for r in shards),
-        "files": sum(r["files"] for r in shards) // 4,
-        "maxrss": max(r["maxrss"] for r in shards),
-        "manifest_read": sum(r["manifest_read"] for r in shards),
-        "manifest_written": sum(r["manifest_written"] for r in shards),
-        "in_flight": 0,
-    }
-    whole_row = _summary(unsharded)
-    table.append((f"{label} local: unsharded, process wall", "whole",
-                  {**whole_row, "seconds": one}, ""))  # fmt: skip
-    note = (
-        f"union {'==' if same else '!='} unsharded; "
-        f"{statistics.median(walls) / one:.2f}x unsharded wall (target < 1x), "
-        f"{shard_row['cpu'] / whole_row['cpu']:.2f}x CPU"
-    )
-    table.append((f"{label} local: 4 shard processes at once", "shards", shard_row, note))
+        for mode in modes:
+            for path in (whole, sharded):
+                shutil.rmtree(path, ignore_errors=True)
+            wall, runs = _cli_processes(src, whole, [[]], sessions=mode)
+            whole_walls[mode].append(wall)
+            unsharded[mode].append({**runs[0], "seconds": wall})
+            flags = [["--shard", f"{i}/4"] for i in range(4)]
+            wall, shards[mode] = _cli_processes(src, sharded, flags, sessions=mode)
+            walls[mode].append(wall)
+            cpus[mode].append(sum(r["cpu"] for r in shards[mode]))
+            same = same and _rows_sorted(sharded).equals(_rows_sorted(whole))
+    for mode in modes:
+        where = ", own sessions" if mode else ""
+        one = statistics.median(whole_walls[mode])
+        shard_row = {
+            "seconds": statistics.median(walls[mode]),
+            "cpu": statistics.median(cpus[mode]),
+            "rows": sum(r["rows"] for r in shards[mode]),
+            "files": sum(r["files"] for r in shards[mode]) // 4,
+            "maxrss": max(r["maxrss"] for r in shards[mode]),
+            "manifest_read": sum(r["manifest_read"] for r in shards[mode]),
+            "manifest_written": sum(r["manifest_written"] for r in shards[mode]),
+            "in_flight": 0,
+        }
+        whole_row = _summary(unsharded[mode])
+        table.append((f"{label} local: unsharded, process wall{where}", "whole",
+                      {**whole_row, "seconds": one}, ""))  # fmt: skip
+        note = (
+            f"union {'==' if same else '!='} unsharded; "
+            f"{shard_row['seconds'] / one:.2f}x unsharded wall (target < 1x), "
+            f"{shard_row['cpu'] / whole_row['cpu']:.2f}x CPU"
+        )
+        table.append(
+            (f"{label} local: 4 shard processes at once{where}", "shards", shard_row, note)
+        )
 
 
 def _uncompiled_modules() -> int:
@@ -683,15 +701,16 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _print_fleet(table: list[tuple[str, str, dict[str, Any], str]]) -> None:
+    width = max([44, *(len(label) for label, *_ in table)])
     header = (
-        f"{'fleet workload':<44} {'rows':>9} {'wall s':>7} {'CPU s':>6} {'RSS MiB':>8} "
+        f"{'fleet workload':<{width}} {'rows':>9} {'wall s':>7} {'CPU s':>6} {'RSS MiB':>8} "
         f"{'manifest read':>13} {'written':>9} {'in flight':>9}  note"
     )
     print(header)
     print("-" * len(header))
     for label, _, row, note in table:
         print(
-            f"{label:<44} {row['rows']:>9,} {row['seconds']:>7.3f} {_cpu_text(row):>6} "
+            f"{label:<{width}} {row['rows']:>9,} {row['seconds']:>7.3f} {_cpu_text(row):>6} "
             f"{_mib(row['maxrss']):>8} "
             f"{_kib(row['manifest_read']):>13} {_kib(row['manifest_written']):>9} "
             f"{row['in_flight'] or '-':>9}  {note}"
@@ -703,8 +722,9 @@ def _print_fleet(table: list[tuple[str, str, dict[str, Any], str]]) -> None:
         "whole processes (interpreter and imports included), the unsharded row beside it "
         "the same for one process. Where the scheduler gives each session a fixed share "
         "of a busy machine (Linux autogroup), the shard row's wall ratio tends to its CPU "
-        "ratio: the 4 processes share one session's cores. "
-        f"Load average: {os.getloadavg()[0]:.1f}."
+        "ratio: the 4 processes share one session's cores; the 'own sessions' rows "
+        "(--sessions) start every process in a session of its own, as the tasks of a job "
+        f"array get. Load average: {os.getloadavg()[0]:.1f}."
     )
 
 
@@ -740,6 +760,12 @@ def main() -> None:
     parser.add_argument("--s3-repeat", type=int, default=1, help="--fleet: S3 runs (slow)")
     parser.add_argument(
         "--s3-only", action="store_true", help="--fleet: the local and S3 rows, no shards"
+    )
+    parser.add_argument(
+        "--sessions",
+        action="store_true",
+        help="--fleet: the shard rows again with every process in a session of its own "
+        "(as separate jobs; Linux autogroup shares a busy machine's cores per session)",
     )
     parser.add_argument(
         "--moto-dispatch",

@@ -24,6 +24,7 @@ from __future__ import annotations
 import bisect
 import gc
 import heapq
+import itertools
 import logging
 import operator
 from array import array
@@ -199,6 +200,9 @@ _LAZY = {
 }
 
 
+_ROW_EPOCHS = itertools.count()
+
+
 def fact_key(category: str, content: str) -> Key:
     """The key matching a persistent record to its MEMORY.md bullet."""
     return (category, escape_line(content.strip()))
@@ -248,6 +252,9 @@ class MemoryIndex:
         # Corrupt lines skipped, per log: a log dropped or read again takes its own along.
         self._corrupt: dict[str, int] = {}
         self.generation = 0
+        # Changes whenever row numbers start again (a reset or a cache load): what is
+        # kept per row elsewhere (the vector rows of hybrid recall) is then rebuilt.
+        self.row_epoch = next(_ROW_EPOCHS)
         self._md_mtime_us = us_of(datetime.now(tz=UTC))
         # -- a cache-loaded index: parts built on first use --
         self._cold: _ColdParts | None = None
@@ -1125,37 +1132,45 @@ class MemoryIndex:
         # every process, whatever order its rows were read in.
         return (self._importance[row], float(self._created[row]), self._ids[row])
 
-    def lexical_scores(self, query: str, terms: dict[str, float]) -> dict[str, float]:
-        """BM25 scores by entry id of every row matching a term of ``query`` (live or not)."""
-        ids = self._ids
+    def lexical_rows(self, np: Any, query: str, terms: dict[str, float]) -> Any:
+        """BM25 scores of ``query`` as a NumPy array indexed by row (0 for rows matching
+        no term, removed rows included; see :meth:`BM25Index.score_array`)."""
+        pairs = term_pairs(analyze(query))
         for _attempt in range(2):  # again when a loaded ranker turned out damaged
             ranker = self._ranked()
-            scores = ranker.scores(terms, term_pairs(analyze(query)))
+            scores = ranker.score_array(np, terms, pairs)
             if not ranker.damaged:
                 break
-        return {ids[row]: score for row, score in scores.items()}
+        out = np.zeros(len(self._ids), dtype=np.float64)
+        size = min(len(scores), len(out))
+        out[:size] = scores[:size]
+        return out
 
-    def acceptor(self, category: str | None, now: datetime) -> Callable[[str], bool]:
-        """A predicate on entry ids: live at ``now`` and (if given) in ``category``."""
-        accept = self._row_acceptor(category, us_of(now))
-        row_of = self._row_of
+    def row_ids(self, rows: Iterable[int]) -> list[str]:
+        """Entry ids of ``rows`` (row numbers hold until :attr:`row_epoch` changes)."""
+        ids = self._ids
+        return [ids[row] for row in rows]
 
-        def accept_id(entry_id: str) -> bool:
-            row = row_of.get(entry_id)
-            return row is not None and accept(row)
+    def row_of(self, entry_id: str) -> int | None:
+        """The row of the indexed entry with this id (live, hidden or expired)."""
+        return self._row_of.get(entry_id)
 
-        return accept_id
+    def row_acceptor(self, category: str | None, now: datetime) -> Callable[[int], bool]:
+        """A predicate on rows: live at ``now`` and (if given) in ``category``."""
+        return self._row_acceptor(category, us_of(now))
 
-    def priority(self, entry_id: str) -> tuple[float, float, str]:
-        """Tie-break of equal scores: importance, then creation time (newer first),
-        then the id."""
-        return self._row_priority(self._row_of[entry_id])
+    def row_priority(self, row: int) -> tuple[float, float, str]:
+        """Tie-break of equal scores by row: importance, then creation time (newer
+        first), then the id."""
+        return self._row_priority(row)
 
-    def live_texts(self, now: datetime) -> dict[str, str]:
-        """Entry id -> content of every live entry."""
-        now_us = us_of(now)
-        ids, contents = self._ids, self._contents
-        return {ids[r]: contents[r] for r in range(len(ids)) if self._live_row(r, now_us)}
+    def row_entry(self, row: int) -> KnowledgeEntry:
+        """The entry of ``row``."""
+        return self._entry(row)
+
+    def row_content(self, row: int) -> str:
+        """The content of ``row``."""
+        return self._contents[row]
 
     def most_important(
         self, limit: int, category: str | None, now: datetime

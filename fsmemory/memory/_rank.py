@@ -608,6 +608,73 @@ class BM25Index:
         self._add_pair_bonus(acc, pairs, None)
         return acc
 
+    def score_array(
+        self, np: Any, query: Mapping[str, float], pairs: Collection[tuple[str, str]] = ()
+    ) -> Any:
+        """:meth:`scores` as a NumPy float64 array indexed by key (0 for keys matching
+        no term, removed ones included), computed a posting list at a time.
+
+        ``np`` is the NumPy module: this module never imports it, so only a caller that
+        already uses NumPy (hybrid recall) pays for it.
+        """
+        n_keys = len(self._alive)
+        out = np.zeros(n_keys, dtype=np.float64)
+        if not self._n_docs:
+            return out
+        k1p, base, per_len = self._norms()
+        alive = np.array(self._alive, dtype=np.bool_)
+        lengths = np.array(self._length, dtype=np.float64) if per_len else None
+        for term, weight in query.items():
+            for tid, factor in self._expand(term):
+                keys, tf = self._posting_arrays(np, tid, alive)
+                w = weight * factor * self._idf(self._df[tid]) * k1p
+                norm = tf + base
+                if lengths is not None:
+                    norm += per_len * lengths[keys]
+                out += np.bincount(keys, weights=w * tf / norm, minlength=n_keys)
+        for first, second in pairs:
+            a, b = self._live_tid(first), self._live_tid(second)
+            if a is None or b is None:
+                continue
+            both = np.intersect1d(
+                self._posting_arrays(np, a, alive)[0], self._posting_arrays(np, b, alive)[0]
+            )
+            hits = self._side_by_side_keys(np, both, a, b)
+            out[hits] += _PAIR_BONUS
+        return out
+
+    def _posting_arrays(self, np: Any, tid: int, alive: Any) -> tuple[Any, Any]:
+        """Live keys (intp) and term frequencies (float64) of term ``tid`` (copies)."""
+        rows, tfs = self._post(tid)
+        keys = np.array(rows, dtype=np.intp)
+        tf = np.array(tfs, dtype=np.float64)
+        if len(keys) != self._df[tid]:
+            live = alive[keys]
+            keys, tf = keys[live], tf[live]
+        return keys, tf
+
+    def _side_by_side_keys(self, np: Any, keys: Any, first: int, second: int) -> Any:
+        """The ``keys`` whose term sequence holds ``second`` right after ``first``."""
+        if not len(keys):
+            return keys
+        starts = np.array(self._start, dtype=np.intp)[keys]
+        gaps = np.array(self._length, dtype=np.intp)[keys] - 1  # adjacent positions each
+        keep = gaps > 0
+        keys, starts, gaps = keys[keep], starts[keep], gaps[keep]
+        total = int(gaps.sum())
+        if not total:
+            return keys[:0]
+        # Every adjacent position of every key, one flat array (owner: ``which``).
+        which = np.repeat(np.arange(len(keys)), gaps)
+        offsets = np.cumsum(gaps) - gaps
+        at = starts[which] + (np.arange(total) - offsets[which])
+        seq = np.frombuffer(self._seq, dtype=np.uint32)
+        inside = at + 1 < len(seq)  # a damaged loaded index may point past the end
+        at, which = at[inside], which[inside]
+        found = (seq[at] == first) & (seq[at + 1] == second)
+        del seq  # a live view would stop the array from growing
+        return keys[np.unique(which[found])]
+
     def _add_pair_bonus(
         self, acc: dict[int, float], pairs: Collection[tuple[str, str]], among: set[int] | None
     ) -> None:

@@ -23,7 +23,7 @@ import base64
 import logging
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +55,9 @@ _BATCH = 64
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 # Weight of the lexical score in the fusion (both scores are standardised first).
 LEXICAL_WEIGHT = 0.3
+# The mean of the vectors is shrunk by n / (n + this) toward 0: a few vectors say little
+# about the direction all of a model's vectors share.
+_CENTRE_PRIOR = 16
 
 
 def is_derived(path: str) -> bool:
@@ -95,7 +98,18 @@ class VectorStore:
         self._ids: list[str] = []
         self._buffer: Any = None  # (capacity, dimension) float32; rows [0, len(_ids))
         self._loaded_upto = -1
-        self._filled_for: tuple[int, int] = (-1, -1)  # index (generation, live count)
+        # What the index looked like when its live rows were last all embedded.
+        self._filled_for: tuple[int, ...] = ()
+        # Index rows <-> vector rows (see _sync_rows).
+        self._map_epoch = -1
+        self._vec_of: Any = None
+        self._row_of_vec: Any = None
+        self._mapped_rows = self._mapped_vecs = 0
+        # The mean of the vectors and what each row needs of it (see _centring).
+        self._mu: Any = None
+        self._mu_rows = 0
+        self._dots: Any = None
+        self._spread: Any = None
         self.calls = 0
 
     @property
@@ -220,18 +234,56 @@ class VectorStore:
             norms = np.linalg.norm(arr, axis=1, keepdims=True)
             self._add(ids, arr / np.where(norms > 0, norms, 1.0))
 
-    def missing(self, entries: Mapping[str, str]) -> list[str]:
-        """Ids of ``entries`` (id -> content) without a vector."""
-        rows = self._rows
-        return [i for i in entries if i not in rows]
+    # -- index rows <-> vector rows ------------------------------------------------------
+    def _sync_rows(self, index: MemoryIndex) -> None:
+        """Bring the row maps up to date with ``index`` and the stored vectors.
 
-    def fill(self, entries: Mapping[str, str]) -> None:
-        """Embed and store the entries (id -> content) that have no vector yet."""
+        ``_vec_of[row]`` is the vector row of index row ``row`` and ``_row_of_vec[v]``
+        the (newest) index row of vector row ``v``, -1 where there is none. Both are
+        extended by what was added since the last call; they are built again when the
+        index numbers its rows afresh (a reset or a cache load: ``row_epoch``)."""
+        np = _numpy()
+        if self._map_epoch != index.row_epoch:
+            self._map_epoch = index.row_epoch
+            self._vec_of = np.full(0, -1, dtype=np.intp)
+            self._row_of_vec = np.full(0, -1, dtype=np.intp)
+            self._mapped_rows = self._mapped_vecs = 0
+        n_rows, n_vecs = index.rows, len(self._ids)
+        vec_of = self._vec_of = _grown(np, self._vec_of, n_rows)
+        row_of_vec = self._row_of_vec = _grown(np, self._row_of_vec, n_vecs)
+        if n_rows > self._mapped_rows:
+            start = self._mapped_rows
+            found = np.fromiter(
+                map(self._rows.get, index.row_ids(range(start, n_rows)), repeat(-1)),
+                dtype=np.intp,
+                count=n_rows - start,
+            )
+            vec_of[start:n_rows] = found
+            new = np.flatnonzero(found >= 0)
+            row_of_vec[found[new]] = new + start  # a later row of an id wins
+            self._mapped_rows = n_rows
+        if n_vecs > self._mapped_vecs:
+            for v in range(self._mapped_vecs, n_vecs):
+                row = index.row_of(self._ids[v])
+                if row is not None:
+                    row_of_vec[v] = row
+                    vec_of[row] = v
+            self._mapped_vecs = n_vecs
+
+    def _embed_missing(self, index: MemoryIndex, now: datetime) -> None:
+        """Embed the live rows of ``index`` that have no vector (in batches)."""
         self.load()
-        todo = self.missing(entries)
+        self._sync_rows(index)
+        accept = index.row_acceptor(None, now)
+        unmapped = _numpy().flatnonzero(self._vec_of[: index.rows] < 0).tolist()
+        todo = [row for row in unmapped if accept(row)]
+        if not todo:
+            return
         for start in range(0, len(todo), _BATCH):
-            ids = todo[start : start + _BATCH]
-            self.store(ids, self.embed([entries[i] for i in ids]))
+            rows = todo[start : start + _BATCH]
+            vectors = self.embed([index.row_content(r) for r in rows])
+            self.store(index.row_ids(rows), vectors)
+        self._sync_rows(index)
 
     # -- ranking -------------------------------------------------------------------------
     def _stacked(self) -> Any:
@@ -240,71 +292,125 @@ class VectorStore:
             return _numpy().zeros((0, self.dimension or 0), dtype="float32")
         return self._buffer[: len(self._ids)]
 
+    def _centring(self, matrix: Any) -> tuple[Any, Any, Any]:
+        """The mean ``mu`` of the stored vectors (shrunk toward 0 for a small memory),
+        and per vector row ``v . mu`` and ``|v - mu|`` (see :meth:`dense_scores`).
+
+        The mean is taken again once the store has grown by a quarter since it was
+        last taken; rows added in between are scored against the mean in use."""
+        np = _numpy()
+        n = matrix.shape[0]
+        if self._mu is None or n < self._mu_rows or n > 1.25 * self._mu_rows + 16:
+            mean = matrix.mean(axis=0, dtype=np.float64) * (n / (n + _CENTRE_PRIOR))
+            self._mu = mean.astype(np.float32)
+            self._mu_rows = n
+            self._dots = np.empty(0, dtype=np.float32)
+            self._spread = np.empty(0, dtype=np.float32)
+        done = len(self._dots)
+        if done < n:
+            mu = self._mu
+            dots = np.einsum("ij,j->i", matrix[done:], mu)
+            spread = np.sqrt(np.maximum(1.0 - 2.0 * dots + float(mu @ mu), 0.0))
+            self._dots = np.concatenate([self._dots, dots])
+            self._spread = np.concatenate([self._spread, spread.astype(np.float32)])
+        return self._mu, self._dots, self._spread
+
+    def dense_scores(self, query_vector: Any) -> Any:
+        """Cosine of ``query_vector`` with every stored vector, both centred on the mean
+        of the stored vectors (float32, one per vector row).
+
+        Sentence embeddings share a common direction (all of them are alike in it), which
+        crowds the cosines of unrelated texts together; taking the mean away spreads them
+        (measured on the LoCoMo development split with all-MiniLM-L6-v2: dense recall@5
+        0.609 raw, 0.637 centred). Computed from one product with the raw vectors:
+        ``(v - mu) . (q - mu) = v . q - v . mu - q . mu + mu . mu``, divided by
+        ``|v - mu|`` (the query's own norm is the same for every row)."""
+        np = _numpy()
+        matrix = self._stacked()
+        # einsum runs in this thread: a BLAS matrix-vector product may start a thread
+        # pool, which costs more than it saves at this size and stalls on a busy machine.
+        raw = np.einsum("ij,j->i", matrix, query_vector)
+        if not matrix.shape[0]:
+            return raw
+        mu, dots, spread = self._centring(matrix)
+        shift = float(mu @ mu) - float(mu @ query_vector)
+        centred = raw - dots + np.float32(shift)
+        return np.divide(centred, spread, out=np.zeros_like(centred), where=spread > 1e-6)
+
     def search(
         self, index: MemoryIndex, query: str, limit: int, category: str | None, now: datetime
     ) -> list[KnowledgeEntry]:
         """Hybrid recall: the index's lexical scores fused with the embedder's
-        similarity (see :meth:`fused_search`); live entries missing a vector are
-        embedded first, in batches."""
+        similarity (see :meth:`fused_rows`); live entries missing a vector are embedded
+        first, in batches."""
         if not words(query):
             return index.most_important(limit, category, now)
         terms = query_terms(query)
         if not terms:
             return []
         query_vector = self.embed([query])[0]
-        seen = (index.generation, index.live_count())
+        seen = (index.row_epoch, index.generation, index.rows, index.live_count())
         if seen != self._filled_for:
-            self.fill(index.live_texts(now))
-            self._filled_for = seen
-        found = self.fused_search(
+            self._embed_missing(index, now)
+            self._filled_for = (index.row_epoch, index.generation, index.rows, index.live_count())
+        else:
+            self._sync_rows(index)
+        found = self.fused_rows(
             query_vector,
-            index.lexical_scores(query, terms),
+            index.lexical_rows(_numpy(), query, terms),
             limit,
-            index.acceptor(category, now),
-            index.priority,
+            index.row_acceptor(category, now),
+            index.row_priority,
         )
-        return [e for _, k in found if (e := index.find(k)) is not None]
+        return [index.row_entry(row) for _, row in found]
 
-    def fused_search(
+    def fused_rows(
         self,
         query_vector: Any,
-        lexical: Mapping[str, float],
+        lexical: Any,
         limit: int,
-        accept: Callable[[str], bool],
-        priority: Callable[[str], tuple[Any, ...]],
-    ) -> list[tuple[float, str]]:
-        """Top ``limit`` accepted ids by ``0.3 * z(lexical) + 0.7 * z(cosine)``, where
-        ``z`` standardises a score over all stored entries (an entry without a lexical
-        match scores 0 there)."""
+        accept: Callable[[int], bool],
+        priority: Callable[[int], tuple[Any, ...]],
+    ) -> list[tuple[float, int]]:
+        """Top ``limit`` accepted index rows by ``0.3 * z(lexical) + 0.7 * z(dense)``.
+
+        ``lexical`` holds the BM25 score of every index row; ``dense`` is
+        :meth:`dense_scores`. Both are taken per stored vector (the row maps of
+        :meth:`_sync_rows`) and ``z`` standardises a score over all stored vectors."""
         np = _numpy()
-        matrix = self._stacked()
-        n = matrix.shape[0]
+        dense = self.dense_scores(query_vector)
+        n = dense.shape[0]
         if not n:
             return []
-        # einsum runs in this thread: a BLAS matrix-vector product may start a thread
-        # pool, which costs more than it saves at this size and stalls on a busy machine.
-        dense = np.einsum("ij,j->i", matrix, query_vector)
-        # Lexical scores by row (entries without a vector land in a spare last slot).
-        lex = np.zeros(n + 1, dtype=np.float32)
-        if lexical:
-            count = len(lexical)
-            at = np.fromiter(map(self._rows.get, lexical, repeat(n)), dtype=np.intp, count=count)
-            lex[at] = np.fromiter(lexical.values(), dtype=np.float32, count=count)
-        lex = lex[:n]
+        # Lexical scores by vector row (vectors without an index row take the last slot).
+        lex = np.append(lexical, 0.0)[self._row_of_vec[:n]]
         fused = LEXICAL_WEIGHT * _standardise(np, lex) + (1 - LEXICAL_WEIGHT) * _standardise(
             np, dense
         )
-        ids = self._ids
+        rows = self._row_of_vec
         want = min(n, max(limit * 4, 16))
         while True:
             top = np.argpartition(-fused, want - 1)[:want] if want < n else np.arange(n)
-            # Only accepted ids reach the tie-break: a vector may outlive its entry
-            # (forgotten, or not yet in this index), and ``priority`` knows indexed ids only.
-            scores = {k: float(fused[i]) for i in top.tolist() if accept(k := ids[i])}
+            # Only accepted rows reach the tie-break: a vector may outlive its entry
+            # (forgotten, or not yet in this index).
+            scores = {
+                row: float(fused[v])
+                for v, row in zip(top.tolist(), rows[top].tolist(), strict=True)
+                if row >= 0 and accept(row)
+            }
             found = top_accepted(scores, limit, _always, priority)
             if len(found) >= limit or want >= n:
                 return found
             want = min(n, want * 4)
+
+
+def _grown(np: Any, arr: Any, size: int) -> Any:
+    """``arr`` extended with -1 to at least ``size`` items (capacity doubles)."""
+    if len(arr) >= size:
+        return arr
+    out = np.full(max(size, 2 * len(arr), 64), -1, dtype=np.intp)
+    out[: len(arr)] = arr
+    return out
 
 
 def _always(_key: str) -> bool:

@@ -57,7 +57,7 @@ _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 LEXICAL_WEIGHT = 0.3
 # The mean of the vectors is shrunk by n / (n + this) toward 0: a few vectors say little
 # about the direction all of a model's vectors share.
-_CENTRE_PRIOR = 16
+_CENTRE_PRIOR = 4
 
 
 def is_derived(path: str) -> bool:
@@ -296,23 +296,16 @@ class VectorStore:
         """The mean ``mu`` of the stored vectors (shrunk toward 0 for a small memory),
         and per vector row ``v . mu`` and ``|v - mu|`` (see :meth:`dense_scores`).
 
-        The mean is taken again once the store has grown by a quarter since it was
-        last taken; rows added in between are scored against the mean in use."""
+        Taken again whenever vectors were added (once, on the next search): a function
+        of the stored vectors alone, so every process ranks alike."""
         np = _numpy()
         n = matrix.shape[0]
-        if self._mu is None or n < self._mu_rows or n > 1.25 * self._mu_rows + 16:
+        if self._mu is None or n != self._mu_rows:
             mean = matrix.mean(axis=0, dtype=np.float64) * (n / (n + _CENTRE_PRIOR))
-            self._mu = mean.astype(np.float32)
+            mu = self._mu = mean.astype(np.float32)
             self._mu_rows = n
-            self._dots = np.empty(0, dtype=np.float32)
-            self._spread = np.empty(0, dtype=np.float32)
-        done = len(self._dots)
-        if done < n:
-            mu = self._mu
-            dots = np.einsum("ij,j->i", matrix[done:], mu)
-            spread = np.sqrt(np.maximum(1.0 - 2.0 * dots + float(mu @ mu), 0.0))
-            self._dots = np.concatenate([self._dots, dots])
-            self._spread = np.concatenate([self._spread, spread.astype(np.float32)])
+            dots = self._dots = np.einsum("ij,j->i", matrix, mu)
+            self._spread = np.sqrt(np.maximum(1.0 - 2.0 * dots + float(mu @ mu), 0.0))
         return self._mu, self._dots, self._spread
 
     def dense_scores(self, query_vector: Any) -> Any:

@@ -1,0 +1,185 @@
+"""Hybrid recall keyed by rows: BM25 scores as one array per index row, the index rows
+mapped to vector rows (and back) through arrays that follow every change of the index
+(appends, forgets, logs read again, a reset, a cache load), and dense scores centred on
+the mean vector."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import orjson
+import pytest
+
+from fsmemory import KnowledgeMemory
+from fsmemory.memory import _index_cache
+from fsmemory.memory._rank import BM25Index
+
+from .conftest import FakeClock
+from .test_embedder import WordEmbedder
+from .test_index_cache import QUERIES, WORDS, _seed
+
+np = pytest.importorskip("numpy")
+
+
+def _check_same(index: BM25Index, query: dict[str, float], pairs: set[tuple[str, str]]) -> None:
+    expected = index.scores(query, pairs)
+    got = index.score_array(np, query, pairs)
+    assert len(got) == index.key_space
+    for key in range(index.key_space):
+        assert got[key] == pytest.approx(expected.get(key, 0.0), abs=1e-9), key
+    assert set(np.flatnonzero(got).tolist()) <= set(expected)
+
+
+@pytest.mark.parametrize("b", [0.0, 0.75])
+def test_score_array_equals_scores_on_random_corpora(b: float) -> None:
+    rng = random.Random(5)
+    vocab = [f"w{i}" for i in range(12)] + ["mentorship", "mentor"]
+    for _trial in range(25):
+        index = BM25Index(b=b)
+        live: set[int] = set()
+        for _step in range(rng.randint(10, 150)):
+            key = rng.randrange(120)
+            if key in live and rng.random() < 0.4:
+                index.remove(key)
+                live.discard(key)
+            else:  # a key added again replaces its document
+                index.add(key, [rng.choice(vocab) for _ in range(rng.randint(1, 9))])
+                live.add(key)
+        meta, blobs = index.state()
+        loaded = BM25Index.from_state(orjson.loads(orjson.dumps(meta)), blobs)
+        for _ in range(6):
+            # "mentors" matches no term: it falls back to the terms it is a prefix of.
+            query = {w: rng.choice([1.0, 2.0]) for w in rng.sample([*vocab, "mentors"], 3)}
+            first, second = rng.sample(sorted(query), 2)
+            pairs = {(first, second), (second, first)}
+            _check_same(index, query, pairs)
+            _check_same(loaded, query, pairs)
+        assert not loaded.damaged
+
+
+def test_score_array_of_an_empty_index_and_of_unknown_words() -> None:
+    index = BM25Index()
+    assert index.score_array(np, {"tea": 1.0}).tolist() == []
+    index.add(0, ["tea", "cup"])
+    index.add(3, ["cup", "tea", "cup"])
+    assert (
+        index.score_array(np, {"coffee": 1.0, "tea": 1.0}, {("coffee", "tea")}).tolist()[1:3]
+        == [0.0] * 2
+    )
+    assert index.score_array(np, {"coffee": 1.0}).tolist() == [0.0] * 4
+    index.remove(0)
+    got = index.score_array(np, {"tea": 1.0, "cup": 1.0}, {("cup", "tea")})
+    assert got[0] == 0.0  # removed
+    assert got[3] == pytest.approx(index.scores({"tea": 1.0, "cup": 1.0}, {("cup", "tea")})[3])
+
+
+def _ids(km: KnowledgeMemory, query: str, **kwargs: object) -> list[str]:
+    return [e.id for e in km.recall(query, limit=8, **kwargs)]  # type: ignore[arg-type]
+
+
+def test_a_cache_loaded_index_ranks_as_a_fresh_one_and_embeds_only_queries(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    folder = tmp_path / "m"
+    km = KnowledgeMemory(folder, clock=clock, embedder=WordEmbedder("cached"))
+    ids = _seed(km, clock=clock)
+    km.recall("tea")  # writes the index cache
+    assert km.root.read_cache(_index_cache.CACHE_NAME) is not None
+    queries = [q for q in QUERIES if q] + ["painting sunrise", "#17 tea"]
+    embedder = WordEmbedder("cached")
+    cached = KnowledgeMemory(folder, clock=clock, embedder=embedder)
+    uncached = KnowledgeMemory(
+        folder, clock=clock, index_cache=False, embedder=WordEmbedder("cached")
+    )
+    for q in queries:
+        assert _ids(cached, q) == _ids(uncached, q), q
+        assert _ids(cached, q, category="home") == _ids(uncached, q, category="home"), q
+    assert cached._cache_loaded
+    # Every entry's vector was read from the file: only the queries were embedded.
+    assert all(len(batch) == 1 for batch in embedder.batches)
+    # After forgets and new entries the cached instance still agrees with a fresh one.
+    gone = [i for i in ids[:40] if i]
+    for entry_id in gone:
+        cached.forget(entry_id)
+    added = cached.remember("tea ceremony in lisbon at sunrise")
+    again = KnowledgeMemory(folder, clock=clock, index_cache=False, embedder=WordEmbedder("cached"))
+    for q in queries:
+        found = _ids(cached, q)
+        assert found == _ids(again, q), q
+        assert not set(found) & set(gone)
+    assert _ids(cached, "tea ceremony lisbon sunrise")[0] == added
+
+
+def test_row_maps_follow_a_reset_and_a_log_read_again(tmp_path: Path, clock: FakeClock) -> None:
+    folder = tmp_path / "m"
+    embedder = WordEmbedder("maps")
+    km = KnowledgeMemory(folder, clock=clock, embedder=embedder)
+    old = [km.remember(f"{w} note about the garden") for w in WORDS]
+    assert _ids(km, "guitar garden")[0] == old[WORDS.index("guitar")]
+    km.clear()  # the index starts its rows again
+    assert km.recall("guitar garden") == []
+    new = [km.remember(f"{w} entry about the kitchen") for w in reversed(WORDS)]
+    found = _ids(km, "guitar kitchen")
+    assert found[0] == new[list(reversed(WORDS)).index("guitar")]
+    assert set(found) <= set(new)
+    # A log changed in place is read again: its entries get new rows, same ids and
+    # vectors (nothing is embedded again but the queries).
+    clock.advance(milliseconds=1)
+    log = next((folder / "logs").iterdir())
+    data = log.read_bytes()
+    with open(log, "r+b") as handle:
+        handle.write(data.replace(b"kitchen", b"kitchem"))
+    os.utime(log, ns=(log.stat().st_atime_ns, log.stat().st_mtime_ns + 1_000_000))
+    before = len(embedder.batches)
+    found = _ids(km, "guitar kitchem")
+    assert found[0] == new[list(reversed(WORDS)).index("guitar")]
+    assert set(found) <= set(new)
+    assert [len(b) for b in embedder.batches[before:]] == [1]
+
+
+def test_entries_without_a_vector_are_embedded_once_in_row_order(tmp_path: Path) -> None:
+    plain = KnowledgeMemory(tmp_path / "m")
+    ids = [plain.remember(f"entry {i} about pears") for i in range(5)]
+    plain.forget(ids[1])
+    embedder = WordEmbedder("order")
+    km = KnowledgeMemory(tmp_path / "m", embedder=embedder)
+    assert _ids(km, "entry 3 pears")[0] == ids[3]
+    # The query, then the four live entries in one batch, in the order they were written.
+    assert embedder.batches[1] == [f"entry {i} about pears" for i in (0, 2, 3, 4)]
+    km.recall("pears")
+    assert len(embedder.batches) == 3
+    # An entry another writer adds is embedded by the next recall, alone.
+    late = plain.remember("entry 9 about plums")
+    assert _ids(km, "plums")[0] == late
+    assert embedder.batches[-1] == ["entry 9 about plums"]
+
+
+def test_centred_cosines_rank_like_the_centred_vectors() -> None:
+    from fsmemory.memory._vectors import VectorStore
+
+    class Fixed:
+        name = "fixed"
+        dimension = 6
+
+        def __call__(self, texts: object) -> list[list[float]]:
+            raise AssertionError("not called")
+
+    rng = np.random.default_rng(3)
+    store = VectorStore(KnowledgeMemory("memory://centred").root, Fixed())
+    # A shared direction in every vector, as sentence embeddings have.
+    raw = rng.normal(size=(40, 6)).astype(np.float32) + np.array([4, 0, 0, 0, 0, 0], np.float32)
+    vectors = raw / np.linalg.norm(raw, axis=1, keepdims=True)
+    store._add([f"e{i}" for i in range(40)], vectors)
+    query = vectors[7] + 0.1 * vectors[3]
+    query /= np.linalg.norm(query)
+    mu = vectors.mean(axis=0) * (40 / (40 + 4))
+    centred = vectors - mu
+    expected = centred @ (query - mu) / np.linalg.norm(centred, axis=1)
+    got = store.dense_scores(query)
+    assert np.allclose(got, expected, atol=1e-5)
+    assert int(np.argmax(got)) == 7
+    # Rows added later are scored against the same mean until it is taken again.
+    store._add(["late"], vectors[:1])
+    assert store.dense_scores(query).shape == (41,)

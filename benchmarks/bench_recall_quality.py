@@ -412,7 +412,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("| rank_bm25 | skipped: not installed | | | |")
     if check:
         print(check)
-    if args.turns.is_dir():
+    if any(args.turns.glob("conv-*.json")):
         heldout(args.turns, model)
 
     print("\n## Recall latency (recall(limit=5), median ms)\n")

@@ -18,7 +18,7 @@ from fsmemory.memory._rank import BM25Index
 
 from .conftest import FakeClock
 from .test_embedder import WordEmbedder
-from .test_index_cache import QUERIES, WORDS, _seed
+from .test_index_cache import QUERIES, WORDS, _seed, random_bm25
 
 np = pytest.importorskip("numpy")
 
@@ -37,16 +37,7 @@ def test_score_array_equals_scores_on_random_corpora(b: float) -> None:
     rng = random.Random(5)
     vocab = [f"w{i}" for i in range(12)] + ["mentorship", "mentor"]
     for _trial in range(25):
-        index = BM25Index(b=b)
-        live: set[int] = set()
-        for _step in range(rng.randint(10, 150)):
-            key = rng.randrange(120)
-            if key in live and rng.random() < 0.4:
-                index.remove(key)
-                live.discard(key)
-            else:  # a key added again replaces its document
-                index.add(key, [rng.choice(vocab) for _ in range(rng.randint(1, 9))])
-                live.add(key)
+        index, _live = random_bm25(rng, vocab, rng.randint(10, 150), 120, b)
         meta, blobs = index.state()
         loaded = BM25Index.from_state(orjson.loads(orjson.dumps(meta)), blobs)
         for _ in range(6):

@@ -351,20 +351,29 @@ def _prio(key: int) -> tuple[float]:
     return (float(key % 3),)
 
 
+def random_bm25(
+    rng: random.Random, vocab: list[str], steps: int, keys: int, b: float = 0.0
+) -> tuple[BM25Index, set[int]]:
+    """An index after ``steps`` random adds (a key added again replaces its document)
+    and removes of keys below ``keys``, and its live keys."""
+    index = BM25Index(b=b)
+    live: set[int] = set()
+    for _step in range(steps):
+        key = rng.randrange(keys)
+        if key in live and rng.random() < 0.4:
+            index.remove(key)
+            live.discard(key)
+        else:
+            index.add(key, [rng.choice(vocab) for _ in range(rng.randint(1, 8))])
+            live.add(key)
+    return index, live
+
+
 def test_bm25_state_round_trip_on_random_corpora() -> None:
     rng = random.Random(11)
     vocab = [f"w{i}" for i in range(15)]
     for _trial in range(30):
-        index = BM25Index()
-        live: set[int] = set()
-        for _step in range(rng.randint(20, 200)):
-            key = rng.randrange(150)
-            if key in live and rng.random() < 0.4:
-                index.remove(key)
-                live.discard(key)
-            else:
-                index.add(key, [rng.choice(vocab) for _ in range(rng.randint(1, 8))])
-                live.add(key)
+        index, live = random_bm25(rng, vocab, rng.randint(20, 200), 150)
         meta, blobs = index.state()
         copy = BM25Index.from_state(orjson.loads(orjson.dumps(meta)), blobs)
         assert len(copy) == len(index) == len(live)

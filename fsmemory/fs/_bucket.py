@@ -20,7 +20,7 @@ costs one bucket request; when the bucket is missing every call raises
 from __future__ import annotations
 
 import builtins
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -253,6 +253,11 @@ class BucketRoot(FsspecRoot):
         key_prefix = self._dir_key(prefix)
         with self._translated(prefix):
             objects, _ = self._list_all(key_prefix, not recursive)
+        return self._infos(objects)
+
+    def _infos(self, objects: Iterable[dict[str, Any]]) -> builtins.list[FileInfo]:
+        """The listing entries of listed objects, sorted by path (keys a root never
+        exposes and "directory markers" left out)."""
         out = []
         for obj in objects:
             key = self._key_of(obj)

@@ -62,10 +62,12 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_CONNECTIONS",
     "MAX_IDLE",
+    "Pending",
     "S3Client",
     "S3Config",
     "S3Error",
     "client_for",
+    "list_page",
     "resolve_config",
 ]
 
@@ -568,12 +570,21 @@ class _Connection:
     def exchange(
         self, method: str, target: str, headers: Mapping[str, str], body: bytes
     ) -> tuple[Reply, bool]:
-        """Send one request; ``(reply, keep_alive)``.
+        """Send one request and read its reply; ``(reply, keep_alive)``.
 
         Raises:
             RemoteDisconnected: the server closed the connection before any reply.
             IncompleteRead: the reply body broke off.
             OSError: any other connection failure or a timeout (``TimeoutError``).
+        """
+        self.send(method, target, headers, body)
+        return self.receive(method)
+
+    def send(self, method: str, target: str, headers: Mapping[str, str], body: bytes) -> None:
+        """Send one request (its reply is read by :meth:`receive`).
+
+        Raises:
+            OSError: the connection failed.
         """
         head = f"{method} {target} HTTP/1.1\r\n" + "".join(
             f"{name}: {value}\r\n" for name, value in headers.items()
@@ -584,6 +595,13 @@ class _Connection:
         else:
             self.sock.sendall(data)
             self.sock.sendall(body)
+
+    def receive(self, method: str) -> tuple[Reply, bool]:
+        """Read the reply to the request :meth:`send` sent; ``(reply, keep_alive)``.
+
+        Raises:
+            RemoteDisconnected, IncompleteRead, OSError: as :meth:`exchange`.
+        """
         while True:
             line = self._line()
             if not line:
@@ -654,6 +672,42 @@ class Reply(NamedTuple):
     status: int
     headers: dict[str, str]
     body: bytes
+
+
+class Pending:
+    """A request :meth:`S3Client.start` sent, whose reply :meth:`S3Client.finish`
+    reads."""
+
+    __slots__ = (
+        "bucket",
+        "conn",
+        "headers",
+        "key",
+        "method",
+        "query",
+        "reused",
+        "signed",
+        "target",
+        "where",
+    )
+
+    def __init__(
+        self,
+        method: str,
+        bucket: str,
+        key: str,
+        query: Mapping[str, str] | None,
+        headers: Mapping[str, str] | None,
+        where: tuple[str, str, int],
+        target: str,
+        signed: dict[str, str],
+        conn: _Connection,
+        reused: bool,
+    ) -> None:
+        self.method, self.bucket, self.key = method, bucket, key
+        self.query, self.headers = query, headers
+        self.where, self.target, self.signed = where, target, signed
+        self.conn, self.reused = conn, reused
 
 
 def _dns_bucket(bucket: str) -> bool:
@@ -790,6 +844,21 @@ class S3Client:
             OSError: the connection failed (``ConnectionError``, ``TimeoutError``, ...).
         """
         reply = self._send(method, bucket, key, query, headers, body)
+        return self._settle(reply, method, bucket, key, query, headers, body, ok)
+
+    def _settle(
+        self,
+        reply: Reply,
+        method: str,
+        bucket: str,
+        key: str,
+        query: Mapping[str, str] | None,
+        headers: Mapping[str, str] | None,
+        body: bytes,
+        ok: Iterable[int],
+    ) -> Reply:
+        """``reply``, or the reply of the request resent to the bucket's region it
+        names; :class:`S3Error` when its status is not in ``ok``."""
         region = reply.headers.get("x-amz-bucket-region")
         if (
             reply.status in (301, 400)
@@ -803,7 +872,7 @@ class S3Client:
             raise _error(reply, bucket)
         return reply
 
-    def _send(
+    def _prepare(
         self,
         method: str,
         bucket: str,
@@ -811,7 +880,8 @@ class S3Client:
         query: Mapping[str, str] | None,
         extra: Mapping[str, str] | None,
         body: bytes,
-    ) -> Reply:
+    ) -> tuple[tuple[str, str, int], str, dict[str, str]]:
+        """``(where, target, signed headers)`` of a request; the observers are told."""
         scheme, host, port, path = self._target(bucket, key)
         qs = canonical_query(query) if query else ""
         default_port = 443 if scheme == "https" else 80
@@ -826,12 +896,21 @@ class S3Client:
         target = f"{path}?{qs}" if qs else path
         if method in ("PUT", "POST") or body:
             headers["content-length"] = str(len(body))
-        where = (scheme, host, port)
         for observer in self.observers:
             observer(method, f"{scheme}://{headers['host']}{target}")
-        with self._lock:
-            self._busy += 1
-            self._peak = max(self._peak, self._busy)
+        return (scheme, host, port), target, headers
+
+    def _send(
+        self,
+        method: str,
+        bucket: str,
+        key: str,
+        query: Mapping[str, str] | None,
+        extra: Mapping[str, str] | None,
+        body: bytes,
+    ) -> Reply:
+        where, target, headers = self._prepare(method, bucket, key, query, extra, body)
+        self._in_flight(1)
         try:
             conn, reused = self._take(where)
             try:
@@ -847,8 +926,108 @@ class S3Client:
                 conn.close()
                 raise
         finally:
-            with self._lock:
-                self._busy -= 1
+            self._in_flight(-1)
+
+    def _in_flight(self, change: int) -> None:
+        """Count a request sent (+1) or answered (-1), and the most ever in flight."""
+        with self._lock:
+            self._busy += change
+            self._peak = max(self._peak, self._busy)
+
+    # -- requests in flight together -------------------------------------------------------
+    def start(
+        self,
+        method: str,
+        bucket: str,
+        key: str = "",
+        *,
+        query: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Pending:
+        """Send a request (without a body) and return at once; :meth:`finish` reads
+        its reply. Requests started one after another travel together, each on a
+        connection of its own, with no thread: a caller may work on the first reply
+        while the server is still answering the next.
+
+        Raises:
+            OSError: the request could not be sent (nothing is left open).
+        """
+        where, target, signed = self._prepare(method, bucket, key, query, headers, b"")
+        self._in_flight(1)  # until finish() or abandon()
+        try:
+            conn, reused = self._take(where)
+        except BaseException:
+            self._in_flight(-1)
+            raise
+        try:
+            try:
+                conn.send(method, target, signed, b"")
+            except ConnectionError:
+                if not reused:
+                    raise
+                conn.close()
+                conn, reused = self._connection(*where), False
+                conn.send(method, target, signed, b"")
+        except BaseException:
+            conn.close()
+            self._in_flight(-1)
+            raise
+        return Pending(method, bucket, key, query, headers, where, target, signed, conn, reused)
+
+    def finish(self, pending: Pending, ok: Iterable[int] = (200,)) -> Reply:
+        """The reply to a request :meth:`start` sent (read once; the connection goes
+        back to the pool). A reused connection the server had closed is replaced and
+        the request sent again, as :meth:`request` does.
+
+        Raises:
+            S3Error: the reply's status is not in ``ok``.
+            OSError: the connection failed.
+        """
+        try:
+            reply = self._receive(pending)
+        finally:
+            self._in_flight(-1)
+        return self._settle(
+            reply,
+            pending.method,
+            pending.bucket,
+            pending.key,
+            pending.query,
+            pending.headers,
+            b"",
+            ok,
+        )
+
+    def _receive(self, pending: Pending) -> Reply:
+        conn, where = pending.conn, pending.where
+        method, target, signed = pending.method, pending.target, pending.signed
+        try:
+            reply, keep = conn.receive(method)
+        except ConnectionError:
+            conn.close()
+            if not pending.reused:
+                raise
+            conn = self._connection(*where)
+            try:
+                reply = self._exchange(conn, where, method, target, signed, b"")
+            except BaseException:
+                conn.close()
+                raise
+        except BaseException:
+            conn.close()
+            raise
+        else:
+            if keep:
+                self._give_back(where, conn)
+            else:
+                conn.close()
+        return reply
+
+    def abandon(self, pending: Pending) -> None:
+        """Drop a started request whose reply will not be read (its connection is
+        closed, never reused)."""
+        pending.conn.close()
+        self._in_flight(-1)
 
     def _exchange(
         self,
@@ -926,35 +1105,23 @@ class S3Client:
         reply = self.request("PUT", bucket, key, headers=headers, body=body)
         return reply.headers.get("etag", "")
 
-    def list_objects(
-        self, bucket: str, prefix: str, delimiter: bool, token: str | None
-    ) -> tuple[list[dict[str, Any]], list[str], str | None]:
-        """One ``ListObjectsV2`` page: ``(objects, common prefixes, next token)``; each
-        object is ``{"Key", "Size", "ETag", "LastModified"}`` (keys URL-decoded)."""
+    @staticmethod
+    def list_query(prefix: str, delimiter: bool, token: str | None) -> dict[str, str]:
+        """The query of one ``ListObjectsV2`` page (keys URL-encoded in the reply)."""
         query = {"list-type": "2", "prefix": prefix, "encoding-type": "url"}
         if delimiter:
             query["delimiter"] = "/"
         if token:
             query["continuation-token"] = token
-        xml = self.request("GET", bucket, query=query).body.decode("utf-8")
-        url_encoded = _field(xml, "EncodingType") == "url"
+        return query
 
-        def decode(text: str) -> str:
-            return unquote(text) if url_encoded else text
-
-        objects = [
-            {
-                "Key": decode(_field(item, "Key")),
-                "Size": int(_field(item, "Size", "0") or 0),
-                "ETag": _field(item, "ETag"),
-                "LastModified": _iso_mtime(_field(item, "LastModified")),
-            }
-            for item in _elements(xml, "Contents")
-        ]
-        prefixes = [decode(_field(item, "Prefix")) for item in _elements(xml, "CommonPrefixes")]
-        truncated = _field(xml, "IsTruncated").lower() == "true"
-        following = _field(xml, "NextContinuationToken") if truncated else ""
-        return objects, prefixes, following or None
+    def list_objects(
+        self, bucket: str, prefix: str, delimiter: bool, token: str | None
+    ) -> tuple[list[dict[str, Any]], list[str], str | None]:
+        """One ``ListObjectsV2`` page: ``(objects, common prefixes, next token)``; each
+        object is ``{"Key", "Size", "ETag", "LastModified"}`` (keys URL-decoded)."""
+        query = self.list_query(prefix, delimiter, token)
+        return list_page(self.request("GET", bucket, query=query).body)
 
     def delete_object(self, bucket: str, key: str) -> None:
         """``DeleteObject`` (S3 answers 204 whether or not the key existed)."""
@@ -985,6 +1152,30 @@ class S3Client:
                 return True
             raise
         return True
+
+
+def list_page(body: bytes) -> tuple[list[dict[str, Any]], list[str], str | None]:
+    """A ``ListObjectsV2`` reply: ``(objects, common prefixes, next token)`` (see
+    :meth:`S3Client.list_objects`)."""
+    xml = body.decode("utf-8")
+    url_encoded = _field(xml, "EncodingType") == "url"
+
+    def decode(text: str) -> str:
+        return unquote(text) if url_encoded else text
+
+    objects = [
+        {
+            "Key": decode(_field(item, "Key")),
+            "Size": int(_field(item, "Size", "0") or 0),
+            "ETag": _field(item, "ETag"),
+            "LastModified": _iso_mtime(_field(item, "LastModified")),
+        }
+        for item in _elements(xml, "Contents")
+    ]
+    prefixes = [decode(_field(item, "Prefix")) for item in _elements(xml, "CommonPrefixes")]
+    truncated = _field(xml, "IsTruncated").lower() == "true"
+    following = _field(xml, "NextContinuationToken") if truncated else ""
+    return objects, prefixes, following or None
 
 
 def _error(reply: Reply, bucket: str) -> S3Error:

@@ -17,9 +17,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from fsmemory.errors import ConflictError, InvalidInputError, KeyNotFoundError, NotAFileError
+from fsmemory.errors import (
+    ConflictError,
+    FsMemoryError,
+    InvalidInputError,
+    KeyNotFoundError,
+    NotAFileError,
+)
 from fsmemory.fs.paths import CACHE_PREFIX, cache_paths, validate_path
 
 __all__ = [
@@ -31,6 +37,8 @@ __all__ = [
     "check_options",
     "content_version",
 ]
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -393,6 +401,35 @@ class StorageRoot(ABC):
             except FileNotFoundError:
                 return None
 
+    def list_with_cache(
+        self,
+        name: str,
+        load: Callable[[bytes], _T],
+        want: Callable[[builtins.list[FileInfo]], bool] | None = None,
+    ) -> tuple[builtins.list[FileInfo], _T | None]:
+        """A listing of the whole root (``list("", recursive=True)``) and the cache
+        file ``name`` handed to ``load``: ``(listing, what load returned)``, or
+        ``(listing, None)`` when there is no cache file or it could not be read (a
+        cache that cannot be read is no cache; logged).
+
+        Here the cache is read after the listing, and only when ``want(listing)`` is
+        true (or ``want`` is None). Roots on a network may send both requests at once
+        and run ``load`` while the listing is still on its way (S3's built-in client
+        does): they then load a cache file that exists whatever ``want`` would say.
+
+        Raises:
+            Whatever :meth:`list` raises; ``load``'s own exceptions.
+        """
+        listing = self.list("", recursive=True)
+        if want is not None and not want(listing):
+            return listing, None
+        try:
+            data = self.read_cache(name)
+        except (OSError, FsMemoryError) as exc:
+            _logger().info("cache file %r of %s not read: %s", name, self, exc)
+            return listing, None
+        return listing, None if data is None else load(data)
+
     def write_cache(self, name: str, data: bytes) -> None:
         """Replace the cache file ``name`` with ``data`` (one whole-object write)."""
         with cache_paths():
@@ -408,3 +445,9 @@ class StorageRoot(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
+
+
+def _logger() -> Any:
+    import logging  # only on a failure: the local import path stays without it
+
+    return logging.getLogger(__name__)

@@ -78,6 +78,7 @@ timeout (15 s), s3fs's defaults, which ``config_kwargs`` may change for both cli
 from __future__ import annotations
 
 import builtins
+import logging
 import os
 import threading
 import uuid
@@ -92,15 +93,26 @@ from fsmemory.errors import (
     MissingDependencyError,
 )
 from fsmemory.fs._bucket import BucketRoot, single_try_subclass
-from fsmemory.fs._s3client import S3Client, S3Error, client_for, resolve_config
+from fsmemory.fs._s3client import (
+    Pending,
+    Reply,
+    S3Client,
+    S3Error,
+    client_for,
+    list_page,
+    resolve_config,
+)
 from fsmemory.fs.base import FileInfo, Versioned
 from fsmemory.fs.generic import _mtime
 from fsmemory.fs.open import split_protocol
+from fsmemory.fs.paths import cache_paths
 from fsmemory.fs.retry import RetryPolicy, policy_from_options
 
 __all__ = ["CLIENT_ENV", "CLIENT_OPTION", "S3Root"]
 
 _T = TypeVar("_T")
+
+logger = logging.getLogger(__name__)
 
 #: the storage option that picks the client, and its values
 CLIENT_OPTION = "client"
@@ -441,6 +453,66 @@ class S3Root(BucketRoot):
 
     def _token(self, info: dict[str, Any]) -> str:
         return _strip_etag(info.get("ETag") or info.get("etag") or "")
+
+    def list_with_cache(
+        self,
+        name: str,
+        load: Callable[[bytes], _T],
+        want: Callable[[builtins.list[FileInfo]], bool] | None = None,
+    ) -> tuple[builtins.list[FileInfo], _T | None]:
+        """The listing and the cache file ``name`` in one round trip (the built-in
+        client; s3fs: one after the other, see :meth:`StorageRoot.list_with_cache`).
+
+        The cache's ``GetObject`` is sent first and the listing's ``ListObjectsV2``
+        right behind it, each on a connection of its own; ``load`` runs on the cache
+        as soon as it arrives, while the service is still answering the listing. A
+        cache file that exists is loaded whatever ``want`` says (it is already here);
+        a missing one costs that one ``GetObject`` (404), sent with the listing. Any
+        failure of the two requests falls back to the ordinary, retried requests.
+        """
+        client = self._client
+        if client is None:
+            return super().list_with_cache(name, load, want)
+        with cache_paths():
+            cache_key = self._key(self._cache_path(name))
+        query = client.list_query(self._dir_key(""), False, None)
+        try:
+            get = client.start("GET", self.bucket, cache_key)
+        except OSError:
+            return super().list_with_cache(name, load, want)
+        try:
+            listing_sent: Pending | None = client.start("GET", self.bucket, query=query)
+        except OSError:
+            listing_sent = None
+        try:
+            try:
+                reply: Reply | None = client.finish(get, ok=(200, 404))
+            except (OSError, S3Error) as exc:
+                logger.info("cache file %r of %s not read: %s", name, self, exc)
+                reply = None
+            loaded = load(reply.body) if reply is not None and reply.status == 200 else None
+        except BaseException:
+            if listing_sent is not None:
+                client.abandon(listing_sent)
+            raise
+        listing = None if listing_sent is None else self._first_page(listing_sent)
+        if listing is None:  # not sent, failed, or more than one page: the usual way
+            listing = self.list("", recursive=True)
+        return listing, loaded
+
+    def _first_page(self, sent: Pending) -> builtins.list[FileInfo] | None:
+        """The listing of a root whose ``ListObjectsV2`` :meth:`list_with_cache` sent,
+        or None when it failed or has more pages."""
+        assert self._client is not None
+        try:
+            objects, _, following = list_page(self._client.finish(sent).body)
+        except (OSError, S3Error, ValueError) as exc:
+            logger.info("listing of %s sent with its cache failed: %s", self, exc)
+            return None
+        if following:
+            return None
+        self._bucket_seen = True
+        return self._infos(objects)
 
     # -- BucketRoot hooks --------------------------------------------------------------
     async def _list_page(

@@ -54,6 +54,8 @@ __all__ = [
     "decode",
     "delete",
     "encode",
+    "fill",
+    "list_and_load",
     "load",
     "save",
     "worth_it",
@@ -152,6 +154,12 @@ def load(root: StorageRoot, index: MemoryIndex) -> bool:
     except (OSError, FsMemoryError) as exc:
         logger.info("index cache of %s not read: %s", root, exc)
         return False
+    return fill(root, index, data)
+
+
+def fill(root: StorageRoot, index: MemoryIndex, data: bytes | None) -> bool:
+    """Fill a fresh ``index`` from ``data``, the content of the root's cache file;
+    False (index untouched) when it is empty or unusable (logged)."""
     if not data:
         return False
     try:
@@ -161,6 +169,28 @@ def load(root: StorageRoot, index: MemoryIndex) -> bool:
         logger.warning("ignoring the index cache of %s: %s", root, exc)
         return False
     return True
+
+
+def list_and_load(root: StorageRoot, index: MemoryIndex) -> tuple[list[FileInfo], bool]:
+    """One listing of the root, and the root's cache file loaded into the fresh
+    ``index``: ``(listing, loaded)``. On remote roots the two requests may travel
+    together, the cache being decoded while the listing is on its way
+    (:meth:`~fsmemory.fs.base.StorageRoot.list_with_cache`); the caller refreshes from
+    the listing next, which tells what changed since the cache was written (or, when
+    the cache was written after the listing was taken, makes the refresh read again
+    what the two disagree on).
+
+    Raises:
+        Whatever the listing raises (the index is then reset).
+    """
+    try:
+        listing, loaded = root.list_with_cache(
+            CACHE_NAME, lambda data: fill(root, index, data), worth_it
+        )
+    except BaseException:
+        index.reset()
+        raise
+    return listing, bool(loaded)
 
 
 def save(root: StorageRoot, index: MemoryIndex) -> bool:

@@ -400,16 +400,14 @@ class KnowledgeMemory:
 
     # -- reads ---------------------------------------------------------------------------
     def _refresh(self) -> None:
-        self._listing = self.root.list("", recursive=True)
-        if not self._cache_checked:
-            self._cache_checked = True
-            # Before any log is read: a first persistent remember() may have read
-            # MEMORY.md alone, and the cache (refreshed below) replaces that too.
-            if (
-                not self._index.log_infos()
-                and _index_cache.worth_it(self._listing)
-                and _index_cache.load(self.root, self._index)
-            ):
+        if self._cache_checked or self._index.log_infos():
+            self._listing = self.root.list("", recursive=True)
+        else:
+            # Before any log is read (a first persistent remember() may have read
+            # MEMORY.md alone, and the cache, refreshed below, replaces that too): the
+            # listing and the cache file, together where the root can send both.
+            self._listing, loaded = _index_cache.list_and_load(self.root, self._index)
+            if loaded:
                 stale, total = self._index.bytes_to_reread(self.root, self._listing)
                 if 2 * stale > total:
                     # Mostly rewritten or replaced since (a copied folder): dropping
@@ -418,6 +416,7 @@ class KnowledgeMemory:
                 else:
                     self._cache_rows = self._index.rows
                     self._cache_loaded = True
+        self._cache_checked = True
         self._index.refresh(self.root, self._listing)
 
     def _save_index_cache(self) -> None:

@@ -39,6 +39,7 @@ from fsmemory.fs._s3client import (
     _elements,
     _field,
     _unescape,
+    list_page,
     resolve_config,
 )
 from fsmemory.fs.base import Versioned
@@ -563,3 +564,137 @@ def test_as_many_connections_stay_open_as_requests_were_in_flight(
         assert idle() == len(opened) <= MAX_IDLE
     finally:
         proxy.stop()
+
+
+# -- requests in flight together ---------------------------------------------------------
+def _sent_and_read(root: S3Root) -> list[str]:
+    """Record, in order, each request the root's client sends (``sent GET ...``) and
+    each reply it reads (``read GET ...``), by wrapping the client's own ``finish``."""
+    client = root._client
+    assert client is not None
+    events: list[str] = []
+    client.observers.append(lambda method, url: events.append(f"sent {method} {url}"))
+    finish = client.finish
+
+    def recorded(pending: Any, ok: Any = (200,)) -> Any:
+        events.append(f"read {pending.method} {pending.target}")
+        return finish(pending, ok)
+
+    client.finish = recorded  # type: ignore[method-assign]
+    return events
+
+
+@pytest.mark.s3
+def test_started_requests_travel_together_and_each_gets_its_reply(
+    moto_service: MotoService, s3_root_url: str, s3_storage_options: dict[str, Any]
+) -> None:
+    """Several requests sent before any reply is read each get their own reply, in
+    whatever order they are read; a 404 accepted by ``ok`` is a reply, not an error; a
+    kept-alive connection that died while idle is replaced; an abandoned request leaves
+    no connection behind."""
+    proxy = HTTPFaultProxy(moto_service.url, FaultPlan(rate=0.0), flavor="s3").start()
+    try:
+        options = {**s3_storage_options, "client_kwargs": {"endpoint_url": proxy.url}}
+        root = open_root(s3_root_url, {**options, "retry": NO_RETRY})
+        assert isinstance(root, S3Root) and root._client is not None
+        client, bucket, prefix = root._client, root.bucket, root.prefix
+        for i in range(3):
+            root.write(f"f{i}.txt", f"file {i}".encode() * (i + 1))
+        started = [client.start("GET", bucket, f"{prefix}/f{i}.txt") for i in range(3)]
+        missing = client.start("GET", bucket, f"{prefix}/gone.txt")
+        listed = client.start("GET", bucket, query=client.list_query(f"{prefix}/", False, None))
+        assert client.finish(missing, ok=(200, 404)).status == 404
+        objects, _, following = list_page(client.finish(listed).body)
+        assert following is None
+        assert sorted(o["Key"] for o in objects) == [f"{prefix}/f{i}.txt" for i in range(3)]
+        for i in (2, 0, 1):
+            assert client.finish(started[i]).body == f"file {i}".encode() * (i + 1)
+        idle = sum(len(c) for c in client._idle.values())
+        assert idle >= 2  # kept alive through the proxy, back in the pool
+        for conns in client._idle.values():
+            for conn in conns:
+                conn.sock.shutdown(2)  # the server closed them while idle
+        again = [client.start("GET", bucket, f"{prefix}/f{i}.txt") for i in range(2)]
+        assert [client.finish(p).body for p in reversed(again)] == [b"file 1" * 2, b"file 0"]
+        with pytest.raises(S3Error) as raised:
+            client.finish(client.start("GET", bucket, f"{prefix}/gone.txt"))
+        assert raised.value.status == 404
+        dropped = client.start("GET", bucket, f"{prefix}/f0.txt")
+        client.abandon(dropped)
+        assert dropped.conn.sock.fileno() == -1
+        assert all(conn is not dropped.conn for c in client._idle.values() for conn in c)
+    finally:
+        proxy.stop()
+
+
+@pytest.mark.s3
+def test_the_listing_and_the_cache_file_take_one_round_trip(
+    s3_root_url: str, s3_storage_options: dict[str, Any]
+) -> None:
+    """``list_with_cache``: the cache's GET goes first and the listing right behind it,
+    both before either reply is read; the cache is loaded before the listing is read.
+    A missing cache is one 404 and no bucket probe; the listing equals ``list``."""
+    root = open_root(s3_root_url, s3_storage_options)
+    assert isinstance(root, S3Root)
+    for name in ("MEMORY.md", "logs/2026-12-01.jsonl", "logs/2026-12-02.jsonl", "a b/c+%.md"):
+        root.write(name, name.encode())
+    expected = root.list("", recursive=True)
+    for cache in (None, b"cached \x00 bytes"):
+        if cache is not None:
+            root.write_cache("index", cache)
+        fresh = open_root(s3_root_url, s3_storage_options)
+        assert isinstance(fresh, S3Root)
+        events = _sent_and_read(fresh)
+        loads: list[bytes] = []
+
+        def load(data: bytes, events: list[str] = events, loads: list[bytes] = loads) -> int:
+            events.append("load")
+            loads.append(data)
+            return len(data)
+
+        listing, loaded = fresh.list_with_cache("index", load, lambda _: False)
+        assert listing == expected
+        assert loaded == (None if cache is None else len(cache))
+        assert loads == ([] if cache is None else [cache])
+        kinds = [e.split("?")[0].rsplit("/", 1)[-1] if "?" not in e else "list" for e in events]
+        sent_read = [e.split()[0] for e in events]
+        assert kinds[:2] == [".fsmemory-cache.index", "list"], events
+        assert sent_read[:4] == ["sent", "sent", "read", "read"] or (
+            sent_read[:5] == ["sent", "sent", "read", "load", "read"]
+        ), events
+        assert len(events) == (4 if cache is None else 5), events  # no HeadBucket
+
+
+@pytest.mark.s3
+def test_a_listing_with_its_cache_survives_faults(
+    moto_service: MotoService, s3_root_url: str, s3_storage_options: dict[str, Any]
+) -> None:
+    """Resets, 5xx answers and torn replies of either request: the listing is still
+    exact (the retried listing takes over) and the cache is either exact or None
+    (a cache that cannot be read is no cache)."""
+    root = open_root(s3_root_url, s3_storage_options)
+    for i in range(5):
+        root.write(f"logs/2026-11-2{i}.jsonl", os.urandom(300))
+    cache = os.urandom(200_000)
+    root.write_cache("index", cache)
+    expected = root.list("", recursive=True)
+    plan = FaultPlan.only("reset", "error", "truncate", rate=0.4, seed=11)
+    proxy = HTTPFaultProxy(moto_service.url, plan, flavor="s3").start()
+    try:
+        options = {
+            **s3_storage_options,
+            "client_kwargs": {"endpoint_url": proxy.url},
+            "retry": {"attempts": 20, "base_delay": 0.0, "max_delay": 0.0},
+        }
+        got = []
+        for _ in range(12):
+            faulty = open_root(s3_root_url, options)
+            assert isinstance(faulty, S3Root)
+            listing, loaded = faulty.list_with_cache("index", bytes)
+            assert listing == expected
+            assert loaded in (None, cache)
+            got.append(loaded is not None)
+        assert proxy.stats.faults > 0
+    finally:
+        proxy.stop()
+    assert any(got)

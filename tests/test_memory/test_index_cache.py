@@ -421,6 +421,120 @@ def test_a_cached_cold_open_is_a_listing_and_one_get(
     ]
 
 
+@pytest.mark.parametrize("backend", REMOTE)
+def test_a_cached_cold_open_sends_the_cache_get_with_the_listing(
+    request: pytest.FixtureRequest, backend: str, tmp_path: Path
+) -> None:
+    """On S3 both requests are sent before either reply is read (one round trip);
+    elsewhere the cache is read after the listing. Either way: a listing and one GET."""
+    url, options = backend_location(request, backend, tmp_path)
+    _seed(KnowledgeMemory(url, storage_options=options), n=500)
+    KnowledgeMemory(url, storage_options=options).recall("tea")
+    fresh = KnowledgeMemory(url, storage_options=options)
+    events: list[str] = []
+    original = fresh.root.read_cache
+
+    def read_cache(name: str) -> bytes | None:  # the sequential path's cache read
+        events.append("read cache")
+        return original(name)
+
+    fresh.root.read_cache = read_cache  # type: ignore[method-assign]
+    client = getattr(fresh.root, "_client", None)
+    if client is not None:
+        client.observers.append(lambda method, url: events.append(f"sent {url}"))
+        finish = client.finish
+
+        def recorded(pending: Any, ok: Any = (200,)) -> Any:
+            events.append("read reply")
+            return finish(pending, ok)
+
+        client.finish = recorded
+    fresh.recall("python deploy")
+    assert fresh._cache_loaded
+    if backend == "s3":
+        assert events[0].endswith("/.fsmemory-cache.index"), events
+        assert "list-type=2" in events[1], events
+        assert [e.split()[0] for e in events] == ["sent", "sent", "read", "read"], events
+    else:
+        assert events == ["read cache"]
+
+
+def _others_write(url: str, options: dict[str, Any], clock: FakeClock, new_day: bool) -> None:
+    """Another process appends (on a new day: to a new log), adds a persistent fact,
+    and rewrites the cache file."""
+    other = KnowledgeMemory(url, storage_options=options, clock=clock)
+    if new_day:
+        clock.advance(days=1)
+    for i in range(_index_cache.MIN_NEW_ROWS + 10):
+        clock.advance(milliseconds=1)
+        other.remember(f"later note {i} on python and tea", persistent=i % 90 == 0)
+    other.recall("tea")  # enough new rows: the cache is written again
+    assert other._cache_rows == other._index.rows
+
+
+@pytest.mark.parametrize("new_day", [False, True])
+@pytest.mark.parametrize("cache_first", [True, False])
+def test_a_cache_written_between_the_listing_and_its_read_changes_no_answer(
+    make_km: Make,
+    location: tuple[str, dict[str, Any]],
+    clock: FakeClock,
+    cache_first: bool,
+    new_day: bool,
+) -> None:
+    """The listing and the cache file may be answered in either order (on S3 they
+    travel together): another process that appends and rewrites the cache between the
+    two changes no answer. A cache older than the listing is the usual stale cache; a
+    cache newer than the listing describes files the listing shows shorter, which are
+    read again (and a log the listing does not show yet is left for the next call)."""
+    url, options = location
+    writer = make_km()
+    for day in range(4):  # four logs: the other process's appends make one stale
+        if day:
+            clock.advance(days=1)
+        _seed(writer, n=160, seed=day, clock=clock)
+    make_km().recall("tea")
+    fresh = make_km()
+    root = fresh.root
+    used: list[list[Any]] = []
+
+    def reordered(
+        name: str, load: Callable[[bytes], Any], want: Any = None
+    ) -> tuple[list[Any], Any]:
+        if cache_first:
+            data = root.read_cache(name)
+            _others_write(url, options, clock, new_day)
+            listing = root.list("", recursive=True)
+        else:
+            listing = root.list("", recursive=True)
+            _others_write(url, options, clock, new_day)
+            data = root.read_cache(name)
+        assert data is not None
+        used.append(listing)
+        return listing, load(data)
+
+    root.list_with_cache = reordered  # type: ignore[method-assign]
+    first = [e.id for e in fresh.recall("python tea", limit=8)]
+    assert len(used) == 1
+    assert fresh._cache_loaded  # kept: a quarter of the bytes at most are read again
+    # An uncached reader given the same listing reads the same files after it.
+    twin = make_km(index_cache=False)
+    listings = iter(used)
+    twin_list = twin.root.list
+    twin.root.list = lambda prefix="", *, recursive=False: (
+        next(  # type: ignore[method-assign]
+            listings, None
+        )
+        or twin_list(prefix, recursive=recursive)
+    )
+    assert first == [e.id for e in twin.recall("python tea", limit=8)]
+    uncached = make_km(index_cache=False)
+    if cache_first or not new_day:
+        # The listing is as new as everything written: the whole answer.
+        assert first == [e.id for e in uncached.recall("python tea", limit=8)]
+    assert _answers(fresh) == _answers(uncached)
+    assert _answers(make_km()) == _answers(uncached)
+
+
 def test_bm25_add_many_builds_what_add_builds() -> None:
     rng = random.Random(5)
     vocab = [f"w{i}" for i in range(10)]

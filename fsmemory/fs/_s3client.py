@@ -3,8 +3,9 @@ on the standard library alone.
 
 Why: importing s3fs + aiobotocore + aiohttp and building an aiobotocore session costs
 about half a second of a cold start (a serverless invocation, a CLI call), several
-times the requests themselves. This client imports ``socket``, ``hmac`` and ``hashlib``
--- not even ``http.client`` (whose import with ``email`` and ``ssl`` costs ~20 ms) or
+times the requests themselves. This client imports the C ``_socket`` module, ``hmac``
+and ``hashlib`` -- not ``socket.py`` (over plain HTTP; TLS needs it), nor
+``http.client`` (whose import with ``email`` and ``ssl`` costs ~20 ms), nor
 ``xml.etree`` (S3's flat XML replies are read with regular expressions) -- and speaks
 only what a root needs:
 ``GetObject`` (ranged or whole), ``HeadObject``, ``PutObject`` (with
@@ -44,15 +45,15 @@ only what a root needs:
 
 from __future__ import annotations
 
+import _socket  # socket.py's enum set-up alone costs a cold start ~2 ms (see _open)
 import base64
 import hashlib
 import hmac
+import io
 import os
-import re
-import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from urllib.parse import quote, unquote, urlsplit
 
@@ -449,23 +450,30 @@ class Signer:
 # -- XML ---------------------------------------------------------------------------------
 #: the five named entities of XML; numeric references are decoded too
 _NAMED_ENTITIES = {"quot": '"', "amp": "&", "lt": "<", "gt": ">", "apos": "'"}
-_ENTITY = re.compile(r"&(#x[0-9a-fA-F]+|#[0-9]+|[A-Za-z]+);")
+_HEX = frozenset("0123456789abcdefABCDEF")
 
 
 def _unescape(text: str) -> str:
-    """``text`` with XML character and entity references decoded."""
+    """``text`` with XML character and entity references decoded (``&name;``,
+    ``&#NNN;``, ``&#xHHH;``; an unknown or malformed one is left as it is). String
+    operations, not a regular expression: every listing's ETags hold ``&quot;``, and a
+    cold start would pay for compiling one."""
     if "&" not in text:
         return text
-
-    def one(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name.startswith("#x"):
-            return chr(int(name[2:], 16))
-        if name.startswith("#"):
-            return chr(int(name[1:]))
-        return _NAMED_ENTITIES.get(name, match.group(0))
-
-    return _ENTITY.sub(one, text)
+    first, *rest = text.split("&")
+    out = [first]
+    for part in rest:
+        name, semicolon, after = part.partition(";")
+        char: str | None = None
+        if semicolon and name.isascii():
+            if name[:2] == "#x" and len(name) > 2 and _HEX.issuperset(name[2:]):
+                char = chr(int(name[2:], 16))
+            elif name[:1] == "#" and name[1:].isdigit():
+                char = chr(int(name[1:]))
+            elif name.isalpha():
+                char = _NAMED_ENTITIES.get(name)
+        out.append(f"&{part}" if char is None else char + after)
+    return "".join(out)
 
 
 def _escape(text: str) -> str:
@@ -473,18 +481,43 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def _spans(xml: str, tag: str) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of the raw content of each ``<tag>...</tag>`` element, in
+    order (``<tag attr="...">`` too; ``<tag/>`` has no content and is skipped). S3's
+    XML replies are flat and regular: no CDATA, no namespace prefixes, no element
+    nested in its own kind. String searches rather than ``xml.etree``, whose import a
+    cold start would pay, or regular expressions, whose compilation it would."""
+    opening, closing = f"<{tag}", f"</{tag}>"
+    at, size = 0, len(xml)
+    while (found := xml.find(opening, at)) >= 0:
+        after = found + len(opening)
+        if after < size and xml[after] == ">":
+            start = after + 1
+        elif after < size and xml[after] in " \t\r\n":
+            start = xml.find(">", after) + 1
+            if not start:
+                return
+        else:  # another tag that starts with this one's name
+            at = after
+            continue
+        end = xml.find(closing, start)
+        if end < 0:
+            return
+        yield start, end
+        at = end + len(closing)
+
+
 def _elements(xml: str, tag: str) -> list[str]:
-    """The raw content of every ``<tag>...</tag>`` element (S3's XML replies are flat
-    and regular: no CDATA, no namespace prefixes, no element nested in its own kind).
-    A regular expression rather than ``xml.etree``, whose import a cold start would pay."""
-    return re.findall(rf"<{tag}(?:\s[^>]*)?>(.*?)</{tag}>", xml, re.DOTALL)
+    """The raw content of every ``<tag>...</tag>`` element (see :func:`_spans`)."""
+    return [xml[start:end] for start, end in _spans(xml, tag)]
 
 
 def _field(xml: str, tag: str, default: str = "") -> str:
-    """The decoded text of the first ``<tag>`` element (``default`` when there is none,
-    ``""`` for ``<tag/>``)."""
-    found = re.search(rf"<{tag}(?:\s[^>]*)?>(.*?)</{tag}>", xml, re.DOTALL)
-    return _unescape(found.group(1)) if found else default
+    """The decoded text of the first ``<tag>`` element (``default`` when there is none:
+    ``<tag/>`` holds no text element)."""
+    for start, end in _spans(xml, tag):
+        return _unescape(xml[start:end])
+    return default
 
 
 def _iso_mtime(text: str) -> float | None:
@@ -533,28 +566,90 @@ class IncompleteRead(ConnectionError):
     """The connection ended before the whole reply body arrived."""
 
 
+def _addresses(host: str, port: int) -> list[tuple[int, Any]]:
+    """``(family, address)`` to try for ``host``: an IP literal as it is (no resolver:
+    its first call costs a process ~1 ms), a name as ``getaddrinfo`` resolves it."""
+    for family, address in (
+        (_socket.AF_INET, (host, port)),
+        (_socket.AF_INET6, (host, port, 0, 0)),
+    ):
+        try:
+            _socket.inet_pton(family, host)
+        except OSError:
+            continue
+        return [(family, address)]
+    infos = _socket.getaddrinfo(host, port, 0, _socket.SOCK_STREAM)
+    return [(family, address) for family, _kind, _proto, _name, address in infos]
+
+
+def _open(host: str, port: int, timeout: float) -> Any:
+    """A connected TCP socket of the C ``_socket`` module (what ``socket.py``'s
+    ``create_connection`` does, without importing ``socket.py``: TLS needs it and
+    imports it, plain HTTP does not): each address in turn until one answers.
+
+    Raises:
+        OSError: no address could be reached (the last failure).
+    """
+    failure: OSError | None = None
+    for family, address in _addresses(host, port):
+        sock = _socket.socket(family, _socket.SOCK_STREAM)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(address)
+        except OSError as exc:
+            sock.close()
+            failure = exc
+            continue
+        return sock
+    raise failure or OSError(f"no address found for {host!r}")
+
+
+class _SocketReader(io.RawIOBase):
+    """The raw reads of a ``_socket`` socket, for an :class:`io.BufferedReader` (the
+    part of ``socket.makefile`` a reply needs)."""
+
+    def __init__(self, sock: Any) -> None:
+        super().__init__()
+        self._sock = sock
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        count: int = self._sock.recv_into(buffer)
+        return count
+
+
 class _Connection:
     """One HTTP/1.1 connection: a request out, the whole reply in (no pipelining).
 
     Plain sockets rather than ``http.client``, whose import (with ``email`` and ``ssl``)
     costs a cold start ~20 ms; S3 replies are simple enough: a status line, headers,
-    and a ``Content-Length`` or chunked body.
+    and a ``Content-Length`` or chunked body. Over plain HTTP not even ``socket.py`` is
+    imported (the C module serves); TLS goes through ``ssl`` and its sockets.
     """
 
     def __init__(
         self, scheme: str, host: str, port: int, config: S3Config, ssl_context: Any
     ) -> None:
-        sock = socket.create_connection((host, port), timeout=config.connect_timeout)
+        sock = _open(host, port, config.connect_timeout)
         try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)
             if scheme == "https":
+                import socket  # ssl imports it anyway
+
+                sock = socket.socket(fileno=sock.detach())
+                sock.settimeout(config.connect_timeout)  # the TLS handshake
                 sock = ssl_context.wrap_socket(sock, server_hostname=host)
+                reader: Any = sock.makefile("rb")
+            else:
+                reader = io.BufferedReader(_SocketReader(sock), 65536)
             sock.settimeout(config.read_timeout)
         except BaseException:
             sock.close()
             raise
         self.sock = sock
-        self._reader = sock.makefile("rb")
+        self._reader = reader
 
     def close(self) -> None:
         """Close the connection (idempotent)."""

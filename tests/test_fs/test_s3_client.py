@@ -187,6 +187,82 @@ def test_xml_replies_are_read_exactly() -> None:
 
 
 # -- configuration -----------------------------------------------------------------------
+def test_xml_elements_are_found_as_the_regular_expression_finds_them() -> None:
+    """The string-search reader agrees with ``<tag(?:\\s[^>]*)?>(.*?)</tag>`` (the
+    reader it replaced) on random tag soup: name prefixes, attributes, empty and
+    unclosed elements."""
+    import random
+    import re
+
+    tokens = [
+        "<Key>",
+        "</Key>",
+        "<KeyCount>",
+        "</KeyCount>",
+        "<Key/>",
+        '<Key a="1">',
+        "<Key\n>",
+        "<Key\t b>",
+        "</Key >",
+        "<Ke>",
+        "x",
+        "&amp;",
+        " ",
+        ">",
+        "<",
+        "/",
+    ]
+    rng = random.Random(5)
+    for _ in range(3000):
+        xml = "".join(rng.choice(tokens) for _ in range(rng.randint(0, 12)))
+        expected = re.findall(r"<Key(?:[ \t\r\n][^>]*)?>(.*?)</Key>", xml, re.DOTALL)
+        assert _elements(xml, "Key") == expected, xml
+        first = _unescape(expected[0]) if expected else "-"
+        assert _field(xml, "Key", "-") == first, xml
+
+
+def test_xml_references_are_decoded_as_the_regular_expression_decodes_them() -> None:
+    """``_unescape`` agrees with ``re.sub`` of ``&(#x[0-9a-fA-F]+|#[0-9]+|[A-Za-z]+);``
+    (the decoder it replaced) on random text of references, near-references and
+    non-ASCII look-alikes."""
+    import random
+    import re
+
+    named = {"quot": '"', "amp": "&", "lt": "<", "gt": ">", "apos": "'"}
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name.startswith("#x"):
+            return chr(int(name[2:], 16))
+        if name.startswith("#"):
+            return chr(int(name[1:]))
+        return named.get(name, match.group(0))
+
+    tokens = [
+        "&",
+        ";",
+        "amp",
+        "quot",
+        "lt",
+        "#",
+        "x",
+        "41",
+        "2603",
+        "fG",
+        "\u0663",
+        "\u00e9",
+        "zz",
+        " ",
+        "&amp;",
+        "&#",
+    ]
+    rng = random.Random(9)
+    for _ in range(5000):
+        text = "".join(rng.choice(tokens) for _ in range(rng.randint(0, 10)))
+        expected = re.sub(r"&(#x[0-9a-fA-F]+|#[0-9]+|[A-Za-z]+);", one, text)
+        assert _unescape(text) == expected, text
+
+
 def _files(tmp_path: Path, credentials: str = "", config: str = "") -> dict[str, str]:
     (tmp_path / "credentials").write_text(textwrap.dedent(credentials))
     (tmp_path / "config").write_text(textwrap.dedent(config))

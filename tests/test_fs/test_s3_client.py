@@ -447,8 +447,8 @@ def test_a_cold_process_imports_no_s3fs(
     s3_root_url: str, s3_storage_options: dict[str, Any]
 ) -> None:
     """A fresh process opens a memory on S3, remembers and recalls without importing
-    s3fs, aiobotocore, aiohttp, botocore, fsspec, http.client or xml; ``root.fs`` still
-    works, built on first use."""
+    s3fs, aiobotocore, aiohttp, botocore, fsspec, http.client or xml -- nor, over plain
+    HTTP, socket.py; ``root.fs`` still works, built on first use."""
     script = textwrap.dedent(
         f"""
         import sys
@@ -457,7 +457,8 @@ def test_a_cold_process_imports_no_s3fs(
         km.remember("the user prefers tea", persistent=True)
         assert [e.content for e in km.recall("tea")] == ["the user prefers tea"]
         km.build_context()
-        heavy = ("s3fs", "aiobotocore", "aiohttp", "botocore", "fsspec", "http.client", "xml")
+        heavy = ("s3fs", "aiobotocore", "aiohttp", "botocore", "fsspec", "http.client", "xml",
+                 "socket", "selectors")
         loaded = [name for name in heavy if name in sys.modules]
         assert not loaded, loaded
         names = km.root.fs.ls({s3_root_url.removeprefix("s3://")!r})

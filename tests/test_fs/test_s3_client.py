@@ -775,3 +775,120 @@ def test_a_listing_with_its_cache_survives_faults(
     finally:
         proxy.stop()
     assert any(got)
+
+
+def _self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 (its own CA) and its key, as PEM files."""
+    import datetime as dt
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(hours=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+@pytest.mark.s3
+def test_https_endpoints_speak_tls(
+    moto_service: MotoService, s3_root_url: str, s3_storage_options: dict[str, Any], tmp_path: Path
+) -> None:
+    """Over ``https`` the client verifies the certificate against the given CA bundle
+    and every request (one at a time, and the listing sent with the cache file) goes
+    through TLS; a certificate it cannot verify fails the request."""
+    import socket
+    import ssl
+    import threading
+
+    cert, key = _self_signed(tmp_path)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    target = ("127.0.0.1", int(moto_service.url.rsplit(":", 1)[1]))
+
+    def relay(secure: Any) -> None:  # one thread per connection: SSL sockets are not
+        import select  # safe to read and write from two threads at once
+
+        upstream = socket.create_connection(target)
+        try:
+            while True:
+                ready, _, _ = select.select([secure, upstream], [], [], 30)
+                if not ready:
+                    return
+                if secure in ready:
+                    data = secure.recv(65536)
+                    while secure.pending():
+                        data += secure.recv(secure.pending())
+                    if not data:
+                        return
+                    upstream.sendall(data)
+                if upstream in ready:
+                    data = upstream.recv(65536)
+                    if not data:  # moto closes after each reply: so does the relay
+                        return
+                    secure.sendall(data)
+        except OSError:
+            return
+        finally:
+            upstream.close()
+            secure.close()
+
+    def serve() -> None:  # TLS in front of moto
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                secure = context.wrap_socket(client, server_side=True)
+            except OSError:
+                client.close()
+                continue
+            threading.Thread(target=relay, args=(secure,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        endpoint = {"endpoint_url": f"https://127.0.0.1:{port}", "verify": str(cert)}
+        options = {**s3_storage_options, "client_kwargs": endpoint}
+        root = open_root(s3_root_url, options)
+        assert isinstance(root, S3Root) and root.client == "builtin"
+        root.write("logs/2026-12-02.jsonl", b'{"a": 1}\n')
+        root.write_cache("index", b"cache bytes")
+        listing, loaded = root.list_with_cache("index", bytes)
+        assert [info.path for info in listing] == ["logs/2026-12-02.jsonl"]
+        assert loaded == b"cache bytes"
+        assert root.read_bytes("logs/2026-12-02.jsonl") == b'{"a": 1}\n'
+        untrusted = {**options, "client_kwargs": {**endpoint, "verify": True}, "retry": NO_RETRY}
+        with pytest.raises(OSError, match="CERTIFICATE_VERIFY_FAILED"):
+            open_root(s3_root_url, untrusted).read_bytes("logs/2026-12-02.jsonl")
+    finally:
+        listener.close()

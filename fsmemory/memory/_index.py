@@ -29,7 +29,7 @@ import logging
 import operator
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from itertools import accumulate, chain, compress, pairwise, repeat
@@ -177,11 +177,11 @@ class _ColdParts:
 
     def __init__(
         self,
-        row_of: array[int],
+        row_of: Sequence[int],
         file_paths: list[str],
         file_sizes: array[int],
-        file_rows: array[int],
-        claimed: array[int],
+        file_rows: Sequence[int],
+        claimed: Sequence[int],
         claimed_texts: list[str | None],
     ) -> None:
         self.row_of = row_of
@@ -1252,6 +1252,26 @@ class MemoryIndex:
         }
         ids, ids_off = _pack(self._ids)
         texts, texts_off = _pack(contents)
+        # Row lists as runs of consecutive rows where that is much smaller (a memory
+        # indexed in one go: one run each), and columns a load can rebuild for less than
+        # their bytes cost: fewer bytes to fetch, fewer rows to check on load.
+        runs: list[str] = []
+
+        def rows_blob(name: str, rows: Iterable[int]) -> bytes:
+            plain = array("I", rows)
+            as_runs = _runs_of(plain)
+            if as_runs is None:
+                return plain.tobytes()
+            runs.append(name)
+            return as_runs.tobytes()
+
+        tl_row = rows_blob("tl_row", self._tl_row)
+        tl_from_created = "tl_row" in runs and self._tl_stamp == _gather(
+            self._created, self._tl_row
+        )
+        expires = self._expires
+        fill = expires[0] if expires and expires.count(expires[0]) == len(expires) else None
+        meta["encoded"] = {"runs": runs, "tl_stamp": tl_from_created, "expires": fill}
         blobs = {
             "ids": ids,
             "ids_off": ids_off,
@@ -1262,16 +1282,18 @@ class MemoryIndex:
             "claimed_texts": orjson.dumps(claimed_texts),
             "cats": array("I", map(code.__getitem__, self._cats)).tobytes(),
             "created": self._created.tobytes(),
-            "expires": self._expires.tobytes(),
             "importance": self._importance.tobytes(),
             "flags": bytes(self._flags),
-            "row_of": array("I", self._row_of.values()).tobytes(),
+            "row_of": rows_blob("row_of", self._row_of.values()),
             "file_sizes": array("q", [len(self._file_rows[p]) for p in paths]).tobytes(),
-            "file_rows": array("I", chain.from_iterable(self._file_rows.values())).tobytes(),
-            "tl_stamp": self._tl_stamp.tobytes(),
-            "tl_row": array("I", self._tl_row).tobytes(),
-            "claimed": array("I", self._claimed).tobytes(),
+            "file_rows": rows_blob("file_rows", chain.from_iterable(self._file_rows.values())),
+            "tl_row": tl_row,
+            "claimed": rows_blob("claimed", self._claimed),
         }
+        if fill is None:
+            blobs["expires"] = expires.tobytes()
+        if not tl_from_created:
+            blobs["tl_stamp"] = self._tl_stamp.tobytes()
         if ranker is not None:
             rank_meta, rank_blobs = ranker.state()
             meta["ranker"] = rank_meta
@@ -1306,14 +1328,28 @@ class MemoryIndex:
         ids = _Strings(blobs["ids"], _arr("I", blobs["ids_off"]))
         contents = _Strings(blobs["contents"], _arr("I", blobs["contents_off"]))
         n = len(ids)
+        encoded = meta["encoded"]
+        runs, fill = encoded["runs"], encoded["expires"]
+        if type(runs) is not list or not (fill is None or type(fill) is int):
+            raise ValueError("bad encodings")
+
+        def rows_of(name: str) -> Sequence[int]:
+            return _rows_of(blobs[name], name in runs, n)
+
         codes = _arr("I", blobs["cats"])
-        created, expires = _arr("q", blobs["created"]), _arr("q", blobs["expires"])
-        tl_stamp, tl_row = _arr("q", blobs["tl_stamp"]), _arr("I", blobs["tl_row"])
+        created = _arr("q", blobs["created"])
+        expires = _arr("q", blobs["expires"]) if fill is None else array("q", [fill]) * n
+        tl_row = rows_of("tl_row")
+        tl_stamp = (
+            _gather(created, tl_row)
+            if encoded["tl_stamp"] is True
+            else _arr("q", blobs["tl_stamp"])
+        )
         importance = array("d")
         importance.frombytes(blobs["importance"])
         flags = bytearray(blobs["flags"])
-        row_of_rows, claimed = _arr("I", blobs["row_of"]), _arr("I", blobs["claimed"])
-        sizes, file_rows = _arr("q", blobs["file_sizes"]), _arr("I", blobs["file_rows"])
+        row_of_rows, claimed = rows_of("row_of"), rows_of("claimed")
+        sizes, file_rows = _arr("q", blobs["file_sizes"]), rows_of("file_rows")
         claimed_texts = orjson.loads(blobs["claimed_texts"])
         if (
             type(claimed_texts) is not list
@@ -1331,12 +1367,11 @@ class MemoryIndex:
             or sum(sizes) != len(file_rows)
             or len(claimed_texts) != len(claimed)
             or set(map(type, claimed_texts)) - {str, type(None)}
-            or (codes and max(codes) >= len(names))
-            or any(a and max(a) >= n for a in (tl_row, row_of_rows, claimed, file_rows))
         ):
             raise ValueError("columns of different lengths or rows out of range")
         self._cold_sections = _checked_sections(orjson.loads(blobs["sections"]), n)
         self._ids, self._contents = ids, contents
+        # (a category code out of range fails here: IndexError)
         self._cats = list(map(names.__getitem__, codes))
         self._interned = {name: name for name in names}
         self._created, self._expires = created, expires
@@ -1360,7 +1395,7 @@ class MemoryIndex:
         )
         if doc.last_category is not None and type(doc.last_category) is not str:
             raise ValueError("bad MEMORY.md state")
-        self._tl_stamp, self._tl_row = tl_stamp, array("q", tl_row)
+        self._tl_stamp, self._tl_row = tl_stamp, array("q", tl_row)  # (a copy: it grows)
         for field, target in (("pending", self._pending), ("md_rows", self._md_rows)):
             for cat, text, rows in meta[field]:
                 if (
@@ -1432,7 +1467,7 @@ class MemoryIndex:
             file_rows: dict[str, list[int]] = {}
             at = 0
             for path, size in zip(cold.file_paths, cold.file_sizes, strict=True):
-                file_rows[path] = cold.file_rows[at : at + size].tolist()
+                file_rows[path] = list(cold.file_rows[at : at + size])
                 at += size
             self._file_rows = file_rows
 
@@ -1541,6 +1576,47 @@ def _arr(code: str, data: bytes | memoryview) -> array[int]:
     out = array(code)
     out.frombytes(data)
     return out
+
+
+def _runs_of(rows: array[int]) -> array[int] | None:
+    """``rows`` as ``(first, count)`` pairs of consecutive rows, when that takes less
+    than half the room (None otherwise)."""
+    if not rows:
+        return None
+    pairs = array("I")
+    first = prev = rows[0]
+    for row in rows[1:]:
+        if row != prev + 1:
+            pairs.extend((first, prev - first + 1))
+            first = row
+        prev = row
+    pairs.extend((first, prev - first + 1))
+    return pairs if 2 * len(pairs) < len(rows) else None
+
+
+def _rows_of(data: bytes | memoryview, runs: bool, n: int) -> Sequence[int]:
+    """A row list of the index cache, plain or as runs (see :func:`_runs_of`); every
+    row is checked to be below ``n`` (``ValueError``)."""
+    values = _arr("I", data)
+    if not runs:
+        if values and max(values) >= n:
+            raise ValueError("rows out of range")
+        return values
+    if len(values) % 2:
+        raise ValueError("bad row runs")
+    firsts, counts = values[0::2], values[1::2]
+    if any(first + count > n or not count for first, count in zip(firsts, counts, strict=True)):
+        raise ValueError("rows out of range")
+    if len(firsts) == 1:
+        return range(firsts[0], firsts[0] + counts[0])
+    return array("I", chain.from_iterable(map(range, firsts, map(operator.add, firsts, counts))))
+
+
+def _gather(column: array[int], rows: Sequence[int]) -> array[int]:
+    """``column[row] for row in rows`` (a copy of one slice when the rows are a range)."""
+    if isinstance(rows, range) and rows.step == 1:
+        return column[rows.start : rows.stop]
+    return array(column.typecode, map(column.__getitem__, rows))
 
 
 def _read_or_empty(root: StorageRoot, path: str) -> bytes:

@@ -71,7 +71,7 @@ MIN_NEW_ROWS = 256
 #: round trip pays for: no cache is looked for or written.
 MIN_BYTES = 128 * 1024
 MAGIC = b"fsmemory-index\n"
-VERSION = 3
+VERSION = 4
 
 
 def encode(index: MemoryIndex) -> bytes | None:

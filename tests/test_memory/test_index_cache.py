@@ -214,7 +214,22 @@ def _damaged(data: bytes) -> list[bytes]:
     bad_doc = dict(blobs, sections=b"[[1, [2], null]]")
     bad_fact_row = dict(blobs, sections=b'[["work", [10000000], null]]')
     bad_expiry = dict(blobs, sections=b'[["work", ["x"], ["not a time"]]]')
+    # Row lists kept as (first, count) runs, and columns rebuilt on load.
+    assert "tl_row" in meta["encoded"]["runs"]
+    n = len(bytes(blobs["ids_off"])) // 4 - 1
+    runs = [array("I", pair).tobytes() for pair in ([0, n + 1], [n, 1], [0, 0], [0])]
+    bad_runs = [rebuilt(meta, dict(blobs, tl_row=r)) for r in runs]
+    as_runs = dict(meta, encoded={**meta["encoded"], "runs": ["tl_row", "claimed"]})
+    bad_fills = [
+        dict(meta, encoded={**meta["encoded"], "expires": fill}) for fill in ("x", 2**63, 1.5)
+    ]
+    no_stamps = dict(meta, encoded={**meta["encoded"], "tl_stamp": False})
     return [
+        *bad_runs,
+        rebuilt(as_runs, blobs),  # a plain list read as runs
+        *(rebuilt(m, {k: v for k, v in blobs.items() if k != "expires"}) for m in bad_fills),
+        rebuilt(no_stamps, blobs),  # the column it needs is not there
+        rebuilt({k: v for k, v in meta.items() if k != "encoded"}, blobs),
         b"",
         b"\x00" * 100,
         os.urandom(5000),
@@ -533,6 +548,29 @@ def test_a_cache_written_between_the_listing_and_its_read_changes_no_answer(
         assert first == [e.id for e in uncached.recall("python tea", limit=8)]
     assert _answers(fresh) == _answers(uncached)
     assert _answers(make_km()) == _answers(uncached)
+
+
+def test_row_lists_round_trip_as_runs_or_plain() -> None:
+    """The cache's row lists: whichever form is stored (runs of consecutive rows, or
+    plain), a load gives back exactly the rows, in order, duplicates and all."""
+    from fsmemory.memory._index import _rows_of, _runs_of
+
+    rng = random.Random(4)
+    kinds = {"runs": 0, "plain": 0}
+    for _ in range(400):
+        rows = array("I")
+        while len(rows) < rng.randint(0, 60):
+            start = rng.randrange(200)
+            rows.extend(range(start, start + rng.choice([1, 1, 2, 30, 80])))
+        runs = _runs_of(rows)
+        stored = rows if runs is None else runs
+        kinds["plain" if runs is None else "runs"] += 1
+        n = max(rows, default=0) + 1
+        assert list(_rows_of(stored.tobytes(), runs is not None, n)) == list(rows)
+        if rows:
+            with pytest.raises(ValueError):
+                _rows_of(stored.tobytes(), runs is not None, n - 1)
+    assert min(kinds.values()) > 20  # both forms were exercised
 
 
 def test_bm25_add_many_builds_what_add_builds() -> None:

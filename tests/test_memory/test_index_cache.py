@@ -535,12 +535,11 @@ def test_a_cache_written_between_the_listing_and_its_read_changes_no_answer(
     twin = make_km(index_cache=False)
     listings = iter(used)
     twin_list = twin.root.list
-    twin.root.list = lambda prefix="", *, recursive=False: (
-        next(  # type: ignore[method-assign]
-            listings, None
-        )
-        or twin_list(prefix, recursive=recursive)
-    )
+
+    def listed_first(prefix: str = "", *, recursive: bool = False) -> list[Any]:
+        return next(listings, None) or twin_list(prefix, recursive=recursive)
+
+    twin.root.list = listed_first  # type: ignore[method-assign]
     assert first == [e.id for e in twin.recall("python tea", limit=8)]
     uncached = make_km(index_cache=False)
     if cache_first or not new_day:

@@ -306,6 +306,28 @@ class StorageRootTests:
         assert _paths(root.list(recursive=True)) == ["sub/visible.txt"]
         assert root.list_dirs() == ["sub"]
 
+    def test_list_with_cache(self, root: StorageRoot) -> None:
+        """The listing with a cache file: the listing is ``list("", recursive=True)``,
+        the cache file's exact bytes reach ``load`` (None without one), and a cache
+        file is never listed."""
+        for name in ("MEMORY.md", "logs/2026-12-01.jsonl", "logs/2026-12-02.jsonl"):
+            root.write(name, name.encode())
+        loads: list[bytes] = []
+
+        def load(data: bytes) -> int:
+            loads.append(data)
+            return len(data)
+
+        assert root.list_with_cache("index", load) == (root.list("", recursive=True), None)
+        assert loads == []
+        data = bytes(range(256)) * 300
+        root.write_cache("index", data)
+        listing, loaded = root.list_with_cache("index", load)
+        assert listing == root.list("", recursive=True)
+        assert len(listing) == 3
+        assert (loaded, loads) == (len(data), [data])
+        assert root.delete_cache("index")
+
     # -- delete ------------------------------------------------------------------------
     def test_delete_is_idempotent(self, root: StorageRoot) -> None:
         """Deleting reports whether the file existed; a second delete is a no-op."""

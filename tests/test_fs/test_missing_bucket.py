@@ -38,6 +38,7 @@ ROOT_CALLS: dict[str, Callable[[StorageRoot], object]] = {
     "list_recursive": lambda r: r.list(recursive=True),
     "list_dirs": lambda r: r.list_dirs(),
     "list_names": lambda r: r.list_names(""),
+    "list_with_cache": lambda r: r.list_with_cache("index", bytes),
     "write": lambda r: r.write("a.md", b"x"),
     "create_only": lambda r: r.write("a.md", b"x", create_only=True),
     "append": lambda r: r.append("logs/a.jsonl", b"{}\\n", unique=True),
@@ -67,6 +68,8 @@ def test_knowledge_memory_names_the_bucket(missing: tuple[str, str, dict[str, An
     with pytest.raises(BucketNotFoundError, match=bucket):
         km = KnowledgeMemory(url, storage_options=options)
         km.remember("a note")
+    with pytest.raises(BucketNotFoundError, match=bucket):
+        KnowledgeMemory(url, storage_options=options).recall("a note")  # a cold open
 
 
 @pytest.mark.parametrize("service", SERVICES)

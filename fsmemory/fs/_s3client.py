@@ -938,22 +938,17 @@ class S3Client:
             S3Error: the reply's status is not in ``ok``.
             OSError: the connection failed (``ConnectionError``, ``TimeoutError``, ...).
         """
-        reply = self._send(method, bucket, key, query, headers, body)
-        return self._settle(reply, method, bucket, key, query, headers, body, ok)
+
+        def send() -> Reply:
+            return self._send(method, bucket, key, query, headers, body)
+
+        return self._settle(send(), bucket, ok, send)
 
     def _settle(
-        self,
-        reply: Reply,
-        method: str,
-        bucket: str,
-        key: str,
-        query: Mapping[str, str] | None,
-        headers: Mapping[str, str] | None,
-        body: bytes,
-        ok: Iterable[int],
+        self, reply: Reply, bucket: str, ok: Iterable[int], resend: Callable[[], Reply]
     ) -> Reply:
-        """``reply``, or the reply of the request resent to the bucket's region it
-        names; :class:`S3Error` when its status is not in ``ok``."""
+        """``reply``, or -- when it names another region for the bucket -- what
+        ``resend`` gets from there; :class:`S3Error` when its status is not in ``ok``."""
         region = reply.headers.get("x-amz-bucket-region")
         if (
             reply.status in (301, 400)
@@ -962,7 +957,7 @@ class S3Client:
             and region != self._region(bucket)
         ):
             self._regions[bucket] = region
-            reply = self._send(method, bucket, key, query, headers, body)
+            reply = resend()
         if reply.status not in ok:
             raise _error(reply, bucket)
         return reply
@@ -1082,15 +1077,12 @@ class S3Client:
             reply = self._receive(pending)
         finally:
             self._in_flight(-1)
+        p = pending
         return self._settle(
             reply,
-            pending.method,
-            pending.bucket,
-            pending.key,
-            pending.query,
-            pending.headers,
-            b"",
+            p.bucket,
             ok,
+            lambda: self._send(p.method, p.bucket, p.key, p.query, p.headers, b""),
         )
 
     def _receive(self, pending: Pending) -> Reply:

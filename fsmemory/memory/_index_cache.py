@@ -24,7 +24,15 @@ It is a cache and nothing more:
 File format: ``MAGIC``, one JSON header line (version, byte order, the length of the
 JSON part and of each binary part, an Adler-32 checksum of the rest), the JSON part
 (small structures), then the binary parts back to back: native ``array`` bytes,
-strings as UTF-8 bytes with an offsets array, and the larger JSON structures.
+strings as UTF-8 bytes with an offsets array, and the larger JSON structures. Row
+lists are stored as ``(first, count)`` runs of consecutive rows where that is much
+smaller (a memory indexed in one go has one run per list), and a column a load can
+rebuild for less than its bytes cost (the timeline's stamps, an expiry column of one
+value) is left out; the JSON part says which (``encoded``).
+
+A fresh process fetches this file together with the root's listing where the root can
+send both at once (:func:`list_and_load`; S3's built-in client), so a cached cold open
+is one round trip and the file is decoded while the listing is still on its way.
 
 Loading costs what a first ``recall`` needs, not what the whole index holds: the flat
 columns and BM25 arrays are copied out, entry ids and contents stay bytes (a string is

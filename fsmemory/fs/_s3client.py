@@ -3,10 +3,10 @@ on the standard library alone.
 
 Why: importing s3fs + aiobotocore + aiohttp and building an aiobotocore session costs
 about half a second of a cold start (a serverless invocation, a CLI call), several
-times the requests themselves. This client imports the C ``_socket`` module, ``hmac``
-and ``hashlib`` -- not ``socket.py`` (over plain HTTP; TLS needs it), nor
+times the requests themselves. This client imports the C ``_socket`` module and
+``hashlib`` -- not ``socket.py`` (over plain HTTP; TLS needs it), nor
 ``http.client`` (whose import with ``email`` and ``ssl`` costs ~20 ms), nor
-``xml.etree`` (S3's flat XML replies are read with regular expressions) -- and speaks
+``xml.etree`` (S3's flat XML replies are read with string searches) -- and speaks
 only what a root needs:
 ``GetObject`` (ranged or whole), ``HeadObject``, ``PutObject`` (with
 ``If-Match``/``If-None-Match`` and user metadata), ``ListObjectsV2``, ``DeleteObject``,
@@ -48,7 +48,6 @@ from __future__ import annotations
 import _socket  # socket.py's enum set-up alone costs a cold start ~2 ms (see _open)
 import base64
 import hashlib
-import hmac
 import io
 import os
 import threading
@@ -385,8 +384,16 @@ def canonical_query(query: Mapping[str, str]) -> str:
     return "&".join(f"{k}={v}" for k, v in pairs)
 
 
+try:  # what hmac.digest() calls, without importing hmac (a cold start pays ~1 ms)
+    from _hashlib import hmac_digest as _hmac_digest
+except ImportError:  # pragma: no cover - a Python built without OpenSSL's hashlib
+    import hmac
+
+    _hmac_digest = hmac.digest  # type: ignore[assignment]
+
+
 def _hmac(key: bytes, text: str) -> bytes:
-    return hmac.new(key, text.encode(), hashlib.sha256).digest()
+    return _hmac_digest(key, text.encode(), "sha256")
 
 
 class Signer:
@@ -440,7 +447,7 @@ class Signer:
         scope = f"{day}/{region}/s3/aws4_request"
         digest = hashlib.sha256(canonical.encode()).hexdigest()
         to_sign = f"{_ALGORITHM}\n{stamp}\n{scope}\n{digest}"
-        signature = hmac.new(self._key(day, region), to_sign.encode(), hashlib.sha256).hexdigest()
+        signature = _hmac(self._key(day, region), to_sign).hex()
         headers["authorization"] = (
             f"{_ALGORITHM} Credential={self.credentials.key}/{scope}, "
             f"SignedHeaders={signed}, Signature={signature}"

@@ -526,14 +526,18 @@ def _pread_range(fd: int, start: int, end: int | None) -> bytes:
 
 
 def _read_all(fd: int) -> bytes:
+    # One read of the size fstat gives, then small reads until EOF (a file may grow
+    # meanwhile). The EOF read must be small: os.read allocates the whole count first,
+    # and a second buffer the size of the file would cost as much as the read itself.
     size = os.fstat(fd).st_size
-    chunks = []
+    first = os.read(fd, size) if size else b""
+    chunks = [first]
     while True:
-        chunk = os.read(fd, max(size, 65536))
+        chunk = os.read(fd, 65536)
         if not chunk:
             break
         chunks.append(chunk)
-    return b"".join(chunks)
+    return first if len(chunks) == 1 else b"".join(chunks)
 
 
 def _write_all(fd: int, data: bytes) -> None:

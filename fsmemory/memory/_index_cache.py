@@ -22,7 +22,7 @@ It is a cache and nothing more:
   into snapshots or exported, and works on every backend (one whole-object write).
 
 File format: ``MAGIC``, one JSON header line (version, byte order, the length of the
-JSON part and of each binary part, an Adler-32 checksum of the rest), the JSON part
+JSON part and of each binary part, a CRC-32 of the rest), the JSON part
 (small structures), then the binary parts back to back: native ``array`` bytes,
 strings as UTF-8 bytes with an offsets array, and the larger JSON structures. Row
 lists are stored as ``(first, count)`` runs of consecutive rows where that is much
@@ -79,7 +79,7 @@ MIN_NEW_ROWS = 256
 #: round trip pays for: no cache is looked for or written.
 MIN_BYTES = 128 * 1024
 MAGIC = b"fsmemory-index\n"
-VERSION = 4
+VERSION = 5
 
 
 def encode(index: MemoryIndex) -> bytes | None:
@@ -91,16 +91,16 @@ def encode(index: MemoryIndex) -> bytes | None:
     except (TypeError, ValueError, OverflowError):
         return None
     parts = list(blobs.items())
-    checksum = zlib.adler32(body)
+    checksum = zlib.crc32(body)
     for _, data in parts:
-        checksum = zlib.adler32(data, checksum)
+        checksum = zlib.crc32(data, checksum)
     header = orjson.dumps(
         {
             "version": VERSION,
             "byteorder": sys.byteorder,
             "meta": len(body),
             "blobs": [[name, len(data)] for name, data in parts],
-            "adler32": checksum,
+            "crc32": checksum,
         }
     )
     return b"".join([MAGIC, header, b"\n", body, *(data for _, data in parts)])
@@ -123,7 +123,7 @@ def decode(data: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
     if header.get("byteorder") != sys.byteorder:
         raise ValueError("another byte order")
     at = end + 1
-    if header.get("adler32") != zlib.adler32(memoryview(data)[at:]):
+    if header.get("crc32") != zlib.crc32(memoryview(data)[at:]):
         raise ValueError("checksum mismatch (a damaged file)")
     view = memoryview(data)  # the parts are views: no copy of a large file
     size = header["meta"]

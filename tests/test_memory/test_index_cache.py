@@ -193,7 +193,7 @@ def _rebuilt(meta: dict[str, Any], blobs: dict[str, Any]) -> bytes:
         "byteorder": sys.byteorder,
         "meta": len(body),
         "blobs": [[k, len(v)] for k, v in parts],
-        "adler32": zlib.adler32(rest),
+        "crc32": zlib.crc32(rest),
     }
     return b"".join([_index_cache.MAGIC, orjson.dumps(head), b"\n", rest])
 

@@ -5,10 +5,10 @@ every log line, match MEMORY.md's bullets to their records, analyse every entry 
 BM25. That costs far more than reading the bytes. So after a search has built the
 index, :func:`save` writes its whole state (columns, cursors, BM25 postings: flat
 arrays, not pickles) to the root's cache file ``.fsmemory-cache.index``, and the next
-fresh process :func:`load`\\ s it and then refreshes from one listing, exactly as a warm
-process would: a log another writer appended to is read from the cached offset (after
-the tail check of :mod:`fsmemory.memory._tail`), a rewritten MEMORY.md or log is
-re-read whole, a deleted one is dropped.
+fresh process loads it (:func:`list_and_load`, with the listing) and then refreshes
+from that listing exactly as a warm process would: a log another writer appended to is
+read from the cached offset (after the tail check of :mod:`fsmemory.memory._tail`), a
+rewritten MEMORY.md or log is re-read whole, a deleted one is dropped.
 
 It is a cache and nothing more:
 
@@ -64,7 +64,6 @@ __all__ = [
     "encode",
     "fill",
     "list_and_load",
-    "load",
     "save",
     "worth_it",
 ]
@@ -152,17 +151,6 @@ def is_memory_file(path: str) -> bool:
 def worth_it(listing: list[FileInfo]) -> bool:
     """True when the memory in ``listing`` is large enough for a cache to pay."""
     return sum(info.size for info in listing if is_memory_file(info.path)) >= MIN_BYTES
-
-
-def load(root: StorageRoot, index: MemoryIndex) -> bool:
-    """Fill a fresh ``index`` from the root's cache file; False (index untouched) when
-    there is none or it is unusable. The caller refreshes from a listing next."""
-    try:
-        data = root.read_cache(CACHE_NAME)
-    except (OSError, FsMemoryError) as exc:
-        logger.info("index cache of %s not read: %s", root, exc)
-        return False
-    return fill(root, index, data)
 
 
 def fill(root: StorageRoot, index: MemoryIndex, data: bytes | None) -> bool:

@@ -781,6 +781,7 @@ class Pending:
     reads."""
 
     __slots__ = (
+        "body",
         "bucket",
         "conn",
         "headers",
@@ -805,9 +806,10 @@ class Pending:
         signed: dict[str, str],
         conn: _Connection,
         reused: bool,
+        body: bytes = b"",
     ) -> None:
         self.method, self.bucket, self.key = method, bucket, key
-        self.query, self.headers = query, headers
+        self.query, self.headers, self.body = query, headers, body
         self.where, self.target, self.signed = where, target, signed
         self.conn, self.reused = conn, reused
 
@@ -1006,22 +1008,9 @@ class S3Client:
         extra: Mapping[str, str] | None,
         body: bytes,
     ) -> Reply:
-        where, target, headers = self._prepare(method, bucket, key, query, extra, body)
-        self._in_flight(1)
+        pending = self._start(method, bucket, key, query, extra, body)
         try:
-            conn, reused = self._take(where)
-            try:
-                try:
-                    return self._exchange(conn, where, method, target, headers, body)
-                except ConnectionError:
-                    if not reused:
-                        raise
-                # An idle kept-alive connection the server had closed: once more, afresh.
-                conn = self._connection(*where)
-                return self._exchange(conn, where, method, target, headers, body)
-            except BaseException:
-                conn.close()
-                raise
+            return self._receive(pending)
         finally:
             self._in_flight(-1)
 
@@ -1049,8 +1038,22 @@ class S3Client:
         Raises:
             OSError: the request could not be sent (nothing is left open).
         """
-        where, target, signed = self._prepare(method, bucket, key, query, headers, b"")
-        self._in_flight(1)  # until finish() or abandon()
+        return self._start(method, bucket, key, query, headers, b"")
+
+    def _start(
+        self,
+        method: str,
+        bucket: str,
+        key: str,
+        query: Mapping[str, str] | None,
+        headers: Mapping[str, str] | None,
+        body: bytes,
+    ) -> Pending:
+        """Send a request on a pooled connection (an idle kept-alive one the server had
+        closed is replaced, and the request sent again); counted in flight until its
+        reply is read or it is abandoned."""
+        where, target, signed = self._prepare(method, bucket, key, query, headers, body)
+        self._in_flight(1)
         try:
             conn, reused = self._take(where)
         except BaseException:
@@ -1058,18 +1061,20 @@ class S3Client:
             raise
         try:
             try:
-                conn.send(method, target, signed, b"")
+                conn.send(method, target, signed, body)
             except ConnectionError:
                 if not reused:
                     raise
                 conn.close()
                 conn, reused = self._connection(*where), False
-                conn.send(method, target, signed, b"")
+                conn.send(method, target, signed, body)
         except BaseException:
             conn.close()
             self._in_flight(-1)
             raise
-        return Pending(method, bucket, key, query, headers, where, target, signed, conn, reused)
+        return Pending(
+            method, bucket, key, query, headers, where, target, signed, conn, reused, body
+        )
 
     def finish(self, pending: Pending, ok: Iterable[int] = (200,)) -> Reply:
         """The reply to a request :meth:`start` sent (read once; the connection goes
@@ -1089,7 +1094,7 @@ class S3Client:
             reply,
             p.bucket,
             ok,
-            lambda: self._send(p.method, p.bucket, p.key, p.query, p.headers, b""),
+            lambda: self._send(p.method, p.bucket, p.key, p.query, p.headers, p.body),
         )
 
     def _receive(self, pending: Pending) -> Reply:
@@ -1103,7 +1108,7 @@ class S3Client:
                 raise
             conn = self._connection(*where)
             try:
-                reply = self._exchange(conn, where, method, target, signed, b"")
+                reply = self._exchange(conn, where, method, target, signed, pending.body)
             except BaseException:
                 conn.close()
                 raise

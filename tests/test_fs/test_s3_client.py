@@ -34,6 +34,7 @@ from fsmemory.fs._s3client import (
     MAX_CONNECTIONS,
     MAX_IDLE,
     Credentials,
+    S3Client,
     S3Error,
     Signer,
     _elements,
@@ -892,3 +893,93 @@ def test_https_endpoints_speak_tls(
             open_root(s3_root_url, untrusted).read_bytes("logs/2026-12-02.jsonl")
     finally:
         listener.close()
+
+
+class _DropsSecondRequest:
+    """An HTTP server on loopback that answers every connection's first request
+    (keeping the connection alive) and, on a connection it answered before, reads the
+    next request and closes without replying: a kept-alive connection dropped after the
+    request went out, which only reading the reply can tell."""
+
+    def __init__(self) -> None:
+        import socket
+        import threading
+
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.requests: list[bytes] = []
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        import threading
+
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
+
+    def _connection(self, conn: Any) -> None:
+        with conn:
+            for answered in range(2):
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    data += chunk
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n")[1:]:
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value)
+                while len(body) < length:
+                    body += conn.recv(65536)
+                self.requests.append(head.split(b"\r\n", 1)[0] + b" " + body)
+                if answered:
+                    return  # the request was read: closed without a reply
+                reply = b"served"
+                conn.sendall(
+                    b'HTTP/1.1 200 OK\r\nContent-Length: %d\r\nETag: "e"\r\n\r\n%s'
+                    % (len(reply), reply)
+                )
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.mark.parametrize("method", ["GET", "PUT"])
+def test_a_kept_alive_connection_dropped_before_the_reply_is_replaced(method: str) -> None:
+    """A reused connection the server closes after the request went out fails only
+    when its reply is read: the request is sent again on a new connection (with its
+    body), for ``request`` and for ``start``/``finish`` alike."""
+    server = _DropsSecondRequest()
+    try:
+        config, reason = resolve_config(
+            {
+                "key": "k",
+                "secret": "s",
+                "client_kwargs": {
+                    "endpoint_url": f"http://127.0.0.1:{server.port}",
+                    "region_name": "us-east-1",
+                },
+            },
+            {},
+        )
+        assert config is not None, reason
+        client = S3Client(config)
+        body = b"payload" if method == "PUT" else b""
+        assert client.request(method, "bucket", "k", body=body).body == b"served"
+        # The one idle connection is reused, dropped after reading the request.
+        assert client.request(method, "bucket", "k", body=body).body == b"served"
+        assert client.finish(client.start("GET", "bucket", "k")).body == b"served"
+        client.close()
+    finally:
+        server.close()
+    sent = [line.split(b" ", 1)[0] for line in server.requests]
+    assert sent == [method.encode()] * 3 + [b"GET"] * 2
+    if method == "PUT":
+        assert all(line.endswith(b" payload") for line in server.requests[:3])

@@ -1146,6 +1146,19 @@ class MemoryIndex:
         out[:size] = scores[:size]
         return out
 
+    def created_array(self, np: Any) -> Any:
+        """Creation times of every row (microseconds since the epoch) as a NumPy int64
+        array (a copy), removed rows included."""
+        return np.array(self._created, dtype=np.int64)
+
+    def live_mask(self, np: Any, now: datetime) -> Any:
+        """A NumPy bool array over every row: True where the row is live at ``now`` (not
+        forgotten, hidden or expired; the vectorised form of :meth:`row_acceptor`
+        without a category)."""
+        flags = np.array(self._flags, dtype=np.uint8)
+        expires = np.array(self._expires, dtype=np.int64)
+        return ((flags & (_DEAD | _HIDDEN)) == 0) & (expires > us_of(now))
+
     def row_ids(self, rows: Iterable[int]) -> list[str]:
         """Entry ids of ``rows`` (row numbers hold until :attr:`row_epoch` changes)."""
         ids = self._ids

@@ -24,6 +24,7 @@ import logging
 import math
 import re
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,10 @@ if TYPE_CHECKING:
     from fsmemory.memory.entry import KnowledgeEntry
 
 __all__ = [
+    "CONTEXT_GAP",
+    "CONTEXT_SPAN",
+    "CONTEXT_WEIGHT",
+    "LEXICAL_WEIGHT",
     "VECTOR_DIR",
     "Embedder",
     "EmbedderError",
@@ -58,6 +63,13 @@ LEXICAL_WEIGHT = 0.3
 # The mean of the vectors is shrunk by n / (n + this) toward 0: a few vectors say little
 # about the direction all of a model's vectors share.
 _CENTRE_PRIOR = 4
+# Context (see VectorStore.context_scores): an entry gains this share of the best fused
+# score among the entries written up to CONTEXT_SPAN places before or after it, no more
+# than CONTEXT_GAP apart in time.
+CONTEXT_WEIGHT = 0.25
+CONTEXT_SPAN = 2
+CONTEXT_GAP = timedelta(hours=1)
+_CONTEXT_GAP_US = CONTEXT_GAP // timedelta(microseconds=1)
 
 
 def is_derived(path: str) -> bool:
@@ -111,6 +123,10 @@ class VectorStore:
         self._mu_rows = 0
         self._dots: Any = None
         self._spread: Any = None
+        # Pairs of vector rows written close together (see _context_pairs), and the row
+        # maps they were built from.
+        self._context_key: tuple[int, int, int] = (-1, -1, -1)
+        self._context: list[tuple[Any, Any]] = []
         self.calls = 0
 
     @property
@@ -352,14 +368,39 @@ class VectorStore:
             self._filled_for = (index.row_epoch, index.generation, index.rows, index.live_count())
         else:
             self._sync_rows(index)
+        np = _numpy()
         found = self.fused_rows(
             query_vector,
-            index.lexical_rows(_numpy(), query, terms),
+            index.lexical_rows(np, query, terms),
             limit,
             index.row_acceptor(category, now),
             index.row_priority,
+            context=(self._context_pairs(index), np.append(index.live_mask(np, now), False)),
         )
         return [index.row_entry(row) for _, row in found]
+
+    def _context_pairs(self, index: MemoryIndex) -> list[tuple[Any, Any]]:
+        """The pairs of vector rows whose entries are written close together: for each
+        distance ``k`` up to :data:`CONTEXT_SPAN`, two arrays ``(a, b)`` such that the
+        entry of ``b[i]`` is the ``k``-th written after that of ``a[i]`` (by creation
+        time, then row) at most :data:`CONTEXT_GAP` later. Each vector row appears at
+        most once in each array. Built again when the row maps change."""
+        key = (self._map_epoch, self._mapped_rows, self._mapped_vecs)
+        if key == self._context_key:
+            return self._context
+        np = _numpy()
+        rows = self._row_of_vec[: len(self._ids)]
+        held = np.flatnonzero(rows >= 0)
+        held_rows = rows[held]
+        created = index.created_array(np)[held_rows]
+        by_time = np.lexsort((held_rows, created))
+        order, stamps = held[by_time], created[by_time]
+        pairs = []
+        for k in range(1, CONTEXT_SPAN + 1):
+            close = np.flatnonzero(stamps[k:] - stamps[:-k] <= _CONTEXT_GAP_US)
+            pairs.append((order[close], order[close + k]))
+        self._context, self._context_key = pairs, key
+        return pairs
 
     def fused_rows(
         self,
@@ -368,23 +409,32 @@ class VectorStore:
         limit: int,
         accept: Callable[[int], bool],
         priority: Callable[[int], tuple[Any, ...]],
+        context: tuple[list[tuple[Any, Any]], Any] | None = None,
     ) -> list[tuple[float, int]]:
-        """Top ``limit`` accepted index rows by ``0.3 * z(lexical) + 0.7 * z(dense)``.
+        """Top ``limit`` accepted index rows by ``0.3 * z(lexical) + 0.7 * z(dense)``,
+        plus the context share when ``context`` is given.
 
         ``lexical`` holds the BM25 score of every index row; ``dense`` is
         :meth:`dense_scores`. Both are taken per stored vector (the row maps of
-        :meth:`_sync_rows`) and ``z`` standardises a score over all stored vectors."""
+        :meth:`_sync_rows`) and ``z`` standardises a score over all stored vectors.
+        ``context`` is the pairs of :meth:`_context_pairs` and a live flag per index
+        row followed by one False (the slot of vectors without a row): each row then
+        gains :data:`CONTEXT_WEIGHT` times the best positive fused score of a live
+        entry written next to it (:func:`context_scores`)."""
         np = _numpy()
         dense = self.dense_scores(query_vector)
         n = dense.shape[0]
         if not n:
             return []
+        rows = self._row_of_vec
         # Lexical scores by vector row (vectors without an index row take the last slot).
-        lex = np.append(lexical, 0.0)[self._row_of_vec[:n]]
+        lex = np.append(lexical, 0.0)[rows[:n]]
         fused = LEXICAL_WEIGHT * _standardise(np, lex) + (1 - LEXICAL_WEIGHT) * _standardise(
             np, dense
         )
-        rows = self._row_of_vec
+        if context is not None:
+            pairs, live = context
+            fused += CONTEXT_WEIGHT * context_scores(np, fused, pairs, live[rows[:n]])
         want = min(n, max(limit * 4, 16))
         while True:
             top = np.argpartition(-fused, want - 1)[:want] if want < n else np.arange(n)
@@ -399,6 +449,26 @@ class VectorStore:
             if len(found) >= limit or want >= n:
                 return found
             want = min(n, want * 4)
+
+
+def context_scores(np: Any, fused: Any, pairs: Sequence[tuple[Any, Any]], live: Any) -> Any:
+    """Per vector row, the best positive score in ``fused`` among the live rows paired
+    with it (0 when there is none).
+
+    Args:
+        np: the NumPy module.
+        fused: a score per vector row.
+        pairs: arrays ``(a, b)`` of paired vector rows; a row appears at most once in
+            each array (see ``VectorStore._context_pairs``).
+        live: a bool per vector row; the scores of rows that are not live are never
+            passed on.
+    """
+    carried = np.where(live, np.maximum(fused, 0.0), 0.0)
+    best = np.zeros_like(fused)
+    for a, b in pairs:
+        best[a] = np.maximum(best[a], carried[b])
+        best[b] = np.maximum(best[b], carried[a])
+    return best
 
 
 def _grown(np: Any, arr: Any, size: int) -> Any:

@@ -1,0 +1,234 @@
+"""Context in hybrid recall: an entry gains a share of the best score among the live
+entries written just before and after it (by creation time, within an hour), so a fact
+noted right after the one a question matches comes back with it."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fsmemory import KnowledgeMemory
+from fsmemory.memory import _vectors
+from fsmemory.memory._rank import query_terms
+from fsmemory.memory.entry import us_of
+
+from .conftest import FakeClock
+from .test_embedder import WordEmbedder
+
+np = pytest.importorskip("numpy")
+
+FILLERS = [
+    "Ben repaired the garden fence",
+    "Cara bakes bread on Sundays",
+    "Dev plays chess online",
+    "Eli collects old stamps",
+    "Fay adopted a grey cat",
+    "Gus paints model trains",
+    "Hal drives a red van",
+    "Ivy studies Japanese grammar",
+    "Jo grows tomatoes on the balcony",
+    "Kim reads science fiction",
+    "Lou swims in the lake",
+    "Max fixes old radios",
+]
+MATCH = "Ann started training for the city marathon"
+FOLLOW_UP = "She wants to finish in under four hours"  # no word of the question
+TWIN = FOLLOW_UP  # the same words, written hours after MATCH (newer: first on a tie)
+QUESTION = "How is Ann's marathon training going?"
+
+
+def _story(
+    location: str,
+    clock: FakeClock,
+    *,
+    gap: timedelta = timedelta(minutes=1),
+    match: dict[str, Any] | None = None,
+    follow_up: dict[str, Any] | None = None,
+    twin: dict[str, Any] | None = None,
+) -> tuple[KnowledgeMemory, dict[str, str]]:
+    """Fillers three hours apart, the match, the follow-up ``gap`` later, more fillers,
+    and the follow-up's twin far from the match."""
+    location += uuid.uuid4().hex[:8]
+    km = KnowledgeMemory(location, clock=clock, embedder=WordEmbedder("context"))
+    ids: dict[str, str] = {}
+    for text in FILLERS[:6]:
+        ids[text] = km.remember(text)
+        clock.advance(hours=3)
+    ids["match"] = km.remember(MATCH, **(match or {}))
+    clock.now += gap
+    ids["follow_up"] = km.remember(FOLLOW_UP, **(follow_up or {}))
+    clock.advance(hours=3)
+    for text in FILLERS[6:]:
+        ids[text] = km.remember(text)
+        clock.advance(hours=3)
+    ids["twin"] = km.remember(TWIN, **(twin or {}))
+    clock.advance(hours=3)
+    return km, ids
+
+
+def _names(km: KnowledgeMemory, ids: dict[str, str], limit: int = 3, **kw: Any) -> list[str]:
+    by_id = {v: k for k, v in ids.items()}
+    return [by_id[e.id] for e in km.recall(QUESTION, limit=limit, **kw)]
+
+
+@pytest.mark.parametrize("weight", [_vectors.CONTEXT_WEIGHT, 0.0])
+def test_a_fact_written_next_to_the_match_is_recalled_with_it(
+    weight: float, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_vectors, "CONTEXT_WEIGHT", weight)
+    km, ids = _story("memory://context-next", clock)
+    found = _names(km, ids)
+    assert found[0] == "match"
+    if weight:
+        assert found[1] == "follow_up"
+    else:  # the control: without context the follow-up is nowhere near the top
+        assert "follow_up" not in found
+
+
+def test_entries_written_hours_apart_pass_nothing_on(clock: FakeClock) -> None:
+    km, ids = _story("memory://context-apart", clock, gap=_vectors.CONTEXT_GAP + timedelta(1))
+    found = _names(km, ids)
+    assert found[0] == "match"
+    assert "follow_up" not in found
+    # Within the gap, to the microsecond, it still counts.
+    km, ids = _story("memory://context-edge", FakeClock(), gap=_vectors.CONTEXT_GAP)
+    assert _names(km, ids)[:2] == ["match", "follow_up"]
+
+
+def test_a_forgotten_or_expired_neighbour_passes_nothing_on(clock: FakeClock) -> None:
+    km, ids = _story("memory://context-forgot", clock)
+    assert _names(km, ids)[1] == "follow_up"
+    assert km.forget(ids["match"])
+    assert "follow_up" not in _names(km, ids)
+
+    clock = FakeClock()
+    km, ids = _story("memory://context-expired", clock, match={"ttl_days": 2})
+    clock.now = km.get(ids["match"]).created_at + timedelta(days=1)  # type: ignore[union-attr]
+    assert _names(km, ids)[:2] == ["match", "follow_up"]
+    clock.advance(days=2)
+    found = _names(km, ids)
+    assert "match" not in found
+    assert "follow_up" not in found
+
+
+@pytest.mark.parametrize("weight", [_vectors.CONTEXT_WEIGHT, 0.0])
+def test_context_crosses_categories_and_the_filter_still_holds(
+    weight: float, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_vectors, "CONTEXT_WEIGHT", weight)
+    goals = {"category": "goals"}
+    km, ids = _story(
+        "memory://context-cats", clock, match={"category": "sport"}, follow_up=goals, twin=goals
+    )
+    found = _names(km, ids, limit=2, category="goals")
+    assert sorted(found) == ["follow_up", "twin"]
+    # The twin says the same thing and is newer: only context puts the follow-up first.
+    assert found[0] == ("follow_up" if weight else "twin")
+
+
+def test_context_follows_creation_time_not_the_order_rows_were_read_in(
+    tmp_path: Path,
+) -> None:
+    clock = FakeClock()
+    folder = tmp_path / "m"
+    km = KnowledgeMemory(folder, clock=clock, embedder=WordEmbedder("context"))
+    ids = {"match": km.remember(MATCH)}
+    start = clock.now
+    for text in FILLERS:
+        clock.advance(hours=3)
+        ids[text] = km.remember(text)
+    # Written last, stamped a minute after the match (a clock set back, an import).
+    clock.now = start + timedelta(minutes=1)
+    ids["follow_up"] = km.remember(FOLLOW_UP)
+    clock.now = start + timedelta(days=3)
+    assert _names(km, ids)[:2] == ["match", "follow_up"]
+    fresh = KnowledgeMemory(folder, clock=clock, embedder=WordEmbedder("context"))
+    assert _names(fresh, ids)[:2] == ["match", "follow_up"]
+
+
+def _expected(km: KnowledgeMemory, base: Any, clock: FakeClock) -> dict[str, float]:
+    """The definition, entry by entry: the score of each vector's live entry plus the
+    context weight times the best positive score among the live entries at most
+    CONTEXT_SPAN places away among the live entries in (creation time, row) order, and
+    at most CONTEXT_GAP apart in time."""
+    store, index = km._vectors, km._index
+    assert store is not None
+    entries = []
+    for v, entry_id in enumerate(store._ids):
+        row = index.row_of(entry_id)
+        if row is not None and index._live_row(row, us_of(clock.now)):
+            entries.append((index._created[row], row, v))
+    entries.sort()
+    gap = _vectors.CONTEXT_GAP // timedelta(microseconds=1)
+    out = {}
+    for i, (created, _row, v) in enumerate(entries):
+        near = [
+            float(base[w])
+            for j, (other, _r, w) in enumerate(entries)
+            if j != i and abs(j - i) <= _vectors.CONTEXT_SPAN and abs(other - created) <= gap
+        ]
+        best = max([0.0, *near])
+        out[store._ids[v]] = float(base[v]) + _vectors.CONTEXT_WEIGHT * best
+    return out
+
+
+def _check_definition(km: KnowledgeMemory, query: str, clock: FakeClock) -> None:
+    km.recall(query)  # embeds what is missing and brings the row maps up to date
+    store, index = km._vectors, km._index
+    assert store is not None
+    qv = store.embed([query])[0]
+    lexical = index.lexical_rows(np, query, query_terms(query))
+    base = store.fused_scores(qv, lexical)
+    full = store.fused_scores(qv, lexical, store.context_of(index, clock.now))
+    expected = _expected(km, base, clock)
+    assert expected
+    for v, entry_id in enumerate(store._ids):
+        if entry_id in expected:
+            assert full[v] == pytest.approx(expected[entry_id], abs=1e-9), entry_id
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fused_scores_follow_the_definition_on_random_memories(seed: int, tmp_path: Path) -> None:
+    rng = random.Random(seed)
+    clock = FakeClock()
+    folder = tmp_path / "m"
+    km = KnowledgeMemory(folder, clock=clock, embedder=WordEmbedder("definition"))
+    words = ["tea", "garden", "sunrise", "lisbon", "violin", "paint", "marathon", "river"]
+    ids: list[str] = []
+
+    def write(n: int) -> None:
+        for _ in range(n):
+            # Gaps around the hour, and some entries stamped at the same instant.
+            clock.advance(minutes=rng.choice([0, 0, 5, 30, 59, 60, 61, 180]))
+            ttl = rng.choice([None, None, None, 0.01])
+            ids.append(km.remember(" ".join(rng.sample(words, 3)), ttl_days=ttl))
+
+    write(rng.randint(20, 60))
+    for entry_id in rng.sample(ids, 5):
+        km.forget(entry_id)
+    for query in ("tea garden", "violin sunrise", "marathon river kitchen"):
+        _check_definition(km, query, clock)
+    clock.advance(minutes=20)  # some entries expire
+    write(rng.randint(5, 15))  # the pairs are built again
+    _check_definition(km, "paint lisbon", clock)
+    # A second instance, from the index cache, agrees.
+    again = KnowledgeMemory(folder, clock=clock, embedder=WordEmbedder("definition"))
+    _check_definition(again, "paint lisbon", clock)
+    assert [e.id for e in again.recall("tea paint", limit=10)] == [
+        e.id for e in km.recall("tea paint", limit=10)
+    ]
+
+
+def test_context_scores_pass_on_only_positive_scores() -> None:
+    fused = np.array([3.0, -1.0, 0.5, 2.0, 1.0])
+    near = [(np.array([0, 1, 2, 3]), np.array([1, 2, 3, 4]))]
+    assert _vectors.context_scores(np, fused, near).tolist() == [0.0, 3.0, 2.0, 1.0, 2.0]
+    two_apart = [*near, (np.array([0, 2]), np.array([2, 4]))]
+    got = _vectors.context_scores(np, fused, two_apart)
+    assert got.tolist() == [0.5, 3.0, 3.0, 1.0, 2.0]
+    assert _vectors.context_scores(np, fused, []).tolist() == [0.0] * 5

@@ -81,7 +81,6 @@ _CENTRE_PRIOR = 4
 CONTEXT_WEIGHT = 0.25
 CONTEXT_SPAN = 2
 CONTEXT_GAP = timedelta(hours=1)
-_CONTEXT_GAP_US = CONTEXT_GAP // timedelta(microseconds=1)
 
 
 def is_derived(path: str) -> bool:
@@ -388,22 +387,14 @@ class VectorStore:
         found = self.top_rows(fused, limit, index.row_acceptor(category, now), index.row_priority)
         return [index.row_entry(row) for _, row in found]
 
-    def context_of(self, index: MemoryIndex, now: datetime) -> list[tuple[Any, Any]]:
-        """The pairs of vector rows whose entries are live at ``now`` and written close
-        together: for each distance ``k`` up to :data:`CONTEXT_SPAN`, two arrays
-        ``(a, b)`` such that the entry of ``b[i]`` is the ``k``-th live entry written
-        after that of ``a[i]`` (by creation time, then row), at most
-        :data:`CONTEXT_GAP` later. A vector row appears at most once in each array.
-        The row maps must be current (:meth:`_sync_rows`)."""
+    def context_of(self, index: MemoryIndex, now: datetime) -> tuple[Any, Any]:
+        """The vector rows of the entries live at ``now``, in the order they were
+        written (creation time, then row), and their creation times (microseconds): what
+        :func:`context_scores` takes. The row maps must be current (:meth:`_sync_rows`)."""
         np = _numpy()
         order, stamps, rows = self._timeline(index)
-        keep = np.flatnonzero(index.live_mask(np, now)[rows])
-        order, stamps = order[keep], stamps[keep]
-        pairs = []
-        for k in range(1, CONTEXT_SPAN + 1):
-            close = np.flatnonzero(stamps[k:] - stamps[:-k] <= _CONTEXT_GAP_US)
-            pairs.append((order[close], order[close + k]))
-        return pairs
+        keep = index.live_mask(np, now)[rows]
+        return order[keep], stamps[keep]
 
     def _timeline(self, index: MemoryIndex) -> tuple[Any, Any, Any]:
         """The vector rows that have an index row, in the order their entries were
@@ -425,7 +416,7 @@ class VectorStore:
         self,
         query_vector: Any,
         lexical: Any,
-        context: Sequence[tuple[Any, Any]] | None = None,
+        context: tuple[Any, Any] | None = None,
     ) -> Any:
         """The hybrid score of every vector row: ``0.3 * z(lexical) + 0.7 * z(dense)``,
         plus the context share when ``context`` is given.
@@ -433,10 +424,10 @@ class VectorStore:
         ``lexical`` holds the BM25 score of every index row; ``dense`` is
         :meth:`dense_scores`. Both are taken per stored vector (the row maps of
         :meth:`_sync_rows`) and ``z`` standardises a score over all stored vectors.
-        ``context`` is what :meth:`context_of` returns (pairs of vector rows of live
-        entries written close together): each row then gains :data:`CONTEXT_WEIGHT`
-        times the best positive score of an entry paired with it
-        (:func:`context_scores`)."""
+        ``context`` is what :meth:`context_of` returns (the live entries' vector rows
+        in the order they were written, and when): each row then gains
+        :data:`CONTEXT_WEIGHT` times the best positive score of an entry written next
+        to it (:func:`context_scores`)."""
         np = _numpy()
         dense = self.dense_scores(query_vector)
         n = dense.shape[0]
@@ -446,7 +437,7 @@ class VectorStore:
             np, dense
         )
         if context is not None:
-            fused += CONTEXT_WEIGHT * context_scores(np, fused, context)
+            fused += CONTEXT_WEIGHT * context_scores(np, fused, *context)
         return fused
 
     def top_rows(
@@ -479,21 +470,36 @@ class VectorStore:
             want = min(n, want * 4)
 
 
-def context_scores(np: Any, fused: Any, pairs: Sequence[tuple[Any, Any]]) -> Any:
-    """Per row of ``fused``, the best positive score in ``fused`` among the rows paired
-    with it (0 when there is none).
+def context_scores(
+    np: Any,
+    fused: Any,
+    order: Any,
+    stamps: Any,
+    span: int = CONTEXT_SPAN,
+    gap: timedelta = CONTEXT_GAP,
+) -> Any:
+    """Per row of ``fused``, the best positive score among the rows written up to
+    ``span`` places before or after it in ``order`` and at most ``gap`` apart (0 when
+    there is none; rows not in ``order`` get 0 and pass nothing on).
 
     Args:
         np: the NumPy module.
         fused: a score per vector row.
-        pairs: arrays ``(a, b)`` of paired rows; a row appears at most once in each
-            array (see :meth:`VectorStore.context_of`).
+        order: vector rows in the order their entries were written.
+        stamps: the creation time of each row of ``order`` (microseconds), ascending.
+        span: how many places before and after count.
+        gap: the longest time between two entries that still count.
     """
-    best = np.zeros_like(fused)  # the floor: a negative score passes nothing on
-    for a, b in pairs:
-        best[a] = np.maximum(best[a], fused[b])
-        best[b] = np.maximum(best[b], fused[a])
-    return best
+    gap_us = gap // timedelta(microseconds=1)
+    scores = fused[order]
+    best = np.zeros_like(scores)  # the floor: a negative score passes nothing on
+    for k in range(1, min(span, len(order) - 1) + 1):
+        close = stamps[k:] - stamps[:-k] <= gap_us
+        np.maximum(best[:-k], np.where(close, scores[k:], 0.0), out=best[:-k])
+        np.maximum(best[k:], np.where(close, scores[:-k], 0.0), out=best[k:])
+    out = np.zeros_like(fused)
+    out[order] = best
+    return out
 
 
 def _grown(np: Any, arr: Any, size: int) -> Any:

@@ -224,11 +224,18 @@ def test_fused_scores_follow_the_definition_on_random_memories(seed: int, tmp_pa
     ]
 
 
-def test_context_scores_pass_on_only_positive_scores() -> None:
-    fused = np.array([3.0, -1.0, 0.5, 2.0, 1.0])
-    near = [(np.array([0, 1, 2, 3]), np.array([1, 2, 3, 4]))]
-    assert _vectors.context_scores(np, fused, near).tolist() == [0.0, 3.0, 2.0, 1.0, 2.0]
-    two_apart = [*near, (np.array([0, 2]), np.array([2, 4]))]
-    got = _vectors.context_scores(np, fused, two_apart)
-    assert got.tolist() == [0.5, 3.0, 3.0, 1.0, 2.0]
-    assert _vectors.context_scores(np, fused, []).tolist() == [0.0] * 5
+def test_context_scores_pass_on_only_positive_scores_of_close_rows() -> None:
+    fused = np.array([3.0, -1.0, 0.5, 2.0, 1.0, 9.0])
+    # Written in the order 4, 0, 1, 2, 3 (row 5 is not live); row 3 two hours late.
+    order = np.array([4, 0, 1, 2, 3])
+    hour = 3_600_000_000
+    stamps = np.array([0, 10, 20, 30, 30 + 2 * hour])
+    near = _vectors.context_scores(np, fused, order, stamps, span=1)
+    assert near.tolist() == [1.0, 3.0, 0.0, 0.0, 3.0, 0.0]
+    got = _vectors.context_scores(np, fused, order, stamps)
+    assert got.tolist() == [1.0, 3.0, 3.0, 0.0, 3.0, 0.0]
+    wide = _vectors.context_scores(np, fused, order, stamps, gap=timedelta(hours=3))
+    assert wide.tolist() == [1.0, 3.0, 3.0, 0.5, 3.0, 0.0]
+    one = _vectors.context_scores(np, fused, order[:1], stamps[:1])
+    assert one.tolist() == [0.0] * 6
+    assert _vectors.context_scores(np, fused, order[:0], stamps[:0]).tolist() == [0.0] * 6

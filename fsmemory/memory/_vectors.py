@@ -75,9 +75,9 @@ LEXICAL_WEIGHT = 0.3
 # The mean of the vectors is shrunk by n / (n + this) toward 0: a few vectors say little
 # about the direction all of a model's vectors share.
 _CENTRE_PRIOR = 4
-# Context (see VectorStore.context_scores): an entry gains this share of the best fused
-# score among the entries written up to CONTEXT_SPAN places before or after it, no more
-# than CONTEXT_GAP apart in time.
+# Context (see context_scores): an entry gains this share of the best fused score among
+# the live entries written up to CONTEXT_SPAN places before or after it, no more than
+# CONTEXT_GAP apart in time.
 CONTEXT_WEIGHT = 0.25
 CONTEXT_SPAN = 2
 CONTEXT_GAP = timedelta(hours=1)
@@ -305,9 +305,9 @@ class VectorStore:
         """Embed the live rows of ``index`` that have no vector (in batches)."""
         self.load()
         self._sync_rows(index)
-        accept = index.row_acceptor(None, now)
-        unmapped = _numpy().flatnonzero(self._vec_of[: index.rows] < 0).tolist()
-        todo = [row for row in unmapped if accept(row)]
+        np = _numpy()
+        n = index.rows
+        todo = np.flatnonzero((self._vec_of[:n] < 0) & index.live_mask(np, now)).tolist()
         if not todo:
             return
         for start in range(0, len(todo), _BATCH):
@@ -437,7 +437,10 @@ class VectorStore:
             np, dense
         )
         if context is not None:
-            fused += CONTEXT_WEIGHT * context_scores(np, fused, *context)
+            order, stamps = context
+            fused += CONTEXT_WEIGHT * context_scores(
+                np, fused, order, stamps, CONTEXT_SPAN, CONTEXT_GAP
+            )
         return fused
 
     def top_rows(

@@ -19,6 +19,7 @@ from fsmemory.memory.entry import us_of
 
 from .conftest import FakeClock
 from .test_embedder import WordEmbedder
+from .test_index_cache import _seed_varied
 
 np = pytest.importorskip("numpy")
 
@@ -216,12 +217,36 @@ def test_fused_scores_follow_the_definition_on_random_memories(seed: int, tmp_pa
     clock.advance(minutes=20)  # some entries expire
     write(rng.randint(5, 15))  # the pairs are built again
     _check_definition(km, "paint lisbon", clock)
-    # A second instance, from the index cache, agrees.
+    # A second instance, reading the logs, agrees.
     again = KnowledgeMemory(folder, clock=clock, embedder=WordEmbedder("definition"))
     _check_definition(again, "paint lisbon", clock)
     assert [e.id for e in again.recall("tea paint", limit=10)] == [
         e.id for e in km.recall("tea paint", limit=10)
     ]
+
+
+def test_a_cache_loaded_memory_follows_the_definition(tmp_path: Path) -> None:
+    """Every kind of row the index holds (persistent facts, hidden records, a
+    MEMORY.md-only fact, TTLs, non-ASCII text), sittings hours apart, read back from
+    the index cache."""
+    clock = FakeClock()
+    folder = tmp_path / "m"
+    km = KnowledgeMemory(folder, clock=clock, embedder=WordEmbedder("definition"))
+    ids = _seed_varied(km, clock, n=300)
+    clock.advance(hours=2)
+    ids += [km.remember(f"evening note {i} about tea and guitar") for i in range(5)]
+    for entry_id in ids[10:40:3]:
+        km.forget(entry_id)
+    queries = ["guitar tea", "lisbon", "rust note", "evening tea"]
+    for query in queries:
+        _check_definition(km, query, clock)
+    again = KnowledgeMemory(folder, clock=clock, embedder=WordEmbedder("definition"))
+    for query in queries:
+        _check_definition(again, query, clock)
+        assert [e.id for e in again.recall(query, limit=10)] == [
+            e.id for e in km.recall(query, limit=10)
+        ]
+    assert again._cache_loaded
 
 
 def test_context_scores_pass_on_only_positive_scores_of_close_rows() -> None:

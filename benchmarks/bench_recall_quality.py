@@ -8,8 +8,7 @@ turn in its evidence. Printed: recall@1/5/10 for
 
 * ``default``: ``KnowledgeMemory.recall`` (BM25, no model);
 * ``embedder``: ``KnowledgeMemory(embedder=MiniLM)`` (hybrid), when the model is installed,
-  and the same without its context part (``fsmemory.memory._vectors.CONTEXT_WEIGHT`` set
-  to 0: the ablation rows);
+  and the same with ``recall_context=False`` (the ablation rows: no context part);
 * ``dense only``: cosine of all-MiniLM-L6-v2 alone (reference), and the same about the
   mean vector (the dense part of the hybrid, see ``fsmemory.memory._vectors``);
 * ``rank_bm25``: ``BM25Okapi`` on lower-case words without stopwords, with and without
@@ -40,12 +39,12 @@ import statistics
 import sys
 import time
 import zipfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from fsmemory import KnowledgeMemory
-from fsmemory.memory import _rank, _vectors
+from fsmemory.memory import _rank
 
 DATA = Path(__file__).resolve().parent / "data" / "locomo"
 # The same ten conversations at the grain of dialog turns, with a sample of their
@@ -98,24 +97,17 @@ def evaluate(convs: list[Conversation], make: Callable[[int, list[str]], Ranker]
     return [hits[k] / total for k in KS]
 
 
-def memory_ranker(embedder: Any = None) -> Callable[[int, list[str]], Ranker]:
+def memory_ranker(embedder: Any = None, context: bool = True) -> Callable[[int, list[str]], Ranker]:
     def make(ci: int, texts: list[str]) -> Ranker:
-        km = KnowledgeMemory(f"memory://bench-recall-{ci}-{time.monotonic_ns()}", embedder=embedder)
+        km = KnowledgeMemory(
+            f"memory://bench-recall-{ci}-{time.monotonic_ns()}",
+            embedder=embedder,
+            recall_context=context,
+        )
         row = {km.remember(t): i for i, t in enumerate(texts)}
         return lambda q, k: [row[e.id] for e in km.recall(q, limit=k)]
 
     return make
-
-
-@contextlib.contextmanager
-def no_context() -> Iterator[None]:
-    """Hybrid recall without its context part (the ablation rows)."""
-    saved = _vectors.CONTEXT_WEIGHT
-    _vectors.CONTEXT_WEIGHT = 0.0
-    try:
-        yield
-    finally:
-        _vectors.CONTEXT_WEIGHT = saved
 
 
 def bm25_reference(stem: bool) -> Callable[[int, list[str]], Ranker]:
@@ -350,10 +342,10 @@ def heldout(folder: Path, model: CachedEmbedder | None) -> None:
             cells = " | ".join(f"{v:.3f}" for v in evaluate(convs, make))
             print(f"| {label} | {name} | {cells} |", flush=True)
     if model is not None:
-        with no_context():
-            for name, convs in splits.items():
-                cells = " | ".join(f"{v:.3f}" for v in evaluate(convs, memory_ranker(model)))
-                print(f"| embedder, no context (ablation) | {name} | {cells} |", flush=True)
+        for name, convs in splits.items():
+            values = evaluate(convs, memory_ranker(model, context=False))
+            cells = " | ".join(f"{v:.3f}" for v in values)
+            print(f"| embedder, no context (ablation) | {name} | {cells} |", flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -396,8 +388,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         model = CachedEmbedder(minilm, cache)
         model.warm([t for o, q in convs for t, _ in o + q])
         row("embedder (all-MiniLM-L6-v2)", evaluate(convs, memory_ranker(model)), ">= 0.68")
-        with no_context():
-            row("embedder, no context (ablation)", evaluate(convs, memory_ranker(model)), "")
+        no_context = memory_ranker(model, context=False)
+        row("embedder, no context (ablation)", evaluate(convs, no_context), "")
         import numpy as np
 
         def dense(ci: int, texts: list[str]) -> Ranker:

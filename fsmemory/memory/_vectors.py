@@ -24,7 +24,8 @@ politics can change things."): a question about why John runs matches the first 
 needs the second. Measured with all-MiniLM-L6-v2 on LoCoMo, context lifts recall@5
 from 0.672 to 0.682 on the development observations and from 0.600 to 0.667 on the
 held-out conversations' dialog turns (``benchmarks/bench_recall_quality.py``). Entries
-written hours apart, forgotten or expired ones pass nothing on.
+written hours apart, forgotten or expired ones pass nothing on; ``KnowledgeMemory(...,
+recall_context=False)`` leaves context out.
 
 NumPy is imported only here, and only when an embedder is used.
 """
@@ -107,13 +108,15 @@ class VectorStore:
     Args:
         root: the memory root.
         embedder: the batched embedding function.
+        context: rank with context (see :meth:`fused_scores`).
     """
 
-    def __init__(self, root: StorageRoot, embedder: Embedder) -> None:
+    def __init__(self, root: StorageRoot, embedder: Embedder, *, context: bool = True) -> None:
         if not callable(embedder):
             raise TypeError("embedder must be callable: texts -> vectors")
         self.root = root
         self.embedder = embedder
+        self.context = context
         self.name = embedder_name(embedder)
         dim = getattr(embedder, "dimension", None)
         self.dimension: int | None = dim if isinstance(dim, int) and dim > 0 else None
@@ -382,7 +385,7 @@ class VectorStore:
         fused = self.fused_scores(
             query_vector,
             index.lexical_rows(_numpy(), query, terms),
-            self.context_of(index, now),
+            self.context_of(index, now) if self.context else None,
         )
         found = self.top_rows(fused, limit, index.row_acceptor(category, now), index.row_priority)
         return [index.row_entry(row) for _, row in found]

@@ -95,12 +95,20 @@ class KnowledgeMemory:
             32 for the built-in backends).
         clock: a function returning the current aware UTC datetime (for tests).
         embedder: ``fn(texts) -> vectors``, batched, for hybrid recall: ``recall()``
-            fuses BM25 with the cosine similarity of the embeddings. Each ``remember()``
+            fuses BM25 with the cosine similarity of the embeddings (and, with
+            ``recall_context``, the scores of the entries written next to each one).
+            Each ``remember()``
             embeds its content before writing (an :class:`EmbedderError` stores
             nothing) and appends the vector to ``vectors/<name>-<dim>.jsonl``;
             entries without a vector (older ones, other writers, another embedder) are
             embedded at the next ``recall()``. Identity: the embedder's ``name`` and
             ``dimension`` attributes when present. Needs numpy.
+        recall_context: with an embedder, each entry also gains a quarter of the best
+            score among the live entries written up to two places before or after it,
+            at most an hour apart: facts noted in one sitting lean on each other, and
+            a question that matches one often needs the next. False ranks every entry
+            on its own text alone (say, for facts bulk-imported from unrelated
+            sources). Without an embedder it changes nothing.
         index_cache: keep the search index in the root's cache file
             ``.fsmemory-cache.index`` (written after a ``recall()`` once at least 256
             entries are not in it, for memories of 128 KiB or more), so a fresh process
@@ -138,6 +146,7 @@ class KnowledgeMemory:
         snapshot_compact_after: int | None = None,
         clock: Clock | None = None,
         embedder: Embedder | None = None,
+        recall_context: bool = True,
         index_cache: bool = True,
     ) -> None:
         if storage_dir is not None and directory is not None:
@@ -151,6 +160,8 @@ class KnowledgeMemory:
             check_non_negative_int("max_entries", max_entries)
         if max_context_chars is not None:
             check_non_negative_int("max_context_chars", max_context_chars)
+        if not isinstance(recall_context, bool):
+            raise InvalidInputError("recall_context must be a bool")
         self.root: StorageRoot = open_root(location, storage_options)
         self.max_log_days = max_log_days
         self.max_context_entries = max_context_entries
@@ -176,7 +187,11 @@ class KnowledgeMemory:
             from fsmemory.sanitizers import dedupe_against
 
             self._dedupe_hook = dedupe_against(self._dedupe_candidates, dedupe_threshold)
-        self._vectors = VectorStore(self.root, embedder) if embedder is not None else None
+        self._vectors = (
+            VectorStore(self.root, embedder, context=recall_context)
+            if embedder is not None
+            else None
+        )
         self.backend = backend
         self._replica: SnapshotReplica | None = None
         if backend is not None:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from fsmemory import KnowledgeMemory
+from fsmemory.errors import InvalidInputError
 from fsmemory.memory import _vectors
 from fsmemory.memory._rank import query_terms
 from fsmemory.memory.entry import us_of
@@ -51,11 +52,14 @@ def _story(
     match: dict[str, Any] | None = None,
     follow_up: dict[str, Any] | None = None,
     twin: dict[str, Any] | None = None,
+    context: bool = True,
 ) -> tuple[KnowledgeMemory, dict[str, str]]:
     """Fillers three hours apart, the match, the follow-up ``gap`` later, more fillers,
     and the follow-up's twin far from the match."""
     location += uuid.uuid4().hex[:8]
-    km = KnowledgeMemory(location, clock=clock, embedder=WordEmbedder("context"))
+    km = KnowledgeMemory(
+        location, clock=clock, embedder=WordEmbedder("context"), recall_context=context
+    )
     ids: dict[str, str] = {}
     for text in FILLERS[:6]:
         ids[text] = km.remember(text)
@@ -77,22 +81,23 @@ def _names(km: KnowledgeMemory, ids: dict[str, str], limit: int = 3, **kw: Any) 
     return [by_id[e.id] for e in km.recall(QUESTION, limit=limit, **kw)]
 
 
-@pytest.mark.parametrize("weight", [_vectors.CONTEXT_WEIGHT, 0.0])
+@pytest.mark.parametrize("context", [True, False])
 def test_a_fact_written_next_to_the_match_is_recalled_with_it(
-    weight: float, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+    context: bool, clock: FakeClock
 ) -> None:
-    monkeypatch.setattr(_vectors, "CONTEXT_WEIGHT", weight)
-    km, ids = _story("memory://context-next", clock)
+    km, ids = _story("memory://context-next", clock, context=context)
     found = _names(km, ids)
     assert found[0] == "match"
-    if weight:
+    if context:
         assert found[1] == "follow_up"
     else:  # the control: without context the follow-up is nowhere near the top
         assert "follow_up" not in found
 
 
 def test_entries_written_hours_apart_pass_nothing_on(clock: FakeClock) -> None:
-    km, ids = _story("memory://context-apart", clock, gap=_vectors.CONTEXT_GAP + timedelta(1))
+    km, ids = _story(
+        "memory://context-apart", clock, gap=_vectors.CONTEXT_GAP + timedelta(microseconds=1)
+    )
     found = _names(km, ids)
     assert found[0] == "match"
     assert "follow_up" not in found
@@ -117,19 +122,23 @@ def test_a_forgotten_or_expired_neighbour_passes_nothing_on(clock: FakeClock) ->
     assert "follow_up" not in found
 
 
-@pytest.mark.parametrize("weight", [_vectors.CONTEXT_WEIGHT, 0.0])
+@pytest.mark.parametrize("context", [True, False])
 def test_context_crosses_categories_and_the_filter_still_holds(
-    weight: float, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+    context: bool, clock: FakeClock
 ) -> None:
-    monkeypatch.setattr(_vectors, "CONTEXT_WEIGHT", weight)
     goals = {"category": "goals"}
     km, ids = _story(
-        "memory://context-cats", clock, match={"category": "sport"}, follow_up=goals, twin=goals
+        "memory://context-cats",
+        clock,
+        match={"category": "sport"},
+        follow_up=goals,
+        twin=goals,
+        context=context,
     )
     found = _names(km, ids, limit=2, category="goals")
     assert sorted(found) == ["follow_up", "twin"]
     # The twin says the same thing and is newer: only context puts the follow-up first.
-    assert found[0] == ("follow_up" if weight else "twin")
+    assert found[0] == ("follow_up" if context else "twin")
 
 
 def test_context_follows_creation_time_not_the_order_rows_were_read_in(
@@ -247,6 +256,30 @@ def test_a_cache_loaded_memory_follows_the_definition(tmp_path: Path) -> None:
             e.id for e in km.recall(query, limit=10)
         ]
     assert again._cache_loaded
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, 0.25, None, [True]])
+def test_recall_context_must_be_a_bool(bad: object, tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match="recall_context"):
+        KnowledgeMemory(
+            tmp_path / "m",
+            embedder=WordEmbedder("context"),
+            recall_context=bad,  # type: ignore[arg-type]
+        )
+    assert not (tmp_path / "m").exists()  # nothing was created
+
+
+def test_without_an_embedder_recall_context_changes_nothing(tmp_path: Path) -> None:
+    texts = [MATCH, FOLLOW_UP, *FILLERS]
+    plain = KnowledgeMemory(tmp_path / "a", recall_context=True)
+    other = KnowledgeMemory(tmp_path / "b", recall_context=False)
+    for text in texts:
+        plain.remember(text)
+        other.remember(text)
+    found = [e.content for e in plain.recall(QUESTION)]
+    assert found[0] == MATCH
+    assert FOLLOW_UP not in found  # BM25 alone: no word of the question, no context
+    assert [e.content for e in other.recall(QUESTION)] == found
 
 
 def test_context_scores_pass_on_only_positive_scores_of_close_rows() -> None:

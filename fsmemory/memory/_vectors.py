@@ -378,8 +378,8 @@ class VectorStore:
         query_vector = self.embed([query])[0]
         seen = (index.row_epoch, index.generation, index.rows, index.live_count())
         if seen != self._filled_for:
-            self._embed_missing(index, now)
-            self._filled_for = (index.row_epoch, index.generation, index.rows, index.live_count())
+            self._embed_missing(index, now)  # adds vectors, never index rows
+            self._filled_for = seen
         else:
             self._sync_rows(index)
         fused = self.fused_scores(

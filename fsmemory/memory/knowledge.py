@@ -97,9 +97,9 @@ class KnowledgeMemory:
         embedder: ``fn(texts) -> vectors``, batched, for hybrid recall: ``recall()``
             fuses BM25 with the cosine similarity of the embeddings (and, with
             ``recall_context``, the scores of the entries written next to each one).
-            Each ``remember()``
-            embeds its content before writing (an :class:`EmbedderError` stores
-            nothing) and appends the vector to ``vectors/<name>-<dim>.jsonl``;
+            Each ``remember()`` embeds its content before writing (an
+            :class:`EmbedderError` stores nothing) and appends the vector to
+            ``vectors/<name>-<dim>.jsonl``;
             entries without a vector (older ones, other writers, another embedder) are
             embedded at the next ``recall()``. Identity: the embedder's ``name`` and
             ``dimension`` attributes when present. Needs numpy.

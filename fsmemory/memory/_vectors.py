@@ -209,7 +209,16 @@ class VectorStore:
             self._loaded_upto = offset + len(lines)
 
     def _add(self, ids: Sequence[str], vectors: Any) -> None:
-        fresh = [(i, n) for n, i in enumerate(ids) if i not in self._rows]
+        """Keep the vectors of the ids not held yet, one row per id: the first vector of
+        an id wins (two writers that embedded the same entry at once append it twice;
+        a second row of an entry would stand next to it in ranking's written order)."""
+        known = self._rows
+        fresh: list[tuple[str, int]] = []
+        taken: set[str] = set()
+        for n, i in enumerate(ids):
+            if i not in known and i not in taken:
+                taken.add(i)
+                fresh.append((i, n))
         if not fresh:
             return
         np = _numpy()
@@ -221,7 +230,7 @@ class VectorStore:
             if buffer is not None:
                 grown[:start] = buffer[:start]
             self._buffer = buffer = grown
-        added = vectors[[n for _, n in fresh]]
+        added = vectors if len(fresh) == len(ids) else vectors[[n for _, n in fresh]]
         buffer[start:end] = added
         total = added.sum(axis=0, dtype=np.float64)
         self._sum = total if self._sum is None else self._sum + total

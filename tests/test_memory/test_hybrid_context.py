@@ -297,3 +297,31 @@ def test_context_scores_pass_on_only_positive_scores_of_close_rows() -> None:
     one = _vectors.context_scores(np, fused, order[:1], stamps[:1])
     assert one.tolist() == [0.0] * 6
     assert _vectors.context_scores(np, fused, order[:0], stamps[:0]).tolist() == [0.0] * 6
+
+
+def test_an_entry_embedded_twice_by_two_writers_keeps_one_vector(tmp_path: Path) -> None:
+    """Two writers that embed the same entries at once both append their vectors: a
+    reader keeps one vector row per entry (else an entry would be its own neighbour)."""
+    clock = FakeClock()
+    folder = tmp_path / "m"
+    plain = KnowledgeMemory(folder, clock=clock)
+    for i in range(6):
+        clock.advance(minutes=1)
+        plain.remember(f"note {i} about tea in {FILLERS[i]}")
+    first = KnowledgeMemory(folder, clock=clock, embedder=WordEmbedder("twice"))
+    first.recall("tea")  # embeds the six and appends their vectors
+    vectors = folder / "vectors" / "twice-128.jsonl"
+    once = vectors.read_bytes()
+    assert once.count(b"\n") == 6
+    with open(vectors, "ab") as handle:  # what a second writer racing the first appends
+        handle.write(once)
+    reader = KnowledgeMemory(folder, clock=clock, embedder=WordEmbedder("twice"))
+    _check_definition(reader, "tea", clock)
+    store = reader._vectors
+    assert store is not None
+    assert sorted(store._ids) == sorted(set(store._ids)) and len(store._ids) == 6
+    assert vectors.read_bytes() == once + once  # the file is derived data, left as it is
+    # The writer that had them already reads the duplicates and keeps its rows.
+    assert first._vectors is not None
+    first._vectors.load()
+    assert len(first._vectors._ids) == 6

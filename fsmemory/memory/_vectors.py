@@ -70,6 +70,9 @@ Embedder = Callable[[Sequence[str]], Sequence[Sequence[float]]]
 
 VECTOR_DIR = "vectors"
 _BATCH = 64
+# Bytes of the vector file read and decoded at a time: 100k vectors of 384 floats are
+# ~200 MB of text, and decoding them in one go held several copies at once.
+_LOAD_CHUNK = 8 << 20
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 # Weight of the lexical score in the fusion (both scores are standardised first).
 LEXICAL_WEIGHT = 0.3
@@ -224,12 +227,9 @@ class VectorStore:
         np = _numpy()
         start = len(self._ids)
         end = start + len(fresh)
+        if self._buffer is None or end > self._buffer.shape[0]:
+            self._reserve(max(end, 2 * start), vectors.shape[1])
         buffer = self._buffer
-        if buffer is None or end > buffer.shape[0]:
-            grown = np.empty((max(end, 2 * start, 64), vectors.shape[1]), dtype=np.float32)
-            if buffer is not None:
-                grown[:start] = buffer[:start]
-            self._buffer = buffer = grown
         added = vectors if len(fresh) == len(ids) else vectors[[n for _, n in fresh]]
         buffer[start:end] = added
         total = added.sum(axis=0, dtype=np.float64)
@@ -238,9 +238,23 @@ class VectorStore:
             self._rows[i] = len(self._ids)
             self._ids.append(i)
 
+    def _reserve(self, rows: int, width: int) -> None:
+        """Make room for at least ``rows`` vectors of ``width`` floats (kept ones are
+        copied over)."""
+        buffer = self._buffer
+        if buffer is not None and buffer.shape[0] >= rows:
+            return
+        grown = _numpy().empty((max(rows, 64), width), dtype="float32")
+        if buffer is not None:
+            held = len(self._ids)
+            grown[:held] = buffer[:held]
+        self._buffer = grown
+
     def load(self) -> None:
-        """Read vectors appended to the file since the last load (by any writer)."""
-        np = _numpy()
+        """Read vectors appended to the file since the last load (by any writer), in
+        reads of :data:`_LOAD_CHUNK` bytes: what a load holds beside the vectors is one
+        read's worth, not the whole file (100k vectors of 384 floats are ~200 MB of
+        text)."""
         if self.dimension is None:
             return
         try:
@@ -251,29 +265,43 @@ class VectorStore:
             self._loaded_upto = 0
             return
         start = max(self._loaded_upto, 0)
-        if info.size <= start:
-            return
-        data = self.root.read_range(self.path, start, info.size)
-        end = data.rfind(b"\n") + 1
+        # The shortest line a vector can have: {"id":"","v":"<base64>"} and a newline.
+        shortest = 17 + 4 * -(-4 * self.dimension // 3)
+        at, carried = start, b""  # carried: the start of a line a read cut
+        while at < info.size:
+            piece = self.root.read_range(self.path, at, min(at + _LOAD_CHUNK, info.size))
+            if not piece:  # the file shrank meanwhile
+                break
+            *lines, carried = (carried + piece).split(b"\n")
+            if at == start:  # room for as many vectors as the bytes can hold, at once
+                self._reserve(len(self._ids) + (info.size - start) // shortest, self.dimension)
+            at += len(piece)
+            self._load_lines(lines)
+        self._loaded_upto = at - len(carried)
+
+    def _load_lines(self, lines: list[bytes]) -> None:
+        """Keep the vectors of whole lines of the vector file (a corrupt line, or one
+        of another dimension, is skipped: its entry is embedded again)."""
+        np = _numpy()
+        dimension = self.dimension or 0
         ids: list[str] = []
-        rows: list[Any] = []
-        for line in data[:end].split(b"\n"):
+        raws: list[bytes] = []
+        for line in lines:
             if not line.strip():
                 continue
             try:
                 record = _jsonutil.loads(line)
-                vec = np.frombuffer(base64.b64decode(record["v"]), dtype="<f4")
+                raw = base64.b64decode(record["v"])
                 entry_id = record["id"]
             except Exception:
                 logger.warning("skipping a corrupt line in %s", self.path)
                 continue
-            if vec.shape[0] != self.dimension or not isinstance(entry_id, str):
+            if len(raw) != 4 * dimension or not isinstance(entry_id, str):
                 continue
             ids.append(entry_id)
-            rows.append(vec)
-        self._loaded_upto = start + end
-        if rows:
-            arr = np.vstack(rows).astype(np.float32)
+            raws.append(raw)
+        if ids:
+            arr = np.frombuffer(b"".join(raws), dtype="<f4").reshape(len(ids), dimension)
             norms = np.linalg.norm(arr, axis=1, keepdims=True)
             self._add(ids, arr / np.where(norms > 0, norms, 1.0))
 

@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from fsmemory import KnowledgeMemory
-from fsmemory.memory import _index_cache
+from fsmemory.memory import _index_cache, _vectors
 from fsmemory.memory._rank import BM25Index
 
 from .conftest import FakeClock
@@ -174,3 +174,42 @@ def test_centred_cosines_rank_like_the_centred_vectors() -> None:
     # Rows added later are scored against the same mean until it is taken again.
     store._add(["late"], vectors[:1])
     assert store.dense_scores(query).shape == (41,)
+
+
+@pytest.mark.parametrize("chunk", [1, 700, 4096, 8 << 20])
+def test_vectors_load_alike_in_reads_of_any_size(
+    chunk: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The vector file is read in chunks: lines cut by a read, a line longer than a
+    read, corrupt lines and a torn last line give what one whole read gives, and the
+    next load starts where the whole lines end."""
+    folder = tmp_path / "m"
+    km = KnowledgeMemory(folder, embedder=WordEmbedder("chunks"))
+    ids = [km.remember(f"entry {i} about {w}") for i, w in enumerate(WORDS * 3)]
+    path = folder / "vectors" / "chunks-128.jsonl"
+    one_line = path.read_bytes().split(b"\n")[0]
+    long_line = one_line[:-1] + b', "note": "' + b"x" * 5000 + b'"}\n'
+    with open(path, "ab") as handle:
+        handle.write(b"not json\n" + b'{"id": "short", "v": "AAAA"}\n' + long_line)
+        handle.write(b'{"id": "torn", "v": "')  # a writer mid-append
+    whole = path.stat().st_size
+    monkeypatch.setattr(_vectors, "_LOAD_CHUNK", 1 << 30)
+    expected = _vectors.VectorStore(km.root, WordEmbedder("chunks"))
+    expected.load()
+    monkeypatch.setattr(_vectors, "_LOAD_CHUNK", chunk)
+    store = _vectors.VectorStore(km.root, WordEmbedder("chunks"))
+    store.load()
+    assert store._ids == expected._ids == ids  # the long line repeats the first id
+    # Room was made once, for no more vectors than the bytes can hold.
+    assert len(ids) <= store._buffer.shape[0] <= max(64, whole // 190)
+    assert np.array_equal(store._stacked(), expected._stacked())
+    torn = len(b'{"id": "torn", "v": "')
+    assert store._loaded_upto == expected._loaded_upto == whole - torn
+    # The torn line, finished, is read from where the last load stopped.
+    vector = one_line.split(b'"v":')[1]
+    with open(path, "ab") as handle:
+        handle.write(vector.strip().strip(b'"}') + b'"}\n')
+    store.load()
+    assert store._ids == [*ids, "torn"]
+    assert np.array_equal(store._stacked()[-1], store._stacked()[0])
+    assert store._loaded_upto == path.stat().st_size

@@ -41,7 +41,9 @@ operations, which the test suite checks with hypothesis):
 * Namespace labels are validated as LangGraph does (non-empty strings without ``.`` or NUL)
   and also must be plain folder names: ``/``, ``\\``, control characters and over-long
   labels raise :class:`~langgraph.store.base.InvalidNamespaceError`. ``("users", "1")``
-  never sees ``("users", "10")``: a prefix is a whole folder.
+  never sees ``("users", "10")``: a prefix is a whole folder. The root label
+  ``"langgraph"`` is reserved as LangGraph reserves it: the public ``put``/``aput`` refuse
+  it, ``batch``/``abatch`` (LangGraph's internal entry) accept it, as ``InMemoryStore`` does.
 * ``search`` filters with LangGraph's filter language (equality, nested objects, lists,
   ``$eq $ne $gt $gte $lt $lte``). Without a ``query`` results are ordered newest update
   first (``InMemoryStore`` uses insertion order; LangGraph specifies none). With a
@@ -532,8 +534,6 @@ class FsspecStore(BaseStore):
             with self._cache_lock:
                 self._cache.pop(path, None)
             return
-        if op.namespace[0] == "langgraph":
-            raise InvalidNamespaceError('the root label of a namespace cannot be "langgraph"')
         if not isinstance(op.value, Mapping):
             raise InvalidInputError(f"value must be a mapping, not {type(op.value).__name__}")
         value = dict(op.value)

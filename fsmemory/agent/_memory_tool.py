@@ -13,7 +13,11 @@ Differences from the reference's local-folder tool, all on the safe side:
   like ``/memories`` itself;
 * paths the store refuses (NUL, control characters, percent-encoded dot segments, ...)
   and over-large content are reported as errors;
-* a directory's size in ``view`` is the total size of the files below it.
+* a directory's size in ``view`` is the total size of the files below it;
+* a refusal that no retry can change (a symbolic link, which may lead outside
+  ``/memories``, a path the store does not accept, content over the store's size limit, a
+  directory where a file is needed) says so and that retrying will not help; only other
+  storage failures (network, service, lock) end with "Try again later".
 """
 
 from __future__ import annotations
@@ -29,7 +33,16 @@ from typing import Any
 from fsmemory import _jsonutil
 from fsmemory.agent._schema import ToolSchema
 from fsmemory.agent._tools import file_in_the_way
-from fsmemory.errors import ConflictError, FsMemoryError, InvalidPathError
+from fsmemory.errors import (
+    BucketNotFoundError,
+    ConflictError,
+    ContentTooLargeError,
+    FsMemoryError,
+    InvalidInputError,
+    InvalidPathError,
+    KeyNotFoundError,
+    NotAFileError,
+)
 from fsmemory.store import (
     FsspecKnowledgeStore,
     KnowledgeStore,
@@ -277,13 +290,7 @@ class AnthropicMemoryTool(ToolSchema):
             # The details (backend, exception, internal paths) go to the log; the model
             # gets one sentence in its own terms, the same on every backend.
             logger.warning("memory tool command %r failed: %r", data.get("command"), exc)
-            target = data.get("path", data.get("old_path"))
-            where = f" on {target}" if isinstance(target, str) and len(target) < 300 else ""
-            return MemoryToolResult(
-                f"Storage error: the memory store failed during `{data.get('command')}`"
-                f"{where}. Try again later.",
-                True,
-            )
+            return MemoryToolResult(_storage_failure(exc, data), True)
         return MemoryToolResult(text)
 
     def execute_sync(self, command: Any) -> MemoryToolResult:
@@ -614,3 +621,58 @@ def _req(data: Mapping[str, Any], key: str, kind: type, command: Any) -> Any:
     if not isinstance(value, kind):
         raise _Fail(f"Missing or invalid parameter `{key}` for command `{command}`.")
     return value
+
+
+_FINAL = "This will fail the same way every time: do not retry it."
+
+
+def _storage_failure(exc: BaseException, data: Mapping[str, Any]) -> str:
+    """What the model is told when the store raised ``exc`` during the command ``data``.
+
+    A refusal that no retry can change (a path the store will not follow or accept,
+    content over the store's size limit, a directory where a file is needed, a missing
+    file, a missing bucket) says so; only other failures (a network or service error, a
+    lock or a compare-and-swap that kept losing) say "try again later". Store paths and
+    backend details stay in the log: the model only sees its own ``/memories`` paths.
+    """
+    command = data.get("command")
+    paths = [data.get(k) for k in ("path", "old_path", "new_path")]
+    shown = [p for p in paths if isinstance(p, str) and len(p) < 300]
+    where = f" on {' -> '.join(shown)}" if shown else ""
+    if isinstance(exc, InvalidPathError):
+        reason = str(exc)
+        if "symlink" in reason:
+            why = (
+                "it is, or passes through, a symbolic link, which the memory store does "
+                "not follow (it may lead outside /memories)"
+            )
+        elif "reserved" in reason:
+            why = "it names a file reserved for the memory store itself"
+        else:
+            why = "it is not a path the memory store accepts"
+        return f"Refused: `{command}`{where} cannot be done: {why}. {_FINAL}"
+    if isinstance(exc, ContentTooLargeError):
+        return (
+            f"Refused: `{command}`{where} cannot be done: the file would be larger than "
+            f"the memory store allows. {_FINAL} Keep the file smaller (split it)."
+        )
+    if isinstance(exc, NotAFileError):
+        return (
+            f"Refused: `{command}`{where} cannot be done: a directory stands where a file "
+            f"is needed, or a file where a directory is needed. {_FINAL}"
+        )
+    if isinstance(exc, KeyNotFoundError):
+        return f"`{command}`{where} failed: the file does not exist (any more). {_FINAL}"
+    if isinstance(exc, InvalidInputError):
+        return f"Refused: the memory store does not accept this `{command}`{where}. {_FINAL}"
+    if isinstance(exc, BucketNotFoundError):
+        return (
+            f"The memory store is not set up (its storage bucket does not exist), so "
+            f"`{command}`{where} cannot be done. Retrying will not help until it is created."
+        )
+    if isinstance(exc, ConflictError):
+        return (
+            f"Storage error: `{command}`{where} kept losing to concurrent changes of the "
+            f"same file. Try again later."
+        )
+    return f"Storage error: the memory store failed during `{command}`{where}. Try again later."

@@ -54,7 +54,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, unquote_plus, urlsplit
 
 if TYPE_CHECKING:
     import configparser
@@ -1255,12 +1255,19 @@ class S3Client:
 
 def list_page(body: bytes) -> tuple[list[dict[str, Any]], list[str], str | None]:
     """A ``ListObjectsV2`` reply: ``(objects, common prefixes, next token)`` (see
-    :meth:`S3Client.list_objects`)."""
+    :meth:`S3Client.list_objects`).
+
+    With ``encoding-type=url`` S3 encodes the fields that hold key names (``Key``,
+    ``Prefix``, each ``CommonPrefixes``' ``Prefix``, ``StartAfter``, ``Delimiter``)
+    as a form does: a space as ``+``, a ``+`` as ``%2B``. They are decoded so
+    (``unquote_plus``, as botocore does); ``NextContinuationToken`` is not encoded.
+    Decoding with plain ``unquote`` would list ``a b`` as ``a+b``, another object.
+    """
     xml = body.decode("utf-8")
     url_encoded = _field(xml, "EncodingType") == "url"
 
     def decode(text: str) -> str:
-        return unquote(text) if url_encoded else text
+        return unquote_plus(text) if url_encoded else text
 
     objects = [
         {

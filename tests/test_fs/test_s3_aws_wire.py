@@ -1,0 +1,172 @@
+"""S3 roots against a server that answers as AWS does where moto does not
+(:mod:`tests.test_fs.aws_fake`): listings url-encoded with a space as ``+``.
+
+moto encodes a listed key's space as ``%20``, so a client that decodes ``+`` wrongly
+passes every moto test; these tests go through a relay in front of moto that encodes
+listings as S3 does, and check the result against moto itself.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from fsmemory import KnowledgeMemory
+from fsmemory.fs import open_root
+from fsmemory.fs._s3client import list_page
+from fsmemory.fs.s3 import S3Root
+from fsmemory.testing.cloud_services import MotoService
+from tests.test_fs.aws_fake import AwsListingRelay, aws_url_encode
+
+pytestmark = pytest.mark.s3
+
+#: names whose listing encoding differs between moto and S3, and some that do not
+TRICKY = {
+    "notes/a b.md": b"a space",
+    "notes/a+b.md": b"a plus",
+    "notes/a%2Bb.md": b"an encoded plus",
+    "x%20y": b"an encoded space",
+    "100%.csv": b"a percent",
+    "dir with space/two  spaces.txt": b"in a spaced directory",
+    "dir+with+plus/f.txt": b"in a plussed directory",
+    "sym/a=b&c;d,e@f$g!~'*()[].txt": b"reserved characters",
+    "uni/caf\u00e9 \u2603 \U0001f600.md": b"unicode",
+    "\u65e5\u672c/\u8a9e \u8a9e": b"cjk with a space",
+    'quote/"q"<a>.txt': b"xml characters",
+}
+
+
+@pytest.fixture(scope="module")
+def aws_relay(moto_service: MotoService) -> Iterator[AwsListingRelay]:
+    """moto behind a relay that encodes listings as S3 does."""
+    relay = AwsListingRelay(moto_service.url)
+    try:
+        yield relay
+    finally:
+        relay.stop()
+
+
+@pytest.fixture(params=["builtin", "s3fs"])
+def client(request: pytest.FixtureRequest) -> str:
+    """The S3 client a root uses (botocore, under s3fs, decodes listings as S3 means)."""
+    return str(request.param)
+
+
+def _options(base: dict[str, Any], endpoint: str, client: str) -> dict[str, Any]:
+    return {**base, "client_kwargs": {"endpoint_url": endpoint}, "client": client}
+
+
+def test_the_relay_encodes_listings_as_s3_does() -> None:
+    """The fixture's own encoding, on the replies S3 was seen to send."""
+    assert aws_url_encode("a b.txt") == "a+b.txt"
+    assert aws_url_encode("a+b.txt") == "a%2Bb.txt"
+    assert aws_url_encode("100%.csv") == "100%25.csv"
+    assert aws_url_encode("\ud55c\uae00/x.txt") == "%ED%95%9C%EA%B8%80/x.txt"
+    assert aws_url_encode("run books/") == "run+books/"
+    assert aws_url_encode("test_file(3).png") == "test_file%283%29.png"
+
+
+def test_listed_names_are_the_stored_names(
+    aws_relay: AwsListingRelay,
+    s3_root_url: str,
+    s3_storage_options: dict[str, Any],
+    client: str,
+) -> None:
+    """Through a server answering as S3 does: each key is listed under its own name,
+    reading each listed name gives its own bytes, the directories of a delimited
+    listing are named right, and ``delete_tree`` deletes every one of them (moto,
+    asked directly, holds nothing afterwards)."""
+    root = open_root(s3_root_url, _options(s3_storage_options, aws_relay.url, client))
+    assert isinstance(root, S3Root) and root.client == client
+    for path, data in TRICKY.items():
+        root.write(path, data)
+    before = len(aws_relay.listings)
+    listed = [info.path for info in root.list("", recursive=True)]
+    assert len(aws_relay.listings) > before
+    raw = aws_relay.listings[-1]
+    assert b"notes/a+b.md" in raw and b"notes/a%2Bb.md" in raw  # answered as S3 does
+    assert sorted(listed) == sorted(TRICKY)
+    for path in listed:
+        assert root.read_bytes(path) == TRICKY[path], path
+    assert root.list_dirs("") == sorted({p.split("/")[0] for p in TRICKY if "/" in p})
+    assert sorted(root.list_names("notes")[0]) == ["a b.md", "a%2Bb.md", "a+b.md"]
+    assert sorted(i.path for i in root.list("dir with space")) == ["dir with space/two  spaces.txt"]
+    root.write_cache("index", b"cache")
+    listing, loaded = root.list_with_cache("index", bytes)
+    assert sorted(i.path for i in listing) == sorted(TRICKY) and loaded == b"cache"
+
+    assert root.delete_tree("") == len(TRICKY)
+    assert root.list("", recursive=True) == []
+    direct = open_root(s3_root_url, s3_storage_options)
+    assert direct.list("", recursive=True) == []
+    assert not direct.exists("notes/a b.md")
+
+
+def test_a_root_whose_prefix_has_a_space(
+    aws_relay: AwsListingRelay,
+    s3_root_url: str,
+    s3_storage_options: dict[str, Any],
+    client: str,
+) -> None:
+    """``s3://bucket/users/with space`` lists its files, and ``delete_tree`` empties it
+    while ``users/with+space`` next to it keeps every byte."""
+    bucket = s3_root_url.split("/")[2]
+    options = _options(s3_storage_options, aws_relay.url, client)
+    spaced = open_root(f"s3://{bucket}/users/with space", options)
+    plussed = open_root(f"s3://{bucket}/users/with+space", options)
+    spaced.write("MEMORY.md", b"# spaced\n")
+    spaced.write("logs/2026-12-02.jsonl", b'{"a": 1}\n')
+    plussed.write("MEMORY.md", b"# plussed\n")
+    plussed.write("logs/a b.jsonl", b'{"b": 2}\n')
+    assert [i.path for i in spaced.list("", recursive=True)] == [
+        "MEMORY.md",
+        "logs/2026-12-02.jsonl",
+    ]
+    assert spaced.list_dirs("") == ["logs"]
+    assert [i.path for i in plussed.list("", recursive=True)] == ["MEMORY.md", "logs/a b.jsonl"]
+
+    assert spaced.delete_tree("") == 2
+    assert spaced.list("", recursive=True) == []
+    direct = open_root(f"s3://{bucket}/users/with space", s3_storage_options)
+    assert direct.list("", recursive=True) == []
+    neighbour = open_root(f"s3://{bucket}/users/with+space", s3_storage_options)
+    assert neighbour.read_bytes("MEMORY.md") == b"# plussed\n"
+    assert neighbour.read_bytes("logs/a b.jsonl") == b'{"b": 2}\n'
+
+
+def test_a_memory_under_a_spaced_prefix_is_recalled_by_a_fresh_instance(
+    aws_relay: AwsListingRelay, s3_root_url: str, s3_storage_options: dict[str, Any]
+) -> None:
+    """``KnowledgeMemory`` on ``s3://bucket/users/with space`` through a server that
+    answers as S3 does: what one instance remembers, a fresh one recalls."""
+    bucket = s3_root_url.split("/")[2]
+    url = f"s3://{bucket}/users/with space/{uuid.uuid4().hex[:8]}"
+    options = _options(s3_storage_options, aws_relay.url, "auto")
+    first = KnowledgeMemory(url, storage_options=options)
+    first.remember("the user paints watercolours on sundays", persistent=True)
+    first.remember("the user's cat is called Miso")
+    fresh = KnowledgeMemory(url, storage_options=options)
+    found = [e.content for e in fresh.recall("watercolours")]
+    assert found == ["the user paints watercolours on sundays"]
+    assert [e.content for e in fresh.recall("cat Miso")] == ["the user's cat is called Miso"]
+
+
+def test_a_listing_page_decodes_what_s3_encodes() -> None:
+    """``list_page`` on a reply as S3 writes it: a ``+`` is a space, ``%2B`` a plus;
+    the continuation token, which S3 does not encode, is kept as it is."""
+    body = (
+        b'<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult>'
+        b"<Name>b</Name><Prefix>run+books/</Prefix><EncodingType>url</EncodingType>"
+        b"<IsTruncated>true</IsTruncated>"
+        b"<Contents><Key>run+books/a+b%2Bc%25.md</Key><Size>3</Size>"
+        b"<ETag>&quot;e&quot;</ETag></Contents>"
+        b"<CommonPrefixes><Prefix>run+books/%ED%95%9C+x/</Prefix></CommonPrefixes>"
+        b"<NextContinuationToken>1+a/b=</NextContinuationToken></ListBucketResult>"
+    )
+    objects, prefixes, token = list_page(body)
+    assert [o["Key"] for o in objects] == ["run books/a b+c%.md"]
+    assert prefixes == ["run books/\ud55c x/"]
+    assert token == "1+a/b="

@@ -56,6 +56,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from urllib.parse import quote, unquote_plus, urlsplit
 
+from fsmemory.errors import InvalidInputError
+
 if TYPE_CHECKING:
     import configparser
 
@@ -66,6 +68,7 @@ __all__ = [
     "S3Client",
     "S3Config",
     "S3Error",
+    "check_headers",
     "client_for",
     "list_page",
     "resolve_config",
@@ -452,6 +455,28 @@ class Signer:
             f"{_ALGORITHM} Credential={self.credentials.key}/{scope}, "
             f"SignedHeaders={signed}, Signature={signature}"
         )
+
+
+def check_headers(headers: Mapping[str, str]) -> None:
+    """Refuse a request whose header names or values could break out of their line.
+
+    Every value must be printable ASCII (a space allowed): a CR or LF in a caller's
+    value (an ``If-Match`` version token, say) would otherwise reach the wire as a
+    header line of its own, and NUL or other control characters have no place in a
+    header. Names must be printable ASCII without a space or ``:``.
+
+    Raises:
+        InvalidInputError: a name or value is not acceptable (the message names the
+            header, never its value: it may hold a credential).
+    """
+    for name, value in headers.items():
+        if not (name and name.isascii() and name.isprintable()) or " " in name or ":" in name:
+            raise InvalidInputError(f"not a valid HTTP header name: {name!r}")
+        if not (value.isascii() and value.isprintable()):
+            raise InvalidInputError(
+                f"the {name} header would hold a control or non-ASCII character "
+                "(CR, LF, NUL, ...): the request is not sent"
+            )
 
 
 # -- XML ---------------------------------------------------------------------------------
@@ -995,6 +1020,9 @@ class S3Client:
         target = f"{path}?{qs}" if qs else path
         if method in ("PUT", "POST") or body:
             headers["content-length"] = str(len(body))
+        check_headers(headers)
+        if not (target.isascii() and target.isprintable()) or " " in target:
+            raise InvalidInputError(f"not a valid request target: {target[:200]!r}")
         for observer in self.observers:
             observer(method, f"{scheme}://{headers['host']}{target}")
         return (scheme, host, port), target, headers

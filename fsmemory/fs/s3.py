@@ -98,6 +98,7 @@ from fsmemory.fs._s3client import (
     Reply,
     S3Client,
     S3Error,
+    check_headers,
     client_for,
     list_page,
     resolve_config,
@@ -397,11 +398,18 @@ class S3Root(BucketRoot):
         marker: str | None = None,
     ) -> str:
         """One ``PutObject``, conditional on ``If-Match``/``If-None-Match`` when asked,
-        tagged with ``marker`` in its user metadata when given."""
+        tagged with ``marker`` in its user metadata when given.
+
+        Raises:
+            InvalidInputError: ``if_version`` holds a character no header may carry
+                (CR, LF, NUL, another control character, non-ASCII); nothing is sent.
+        """
         bucket, key = self._split(full)
         metadata = {WRITE_MARKER: marker} if marker is not None else None
         if_none_match = "*" if create else None
         if_match = _quote_etag(if_version) if if_version is not None else None
+        if if_match is not None:  # before any request, whichever client sends it
+            check_headers({"if-match": if_match})
         try:
             with self._translated(path):
                 if self._client is not None:

@@ -65,12 +65,14 @@ class AwsListingRelay:
     Attributes:
         listings: every re-encoded listing body sent, in order (for a test to check
             the relay did answer as S3 does).
+        heads: the headers of every request received, in order.
     """
 
     def __init__(self, upstream: str) -> None:
         parts = urlsplit(upstream)
         self._upstream = (str(parts.hostname), int(parts.port or 80))
         self.listings: list[bytes] = []
+        self.heads: list[list[tuple[str, str]]] = []
         relay = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -95,6 +97,7 @@ class AwsListingRelay:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def _answer(self, handler: BaseHTTPRequestHandler) -> None:
+        self.heads.append(list(handler.headers.items()))
         length = int(handler.headers.get("Content-Length") or 0)
         body = handler.rfile.read(length) if length else b""
         upstream = http.client.HTTPConnection(*self._upstream, timeout=60)

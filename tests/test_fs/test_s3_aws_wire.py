@@ -15,11 +15,13 @@ from typing import Any
 import pytest
 
 from fsmemory import KnowledgeMemory
+from fsmemory.errors import InvalidInputError
 from fsmemory.fs import open_root
-from fsmemory.fs._s3client import list_page
+from fsmemory.fs._s3client import Credentials, S3Client, S3Config, list_page
 from fsmemory.fs.s3 import S3Root
+from fsmemory.store import FsspecKnowledgeStore
 from fsmemory.testing.cloud_services import MotoService
-from tests.test_fs.aws_fake import AwsListingRelay, aws_url_encode
+from tests.test_fs.aws_fake import AwsListingRelay, HostileServer, aws_url_encode
 
 pytestmark = pytest.mark.s3
 
@@ -170,3 +172,65 @@ def test_a_listing_page_decodes_what_s3_encodes() -> None:
     assert [o["Key"] for o in objects] == ["run books/a b+c%.md"]
     assert prefixes == ["run books/\ud55c x/"]
     assert token == "1+a/b="
+
+
+#: version tokens no header may carry: they must never reach the wire
+BAD_VERSIONS = [
+    "x\r\nX-Evil: 1",
+    "x\nX-Evil: 1",
+    "x\rX-Evil: 1",
+    "x\x00y",
+    "x\x1b[31m",
+    "x\x7f",
+    "caf\u00e9",
+]
+
+
+@pytest.mark.parametrize("bad", BAD_VERSIONS)
+async def test_a_version_token_cannot_inject_a_header(
+    aws_relay: AwsListingRelay,
+    s3_root_url: str,
+    s3_storage_options: dict[str, Any],
+    client: str,
+    bad: str,
+) -> None:
+    """``FsspecKnowledgeStore.write(..., if_version=...)`` with a CR, LF, NUL, another
+    control character or a non-ASCII one in the version refuses with
+    :class:`InvalidInputError` before any request (the server sees none), and the
+    file keeps every byte (a file that did not exist is still absent)."""
+    store = FsspecKnowledgeStore(
+        s3_root_url, storage_options=_options(s3_storage_options, aws_relay.url, client)
+    )
+    await store.write("notes.md", "old content\n")
+    seen = len(aws_relay.heads)
+    with pytest.raises(InvalidInputError, match="if-match"):
+        await store.write("notes.md", "new content\n", if_version=bad)
+    with pytest.raises(InvalidInputError, match="if-match"):
+        await store.write("fresh.md", "new content\n", if_version=bad)
+    assert len(aws_relay.heads) == seen
+    direct = open_root(s3_root_url, s3_storage_options)
+    assert direct.read_bytes("notes.md") == b"old content\n"
+    assert not direct.exists("fresh.md")
+    assert not any(name.lower() == "x-evil" for head in aws_relay.heads for name, _ in head)
+
+
+@pytest.mark.parametrize("where", ["header", "token", "endpoint"])
+def test_no_header_leaves_the_client_with_a_control_character(where: str) -> None:
+    """Every header the built-in client sends is checked, its own and the caller's,
+    and so is the request line: a session token or a caller's header holding CR/LF,
+    or an endpoint path with a space, fails with :class:`InvalidInputError` and
+    nothing reaches the server; the same client then sends clean requests."""
+    server = HostileServer(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    try:
+        token = "t\r\nX-Evil: 1" if where == "token" else None
+        endpoint = server.url + ("/X-Evil: 1" if where == "endpoint" else "")
+        s3 = S3Client(S3Config(endpoint, "us-east-1", True, Credentials("k", "s", token)))
+        headers = {"x-amz-meta-a": "1\r\nX-Evil: 1"} if where == "header" else None
+        with pytest.raises(InvalidInputError):
+            s3.request("GET", "b", "k", headers=headers)
+        assert server.requests == []
+        if where == "header":
+            assert s3.request("GET", "b", "k").body == b"ok"
+            assert len(server.requests) == 1
+    finally:
+        server.close()

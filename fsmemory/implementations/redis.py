@@ -106,7 +106,36 @@ def _split_db(path: str) -> tuple[int | None, str]:
     return None, path.lstrip("/")
 
 
-_PREFIX_QUERY = re.compile(r"\?prefix=([^/?#]*)\Z")
+#: ``?prefix=TENANT`` closing the authority or a path segment (fsspec composes URLs by
+#: appending ``/name``, so the query a user typed at the end ends up in the middle)
+_PREFIX_QUERY = re.compile(r"\?prefix=([^/?#]*)(?=/|\Z)")
+
+
+def _take_prefix(url: str) -> tuple[str, str | None]:
+    """``url`` without its ``?prefix=TENANT`` query, and the tenant (None: no query).
+
+    The query may close the authority or any path segment: ``redis://h/0/mem?prefix=T``
+    and what fsspec makes of it when it joins a name (``redis://h/0/mem?prefix=T/x``)
+    both address ``mem/...`` of tenant ``T``; so does ``redis://h:6379?prefix=T/mem``.
+
+    Raises:
+        InvalidPathError: the URL names two different prefixes.
+    """
+    scheme, _, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    found: list[str] = []
+    user, at, host = authority.rpartition("@")
+    match = _PREFIX_QUERY.search(host)
+    if match is not None and match.end() == len(host):
+        found.append(match.group(1))
+        authority = user + at + host[: match.start()]
+    if slash:
+        found += _PREFIX_QUERY.findall(path)
+        path = _PREFIX_QUERY.sub("", path)
+    tenants = {unquote(value) for value in found}
+    if len(tenants) > 1:
+        raise InvalidPathError(f"{url!r} names more than one Redis key prefix")
+    return f"{scheme}://{authority}{slash}{path}", (tenants.pop() if tenants else None)
 
 
 def _split_url(url: str) -> tuple[SplitResult, str, str | None]:
@@ -114,18 +143,14 @@ def _split_url(url: str) -> tuple[SplitResult, str, str | None]:
 
     Unlike :func:`urllib.parse.urlsplit`, ``?`` and ``#`` inside the path are part of
     the file name (``notes/what?.md``, ``c#sharp.md``): Redis URLs have no fragment, and
-    the only query they know is a trailing ``?prefix=TENANT``.
+    the only query they know is ``?prefix=TENANT`` (see :func:`_take_prefix`).
+
+    Raises:
+        InvalidPathError: the URL names two different prefixes.
     """
-    scheme, _, rest = url.partition("://")
-    authority, slash, path = rest.partition("/")
-    prefix = None
-    found = _PREFIX_QUERY.search(authority if not slash else path)
-    if found is not None:
-        prefix = unquote(found.group(1))
-        if slash:
-            path = path[: found.start()]
-        else:
-            authority = authority[: found.start()]
+    plain, prefix = _take_prefix(url)
+    scheme, _, rest = plain.partition("://")
+    authority, _, path = rest.partition("/")
     return urlsplit(f"{scheme}://{authority}"), path, prefix
 
 
@@ -350,6 +375,39 @@ class RedisFileSystem(AbstractFileSystem):  # type: ignore[misc]
                 f"{url!r} names another Redis database or prefix than this filesystem's "
                 f"({self.db}, {self.prefix!r})"
             )
+
+    def _composable(self, path: Any) -> Any:
+        """``path`` (a URL, a plain path, or a list of them) without ``?prefix=`` queries.
+
+        fsspec's bulk operations read a ``?`` in a path they are given as a glob, so a
+        URL carrying the tenant would copy ``x`` to ``target/newfile?prefix=T/x``
+        instead of ``target/newfile``: the query is checked against this filesystem's
+        prefix and dropped before fsspec sees it.
+
+        Raises:
+            InvalidPathError: the URL names another database or prefix.
+        """
+        if isinstance(path, list | tuple):
+            return [self._composable(p) for p in path]
+        if isinstance(path, str) and path.startswith(("redis://", "rediss://")):
+            self._check_same_storage(path)
+            return _take_prefix(path)[0]
+        return path
+
+    def copy(self, path1: Any, path2: Any, *args: Any, **kwargs: Any) -> Any:
+        """fsspec's ``copy`` (and so ``cp`` and ``mv``) on paths whose ``?prefix=``
+        query is checked and dropped first (see :meth:`_composable`)."""
+        return super().copy(self._composable(path1), self._composable(path2), *args, **kwargs)
+
+    def get(self, rpath: Any, lpath: Any, *args: Any, **kwargs: Any) -> Any:
+        """fsspec's ``get`` with the remote paths' ``?prefix=`` query checked and
+        dropped first (see :meth:`_composable`)."""
+        return super().get(self._composable(rpath), lpath, *args, **kwargs)
+
+    def put(self, lpath: Any, rpath: Any, *args: Any, **kwargs: Any) -> Any:
+        """fsspec's ``put`` with the remote paths' ``?prefix=`` query checked and
+        dropped first (see :meth:`_composable`)."""
+        return super().put(lpath, self._composable(rpath), *args, **kwargs)
 
     @staticmethod
     def _join(parent: str, name: str) -> str:

@@ -9,9 +9,9 @@ Two protocols:
   **delta** objects. A save uploads only a delta under a fresh, unique name, so
   concurrent savers never overwrite each other; a restore folds the base and every delta
   together; a **fold** (compaction) writes a new base and moves the **head** to it with
-  compare-and-swap, then removes the deltas it folded (one batched request where the
-  service has one). When to fold is the memory layer's decision (a save folds once
-  ``compact_after`` deltas are waiting, see :mod:`fsmemory.memory`); a backend only
+  compare-and-swap, then removes what the fold before it folded (one batched request
+  where the service has one). When to fold is the memory layer's decision (a save folds
+  once ``compact_after`` deltas are waiting, see :mod:`fsmemory.memory`); a backend only
   offers ``compact_after`` as its default.
 
 :class:`FsspecBackend` implements both on any fsspec URL; :class:`RedisKnowledgeBackend`
@@ -57,10 +57,11 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 HEAD_FORMAT = "fsmemory-snapshot"
-#: how many folded delta names a head remembers (crash leftovers are skipped and removed)
-_FOLDED_MEMORY = 256
 #: a save folds the waiting deltas into a new base once this many are waiting
 DEFAULT_COMPACT_AFTER = 32
+#: a read that finds objects removed under it tries again this many times in all (what it
+#: fetched is kept across attempts; an attempt fails only when two folds complete in it)
+_READ_ATTEMPTS = 20
 
 
 @runtime_checkable
@@ -84,7 +85,13 @@ class SnapshotState:
         deltas: ``(name, data)`` of every delta not folded into ``base``, in order.
         version: the head's version token (None: no head yet).
         base_name: the base object's name, when the backend stores it apart.
-        folded: names of deltas the head records as folded (a fold appends to it).
+        folded: names of deltas the head records as folded into its base (a fold adds
+            the ones it folds). A name leaves the record only once its object is known
+            to be gone, so a delta left behind is never applied again.
+        stale: objects the next fold removes (paths inside the snapshot's folder):
+            recorded deltas still there and bases the head no longer names.
+        gone: names in ``folded`` whose objects are known to be gone (the next fold
+            drops them from the record).
     """
 
     base: bytes | None
@@ -92,6 +99,8 @@ class SnapshotState:
     version: str | None = None
     base_name: str | None = None
     folded: tuple[str, ...] = ()
+    stale: tuple[str, ...] = ()
+    gone: frozenset[str] = frozenset()
 
     @property
     def delta_bytes(self) -> int:
@@ -155,6 +164,12 @@ class FsspecBackend:
     base and the deltas fetched in parallel; a save is one ``PUT`` of a delta; a fold is a
     ``PUT`` of the base, a conditional ``PUT`` of the head and one batched delete.
 
+    The head names its base and records the deltas folded into it (``"folded"``). A
+    name stays in the record until a fold knows its object is gone (its own delete
+    succeeded, or a listing younger than the record lacks it), so a delta that a killed
+    fold left behind, or that a role without delete permission cannot remove, is never
+    applied again, however many folds pass; every fold removes the leftovers it sees.
+
     Args:
         url: where the snapshot lives.
         storage_options: fsspec options of the URL's filesystem (credentials, endpoint,
@@ -216,44 +231,92 @@ class FsspecBackend:
     def load_state(self, known: SnapshotState | None = None) -> SnapshotState:
         """Read head, base and the unfolded deltas: one listing, one head read, then the
         base and deltas in parallel. What ``known`` already holds (the same base, deltas
-        by name) is not downloaded again. If a fold removes a listed delta or the base
-        meanwhile, read again."""
-        for _ in range(10):
-            state = self._load_state_once(known)
+        by name) is not downloaded again.
+
+        A fold keeps the base it replaces and the deltas it folds until the fold after
+        it, so a read fails (and is tried again) only when two folds complete during it;
+        what an attempt fetched is kept for the next one, which then costs a listing, a
+        head read and the objects that are new.
+        """
+        fetched: dict[str, bytes] = {}
+        for _ in range(_READ_ATTEMPTS):
+            state = self._load_state_once(known, fetched)
             if state is not None:
                 return state
         raise SnapshotError(f"snapshot {self.url} keeps changing under the reader")
 
-    def _load_state_once(self, known: SnapshotState | None) -> SnapshotState | None:
+    def _load_state_once(
+        self, known: SnapshotState | None, fetched: dict[str, bytes]
+    ) -> SnapshotState | None:
         # List before reading the head: a fold that completes in between then shows
         # up in the head (its deltas are skipped as folded), never as deltas missing.
-        listed = sorted(i.path for i in self.root.list(f"{self.objects}/delta"))
+        # The listing holds the bases too: the head's own base in it proves the listing
+        # younger than every record of the head (see ``_stale_and_gone``).
+        listed = {i.path for i in self.root.list(self.objects, recursive=True)}
         head, inline, version = self._read_head()
         base_name = None
         folded: tuple[str, ...] = ()
         if head is not None:
             base_name = head.get("base") or None
             folded = tuple(head.get("folded") or ())
-        skip = set(folded)
-        paths = [p for p in listed if p.rsplit("/", 1)[-1] not in skip]
-        have = dict(known.deltas) if known is not None else {}
-        wanted = [p for p in paths if p.rsplit("/", 1)[-1] not in have]
+        base_path = f"{self.objects}/{base_name}" if base_name else None
+        record = set(folded)
+        prefix = f"{self.objects}/delta/"
+        paths = sorted(p for p in listed if p.startswith(prefix) and p[len(prefix) :] not in record)
+        # Content already read is reused by name (names are never reused), but only when
+        # the listing is younger than the head's record: otherwise a delta listed here
+        # may have been removed and dropped from the record since (folded long ago), and
+        # only reading it now proves it is still waiting.
+        trusted = base_path is None or base_path in listed
+        have: dict[str, bytes] = {}
+        if trusted:
+            have.update(dict(known.deltas) if known is not None else {})
+            have.update({p[len(prefix) :]: b for p, b in fetched.items() if p.startswith(prefix)})
+        wanted = [p for p in paths if p[len(prefix) :] not in have]
         reuse_base = known is not None and base_name is not None and known.base_name == base_name
         fetches = list(wanted)
-        if base_name and not reuse_base:
-            fetches.append(f"{self.objects}/{base_name}")
+        if base_path is not None and not reuse_base and base_path not in fetched:
+            fetches.append(base_path)
         blobs = _fetch_all(self.root, fetches)
-        if any(b is None for b in blobs):
-            return None  # folded and removed by a concurrent fold: read again
-        got: dict[str, bytes] = {p: b for p, b in zip(fetches, blobs, strict=True) if b is not None}
+        got = {p: b for p, b in zip(fetches, blobs, strict=True) if b is not None}
+        fetched.update(got)
+        if len(got) < len(fetches):
+            return None  # folded and removed by later folds meanwhile: read again
         base = inline
-        if base_name:
-            base = known.base if reuse_base and known is not None else got[fetches[-1]]
+        if base_path is not None:
+            base = known.base if reuse_base and known is not None else fetched[base_path]
         deltas = []
         for path in paths:
-            name = path.rsplit("/", 1)[-1]
+            name = path[len(prefix) :]
             deltas.append((name, have[name] if name in have else got[path]))
-        return SnapshotState(base, deltas, version, base_name, folded)
+        stale, gone = self._stale_and_gone(listed, base_path, folded)
+        return SnapshotState(base, deltas, version, base_name, folded, stale, gone)
+
+    def _stale_and_gone(
+        self, listed: set[str], base_path: str | None, folded: Sequence[str]
+    ) -> tuple[tuple[str, ...], frozenset[str]]:
+        """What a listing taken before reading a head tells the next fold.
+
+        Stale: recorded deltas still listed (folded, left behind by a fold that was
+        killed or could not delete) and bases other than the head's.
+
+        Gone: recorded deltas the listing lacks, when the listing shows the head's own
+        base. Every recorded delta was written before the fold that folded it listed it,
+        so before the head's base was written, so before this listing: not listed means
+        deleted, and a deleted name never comes back. Without the head's base in the
+        listing (a fold completed between the listing and the head read), nothing is
+        known gone.
+        """
+        delta_prefix = f"{self.objects}/delta/"
+        stale = [f"delta/{n}" for n in folded if f"{delta_prefix}{n}" in listed]
+        for path in sorted(listed):
+            rest = path[len(self.objects) + 1 :]
+            if "/" not in rest and rest.startswith("base-") and path != base_path:
+                stale.append(rest)
+        gone: frozenset[str] = frozenset()
+        if base_path is not None and base_path in listed:
+            gone = frozenset(n for n in folded if f"{delta_prefix}{n}" not in listed)
+        return tuple(stale), gone
 
     def load_bytes(self) -> bytes | None:
         """The seed protocol: the base archive (None if nothing was saved).
@@ -288,18 +351,28 @@ class FsspecBackend:
     def save_base(
         self, archive: bytes, *, folded: Sequence[str], expected: SnapshotState
     ) -> SnapshotState | None:
-        """Write a new base, move the head to it with compare-and-swap (against
-        ``expected.version``), then remove the folded deltas and the old base in one
-        batched delete (best effort: the head already lists them as folded)."""
+        """Write a new base and move the head to it with compare-and-swap (against
+        ``expected.version``); then remove, in one batched delete, what ``expected``
+        knows is stale: the deltas folded before ``expected`` that are still there and
+        the bases before ``expected``'s.
+
+        The head records every folded delta whose object may still exist (a name leaves
+        the record only once its object is known gone), so a delta left behind by a
+        fold that was killed or could not delete is skipped by every reader and removed
+        by a later fold, however many folds pass. The base being replaced and the deltas
+        folded now are removed by the next fold, so a reader that read the previous head
+        can still fetch what it names."""
         base_name = f"base-{uuid.uuid4().hex}.json"
         base_path = f"{self.objects}/{base_name}"
         self.root.write(base_path, archive)
-        remembered = tuple((list(expected.folded) + list(folded))[-_FOLDED_MEMORY:])
+        kept = [n for n in expected.folded if n not in expected.gone]
+        known = set(kept)
+        record = tuple(kept + [n for n in dict.fromkeys(folded) if n not in known])
         document = {
             "format": HEAD_FORMAT,
             "version": 2,
             "base": base_name,
-            "folded": list(remembered),
+            "folded": list(record),
             "updated_at": datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         }
         try:
@@ -312,11 +385,17 @@ class FsspecBackend:
         except ConflictError:
             _delete_all(self.root, [base_path])
             return None
-        stale = [f"{self.objects}/delta/{name}" for name in folded]
+        stale = [s for s in dict.fromkeys(expected.stale) if s != base_name]
+        removed = _delete_all(self.root, [f"{self.objects}/{s}" for s in stale])
+        later = [f"delta/{n}" for n in dict.fromkeys(folded)]
         if expected.base_name and expected.base_name != base_name:
-            stale.append(f"{self.objects}/{expected.base_name}")
-        _delete_all(self.root, stale)
-        return SnapshotState(archive, [], version, base_name, remembered)
+            later.append(expected.base_name)
+        gone: frozenset[str] = frozenset()
+        if removed:
+            gone = frozenset(s[len("delta/") :] for s in stale if s.startswith("delta/"))
+        else:
+            later += [s for s in stale if s not in later]
+        return SnapshotState(archive, [], version, base_name, record, tuple(later), gone)
 
     def save_bytes(self, data: bytes) -> None:
         """The seed protocol: replace the whole snapshot (last writer wins)."""
@@ -361,16 +440,23 @@ def _fetch_all(root: StorageRoot, paths: Sequence[str]) -> list[bytes | None]:
         return list(pool.map(fetch, paths))
 
 
-def _delete_all(root: StorageRoot, paths: Sequence[str]) -> None:
+def _delete_all(root: StorageRoot, paths: Sequence[str]) -> bool:
     """Remove objects nothing references any more, best effort (a leftover is skipped by
     readers and removed by a later fold), in as few requests as the root allows
-    (:meth:`~fsmemory.fs.base.StorageRoot.delete_many`: one ``DeleteObjects`` on S3)."""
+    (:meth:`~fsmemory.fs.base.StorageRoot.delete_many`: one ``DeleteObjects`` on S3).
+
+    Returns:
+        True only when the root reports every object deleted (nothing was left to
+        delete included); False when the delete failed or reported fewer objects.
+    """
     if not paths:
-        return
+        return True
     try:
-        root.delete_many(paths)
+        count = root.delete_many(paths)
     except (FsMemoryError, OSError) as exc:
         logger.warning("could not remove %d folded snapshot object(s): %s", len(paths), exc)
+        return False
+    return count == len(paths)
 
 
 def check_compact_after(value: object) -> int:

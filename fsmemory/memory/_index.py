@@ -40,7 +40,16 @@ import orjson
 
 from fsmemory import _jsonutil
 from fsmemory.fs.base import FileInfo, StorageRoot
-from fsmemory.memory._rank import BM25Index, analyze, query_terms, stem, term_pairs, words
+from fsmemory.memory._rank import (
+    BM25Index,
+    analyze,
+    query_terms,
+    stem,
+    term_pairs,
+    top_accepted,
+    typed_word_scores,
+    words,
+)
 from fsmemory.memory._tail import TAIL, FileCursor, must_read_whole, read_appended
 from fsmemory.memory.entry import (
     KnowledgeEntry,
@@ -1066,7 +1075,8 @@ class MemoryIndex:
         :mod:`fsmemory.memory._rank`); equal scores rank by importance, then recency.
 
         A query without any word returns the most important entries; a query of
-        stopwords only matches nothing.
+        stopwords only (which the index does not hold) is matched as typed against the
+        entries' text (:meth:`typed_word_scores`).
         """
         if not words(query):
             return self.most_important(limit, category, now)
@@ -1075,7 +1085,9 @@ class MemoryIndex:
         stem_of = stem if self._ranker is None else self._ranker.query_stem
         terms = query_terms(query, stem_of)
         if not terms:
-            return []
+            accept = self._row_acceptor(category, us_of(now))
+            typed = top_accepted(self.typed_word_scores(query), limit, accept, self._row_priority)
+            return [self._entry(row) for _, row in typed]
         pairs = term_pairs(analyze(query, stem_of))
         for _attempt in range(2):  # again when a loaded ranker turned out damaged
             ranker = self._ranked()
@@ -1132,9 +1144,22 @@ class MemoryIndex:
         # every process, whatever order its rows were read in.
         return (self._importance[row], float(self._created[row]), self._ids[row])
 
+    def typed_word_scores(self, query: str) -> dict[int, float]:
+        """BM25 scores by row of a query of stopwords only, its words matched as typed
+        in the text of every row the ranker indexes (:func:`typed_word_scores`)."""
+        flags, contents, cats = self._flags, self._contents, self._cats
+        rows = (row for row in range(len(flags)) if not flags[row] & _DEAD)
+        return typed_word_scores(query, ((row, contents[row], cats[row]) for row in rows))
+
     def lexical_rows(self, np: Any, query: str, terms: dict[str, float]) -> Any:
         """BM25 scores of ``query`` as a NumPy array indexed by row (0 for rows matching
-        no term, removed rows included; see :meth:`BM25Index.score_array`)."""
+        no term, removed rows included; see :meth:`BM25Index.score_array`); without
+        ``terms`` (stopwords only), :meth:`typed_word_scores`."""
+        if not terms:
+            out = np.zeros(len(self._ids), dtype=np.float64)
+            for row, score in self.typed_word_scores(query).items():
+                out[row] = score
+            return out
         pairs = term_pairs(analyze(query))
         for _attempt in range(2):  # again when a loaded ranker turned out damaged
             ranker = self._ranked()

@@ -409,9 +409,7 @@ class VectorStore:
         entries missing a vector are embedded first, in batches."""
         if not words(query):
             return index.most_important(limit, category, now)
-        terms = query_terms(query)
-        if not terms:
-            return []
+        terms = query_terms(query)  # none for stopwords only: matched as typed
         query_vector = self.embed([query])[0]
         seen = (index.row_epoch, index.generation, index.rows, index.live_count())
         if seen != self._filled_for:

@@ -467,7 +467,7 @@ class KnowledgeMemory:
         """Ranked search over all live entries (their content and category).
 
         Lexical ranking is BM25 over stemmed words (``painted`` finds ``paint``;
-        stopwords alone match nothing; see :mod:`fsmemory.memory._rank`); with an
+        stopwords alone are matched word for word; see :mod:`fsmemory.memory._rank`); with an
         ``embedder`` it is fused with vector similarity. Equal scores rank by
         importance, then recency. A query without any word returns the most
         important entries. Expired and forgotten entries never appear.

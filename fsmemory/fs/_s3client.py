@@ -38,6 +38,15 @@ only what a root needs:
   connection errors (``ConnectionError`` and its subclasses :class:`RemoteDisconnected`
   and :class:`IncompleteRead`, ``TimeoutError``), which the retry policy treats as
   transient.
+* **Hostile replies and requests**: a reply body is read in pieces of 1 MiB, so memory
+  grows with the bytes that arrive, never with what a ``Content-Length`` or chunk size
+  claims; a body claimed larger than :data:`MAX_OBJECT` (an object's ``GET``) or
+  :data:`MAX_REPLY` (any other reply) is refused unread with a
+  :class:`~fsmemory.errors.BackendError` (not retried); a malformed length is a
+  broken reply (a ``ConnectionError``). A header value with a CR, LF, NUL, another
+  control character or a non-ASCII one (a caller's ``If-Match`` version, say) is
+  refused with :class:`~fsmemory.errors.InvalidInputError` before anything is sent
+  (:func:`check_headers`).
 * **Region**: when neither the options nor the environment name one, requests go to
   ``us-east-1`` and a reply naming the bucket's region (``x-amz-bucket-region``) moves
   that bucket to its region and resends the request once.
@@ -56,7 +65,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from urllib.parse import quote, unquote_plus, urlsplit
 
-from fsmemory.errors import InvalidInputError
+from fsmemory.errors import BackendError, InvalidInputError
 
 if TYPE_CHECKING:
     import configparser
@@ -64,6 +73,8 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_CONNECTIONS",
     "MAX_IDLE",
+    "MAX_OBJECT",
+    "MAX_REPLY",
     "Pending",
     "S3Client",
     "S3Config",
@@ -589,6 +600,16 @@ def _http_mtime(text: str | None) -> float | None:
 _MAX_LINE = 65536
 _MAX_HEADERS = 200
 
+#: the largest body accepted in the reply to an object ``GET``: 5 GiB, the largest
+#: object one ``PutObject`` can store (every file a root writes is one)
+MAX_OBJECT = 5 << 30
+#: the largest body accepted in any other reply (a listing page of 1000 keys, an
+#: error, a ``DeleteObjects`` result: a few MB at most)
+MAX_REPLY = 64 << 20
+#: bodies are read in pieces of this size: memory grows with the bytes that arrive,
+#: never with what a ``Content-Length`` or chunk size claims
+_READ_CHUNK = 1 << 20
+
 
 class RemoteDisconnected(ConnectionResetError):
     """The server closed the connection without answering (e.g. an idle kept-alive one)."""
@@ -695,7 +716,12 @@ class _Connection:
         return line
 
     def exchange(
-        self, method: str, target: str, headers: Mapping[str, str], body: bytes
+        self,
+        method: str,
+        target: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        limit: int = MAX_REPLY,
     ) -> tuple[Reply, bool]:
         """Send one request and read its reply; ``(reply, keep_alive)``.
 
@@ -705,7 +731,7 @@ class _Connection:
             OSError: any other connection failure or a timeout (``TimeoutError``).
         """
         self.send(method, target, headers, body)
-        return self.receive(method)
+        return self.receive(method, limit)
 
     def send(self, method: str, target: str, headers: Mapping[str, str], body: bytes) -> None:
         """Send one request (its reply is read by :meth:`receive`).
@@ -723,11 +749,20 @@ class _Connection:
             self.sock.sendall(data)
             self.sock.sendall(body)
 
-    def receive(self, method: str) -> tuple[Reply, bool]:
+    def receive(self, method: str, limit: int = MAX_REPLY) -> tuple[Reply, bool]:
         """Read the reply to the request :meth:`send` sent; ``(reply, keep_alive)``.
 
+        Args:
+            method: the request's method (a ``HEAD`` reply has no body).
+            limit: the largest body accepted in a 2xx reply (other replies:
+                :data:`MAX_REPLY` at most).
+
         Raises:
-            RemoteDisconnected, IncompleteRead, OSError: as :meth:`exchange`.
+            BackendError: the body is larger than ``limit`` (by its
+                ``Content-Length``, its chunk sizes, or what arrived): the reply is
+                not read, and the connection must be closed.
+            RemoteDisconnected, IncompleteRead, OSError: as :meth:`exchange`; a
+                malformed ``Content-Length`` or chunk size is a ``ConnectionError``.
         """
         while True:
             line = self._line()
@@ -740,18 +775,19 @@ class _Connection:
             reply_headers = self._headers()
             if not 100 <= status < 200:
                 break
+        if not 200 <= status < 300:
+            limit = min(limit, MAX_REPLY)
         if method == "HEAD" or status in (204, 304):
             payload = b""
             length: int | None = 0
         elif "chunked" in reply_headers.get("transfer-encoding", "").lower():
-            payload, length = self._chunked(), 0
+            payload, length = self._chunked(limit), 0
         elif "content-length" in reply_headers:
-            length = int(reply_headers["content-length"])
-            payload = self._reader.read(length) if length else b""
-            if len(payload) < length:
-                raise IncompleteRead(f"got {len(payload)} of {length} bytes")
-        else:
-            payload, length = self._reader.read(), None  # delimited by the close
+            length = _size(reply_headers["content-length"], 10, "Content-Length")
+            _within(length, limit)
+            payload = self._read(length)
+        else:  # delimited by the close
+            payload, length = self._read(None, limit), None
         connection = reply_headers.get("connection", "").lower()
         keep = (
             length is not None
@@ -774,22 +810,78 @@ class _Connection:
             out[key] = f"{out[key]}, {value}" if key in out else value
         raise ConnectionError("too many reply headers")
 
-    def _chunked(self) -> bytes:
-        chunks: list[bytes] = []
+    def _read(self, size: int | None, limit: int = MAX_REPLY) -> bytes:
+        """``size`` bytes of the body (None: up to the close, at most ``limit``), read
+        in pieces of :data:`_READ_CHUNK`: what a reply claims is never allocated
+        before it arrives.
+
+        Raises:
+            IncompleteRead: the connection ended before ``size`` bytes.
+            BackendError: more than ``limit`` bytes came before the close.
+        """
+        if size is not None and size <= _READ_CHUNK:
+            data: bytes = self._reader.read(size) if size else b""
+            if len(data) < size:
+                raise IncompleteRead(f"got {len(data)} of {size} bytes")
+            return data
+        out = io.BytesIO()  # getvalue() hands over its buffer without a copy
+        got = 0
+        while size is None or got < size:
+            want = _READ_CHUNK if size is None else min(_READ_CHUNK, size - got)
+            piece = self._reader.read(want)
+            if not piece:
+                break
+            got += len(piece)
+            if size is None:
+                _within(got, limit)
+            out.write(piece)
+        if size is not None and got < size:
+            raise IncompleteRead(f"got {got} of {size} bytes")
+        return out.getvalue()
+
+    def _chunked(self, limit: int) -> bytes:
+        out = io.BytesIO()
+        total = 0
         while True:
             line = self._line()
             if not line:
                 raise IncompleteRead("the connection ended inside a chunked body")
-            size = int(line.split(b";", 1)[0].strip() or b"0", 16)
+            size = _size(line.split(b";", 1)[0].decode("latin-1"), 16, "chunk size")
             if size == 0:
                 while self._line() not in (b"\r\n", b"\n", b""):
                     pass  # trailers
-                return b"".join(chunks)
-            chunk = self._reader.read(size)
-            if len(chunk) < size:
-                raise IncompleteRead(f"got {len(chunk)} of a {size}-byte chunk")
-            chunks.append(chunk)
+                return out.getvalue()
+            total += size
+            _within(total, limit)
+            out.write(self._read(size))
             self._line()  # the CRLF after the chunk
+
+
+def _size(text: str, base: int, what: str) -> int:
+    """A ``Content-Length`` (``base`` 10) or chunk size (16) of a reply.
+
+    Raises:
+        ConnectionError: it is not a plain non-negative number (a sign, a list of
+            lengths, anything else): the reply cannot be read.
+    """
+    text = text.strip()
+    digits = "0123456789abcdefABCDEF" if base == 16 else "0123456789"
+    if not text or len(text) > 40 or text.strip(digits):
+        raise ConnectionError(f"malformed {what} in the reply: {text[:40]!r}")
+    return int(text, base)
+
+
+def _within(size: int, limit: int) -> None:
+    """Refuse a reply body larger than ``limit`` before it is read (or any more of it).
+
+    Raises:
+        BackendError: ``size`` exceeds ``limit`` (not transient: another try would
+            get the same reply).
+    """
+    if size > limit:
+        raise BackendError(
+            f"the S3 reply's body would hold {size} bytes, more than the {limit} accepted: not read"
+        )
 
 
 # -- the client --------------------------------------------------------------------------
@@ -837,6 +929,12 @@ class Pending:
         self.query, self.headers, self.body = query, headers, body
         self.where, self.target, self.signed = where, target, signed
         self.conn, self.reused = conn, reused
+
+
+def _limit(method: str, key: str) -> int:
+    """The largest reply body a request accepts: :data:`MAX_OBJECT` for an object's
+    ``GET``, :data:`MAX_REPLY` for the rest."""
+    return MAX_OBJECT if method == "GET" and key else MAX_REPLY
 
 
 def _dns_bucket(bucket: str) -> bool:
@@ -1128,15 +1226,16 @@ class S3Client:
     def _receive(self, pending: Pending) -> Reply:
         conn, where = pending.conn, pending.where
         method, target, signed = pending.method, pending.target, pending.signed
+        limit = _limit(method, pending.key)
         try:
-            reply, keep = conn.receive(method)
+            reply, keep = conn.receive(method, limit)
         except ConnectionError:
             conn.close()
             if not pending.reused:
                 raise
             conn = self._connection(*where)
             try:
-                reply = self._exchange(conn, where, method, target, signed, pending.body)
+                reply = self._exchange(conn, where, method, target, signed, pending.body, limit)
             except BaseException:
                 conn.close()
                 raise
@@ -1164,9 +1263,10 @@ class S3Client:
         target: str,
         headers: dict[str, str],
         body: bytes,
+        limit: int,
     ) -> Reply:
         try:
-            reply, keep = conn.exchange(method, target, headers, body)
+            reply, keep = conn.exchange(method, target, headers, body, limit)
         except BaseException:
             conn.close()
             raise
@@ -1208,7 +1308,7 @@ class S3Client:
         prefix = "x-amz-meta-"
         return {
             "ETag": h.get("etag", ""),
-            "ContentLength": int(h.get("content-length") or 0),
+            "ContentLength": _size(h.get("content-length") or "0", 10, "Content-Length"),
             "LastModified": _http_mtime(h.get("last-modified")),
             "Metadata": {k[len(prefix) :]: v for k, v in h.items() if k.startswith(prefix)},
         }

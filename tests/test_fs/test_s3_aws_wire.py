@@ -8,6 +8,7 @@ listings as S3 does, and check the result against moto itself.
 
 from __future__ import annotations
 
+import tracemalloc
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -15,9 +16,16 @@ from typing import Any
 import pytest
 
 from fsmemory import KnowledgeMemory
-from fsmemory.errors import InvalidInputError
-from fsmemory.fs import open_root
-from fsmemory.fs._s3client import Credentials, S3Client, S3Config, list_page
+from fsmemory.errors import BackendError, InvalidInputError
+from fsmemory.fs import RetryPolicy, open_root
+from fsmemory.fs._s3client import (
+    MAX_OBJECT,
+    MAX_REPLY,
+    Credentials,
+    S3Client,
+    S3Config,
+    list_page,
+)
 from fsmemory.fs.s3 import S3Root
 from fsmemory.store import FsspecKnowledgeStore
 from fsmemory.testing.cloud_services import MotoService
@@ -234,3 +242,101 @@ def test_no_header_leaves_the_client_with_a_control_character(where: str) -> Non
             assert len(server.requests) == 1
     finally:
         server.close()
+
+
+def _hostile_root(reply: bytes, attempts: int = 3) -> tuple[HostileServer, S3Root]:
+    """A built-in-client root whose every request gets ``reply`` (then a close)."""
+    server = HostileServer(reply)
+    options = {
+        "key": "k",
+        "secret": "s",
+        "client_kwargs": {"endpoint_url": server.url},
+        "client": "builtin",
+        "retry": RetryPolicy(attempts=attempts, base_delay=0.001, max_delay=0.001),
+    }
+    root = open_root("s3://bucket/root", options)
+    assert isinstance(root, S3Root)
+    return server, root
+
+
+@pytest.mark.parametrize(
+    "rest",
+    [
+        b"Content-Length: 1000000000000000\r\n\r\nabc",  # 10**15: was a MemoryError
+        b"Content-Length: %d\r\n\r\nabc" % (MAX_OBJECT + 1),
+        b"Transfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFF\r\nabc",
+        # a small chunk, then one that takes the total over the limit
+        b"Transfer-Encoding: chunked\r\n\r\n10\r\n%s\r\n%x\r\nabc" % (b"x" * 16, MAX_OBJECT),
+    ],
+)
+def test_a_body_claimed_larger_than_accepted_is_refused(rest: bytes) -> None:
+    """A reply whose ``Content-Length`` or chunk sizes claim more than an object
+    ``GET`` accepts (:data:`MAX_OBJECT`) is refused before its body is read: a
+    :class:`BackendError`, not a ``MemoryError``, and not retried."""
+    server, root = _hostile_root(b"HTTP/1.1 200 OK\r\n" + rest)
+    try:
+        tracemalloc.start()
+        try:
+            with pytest.raises(BackendError, match="more than"):
+                root.read_bytes("MEMORY.md")
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 64 << 20
+        assert len(server.requests) == 1
+    finally:
+        server.close()
+
+
+def test_a_listing_claimed_larger_than_a_listing_is_refused() -> None:
+    """A listing (or any reply but an object's) is refused over :data:`MAX_REPLY`."""
+    server, root = _hostile_root(
+        b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n<" % (MAX_REPLY + 1)
+    )
+    try:
+        with pytest.raises(BackendError, match="more than"):
+            root.list("", recursive=True)
+        assert len(server.requests) == 1
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"Content-Length: 3000000000",  # under the limit, then the connection closes
+        b"Transfer-Encoding: chunked\r\n\r\nB2D05E00\r\nabc",
+        b"Content-Length: abc",
+        b"Content-Length: -1",
+        b"Content-Length: 3, 3",
+        b"Transfer-Encoding: chunked\r\n\r\nzz\r\nabc",
+    ],
+)
+def test_a_body_that_never_comes_allocates_nothing_and_is_retried(head: bytes) -> None:
+    """A ``Content-Length`` under the limit that the body never fills, or a malformed
+    length, is a broken reply: retried, then a :class:`BackendError`; memory grows with
+    what arrived, never with what was claimed."""
+    server, root = _hostile_root(b"HTTP/1.1 200 OK\r\n" + head + b"\r\n\r\nabc", attempts=2)
+    try:
+        tracemalloc.start()
+        try:
+            with pytest.raises(BackendError):
+                root.read_bytes("MEMORY.md")
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 64 << 20
+        assert len(server.requests) == 2
+    finally:
+        server.close()
+
+
+def test_bodies_read_in_pieces_arrive_whole(
+    s3_root_url: str, s3_storage_options: dict[str, Any]
+) -> None:
+    """Objects larger than one read piece come back byte for byte (through moto)."""
+    root = open_root(s3_root_url, {**s3_storage_options, "client": "builtin"})
+    data = bytes(range(256)) * (3 * (1 << 12) + 7)  # ~3 MiB, not a multiple of 1 MiB
+    root.write("big.bin", data)
+    assert root.read_bytes("big.bin") == data
+    assert root.read_range("big.bin", 1000, len(data) - 5) == data[1000:-5]

@@ -1,10 +1,10 @@
 """The in-process index behind ``recall`` and ``build_context``.
 
 The files are the truth; this index is a cache of them that is refreshed only when a
-listing shows a changed file. Logs are append-only, so a changed log is read from the
-last parsed offset (after checking that the bytes before it are unchanged, see
-:mod:`fsmemory.memory._tail`); MEMORY.md is read incrementally when it was appended to
-and re-parsed when it was rewritten.
+listing shows a changed file. A changed log or MEMORY.md is fetched whole; when the
+CRC-32 of the bytes parsed before still matches (see :mod:`fsmemory.memory._tail`), only
+what follows them is parsed, otherwise (any edit in place, a same-length one included)
+the file is parsed afresh.
 
 Entries are held in columns: one row number per entry, with its id, content and
 category strings and its times, importance and flags in flat arrays; a
@@ -15,8 +15,13 @@ content counts of dedupe are built on first use.
 Persistent entries live in two places: their log record and a bullet in MEMORY.md. A
 person may delete the bullet (the fact is then forgotten) or add one (a new fact with a
 content-derived ``md-`` id). Records and bullets are matched as multisets by
-``(category, escaped text)``: a persistent record is live while a bullet claims it, and
-the oldest records are claimed first.
+``(category, escaped text, expiry)``: a persistent record is live while a bullet claims
+it, and the newest records (by creation time, then id) hold the claims. So a record
+whose bullet was deleted or tidied away (an expired one) never takes the bullet of the
+same fact remembered again later, and every process, whatever order it read the files
+in, makes the same claims. A bullet no record claims is an entry of its own, created
+at the Unix epoch (:data:`MD_CREATED`: MEMORY.md records no time, and a value derived
+from the files alone answers the same in every process, with or without a cache).
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ from fsmemory.memory._rank import (
     typed_word_scores,
     words,
 )
-from fsmemory.memory._tail import TAIL, FileCursor, must_read_whole, read_appended
+from fsmemory.memory._tail import TAIL, FileCursor, Verified, must_read_whole, read_verified
 from fsmemory.memory.entry import (
     KnowledgeEntry,
     datetime_of,
@@ -62,12 +67,12 @@ from fsmemory.memory.entry import (
 from fsmemory.memory.layout import MEMORY_FILE, log_date
 from fsmemory.memory.markdown import Fact, MemoryDocument, escape_line, needs_escape
 
-__all__ = ["MemoryIndex", "fact_key"]
+__all__ = ["MD_CREATED", "MemoryIndex", "fact_key"]
 
 logger = logging.getLogger(__name__)
 
 
-Key = tuple[str, str]
+Key = tuple[str, str, int]  # (category, escaped text, expiry in microseconds or _NEVER)
 
 _PERSISTENT = 1
 _DEAD = 2  # removed (forgotten, its file dropped, or a replaced md- entry)
@@ -212,9 +217,26 @@ _LAZY = {
 _ROW_EPOCHS = itertools.count()
 
 
-def fact_key(category: str, content: str) -> Key:
-    """The key matching a persistent record to its MEMORY.md bullet."""
-    return (category, escape_line(content.strip()))
+#: ``created_at`` of a MEMORY.md-only fact (a bullet no record claims), in microseconds
+#: since the epoch: the epoch itself, the same in every process.
+MD_CREATED = 0
+
+
+def fact_key(category: str, content: str, expires_us: int = _NEVER) -> Key:
+    """The key matching a persistent record to its MEMORY.md bullet (``expires_us``:
+    the expiry in microseconds since the epoch, the default for none)."""
+    return (category, escape_line(content.strip()), expires_us)
+
+
+def _expiry_us(fact: Fact) -> int:
+    return _NEVER if fact.expires_at is None else us_of(fact.expires_at)
+
+
+def _fact_keys(sections: dict[str, list[Fact]]) -> Iterator[Key]:
+    """The key of every bullet of ``sections``."""
+    for cat, facts in sections.items():
+        for text, expires in facts:
+            yield (cat, text, _NEVER if expires is None else us_of(expires))
 
 
 class MemoryIndex:
@@ -264,7 +286,6 @@ class MemoryIndex:
         # Changes whenever row numbers start again (a reset or a cache load): what is
         # kept per row elsewhere (the vector rows of hybrid recall) is then rebuilt.
         self.row_epoch = next(_ROW_EPOCHS)
-        self._md_mtime_us = us_of(datetime.now(tz=UTC))
         # -- a cache-loaded index: parts built on first use --
         self._cold: _ColdParts | None = None
         self._cold_doc: MemoryDocument | None = None  # MEMORY.md's header fields
@@ -395,28 +416,30 @@ class MemoryIndex:
             return True
         if cur is not None and cur.info.token == info.token:
             return False
-        if info.mtime is not None:
-            self._md_mtime_us = us_of(datetime.fromtimestamp(info.mtime, tz=UTC))
-        new = read_appended(root, cur, info, grows_only=False)
-        if new is not None and new[1] < info.size:
+        # Read from the cursor on only when the bytes before it are proven unchanged
+        # (a CRC-32 of all of them: an edit in place that kept the length is seen).
+        got = read_verified(root, cur, info, grows_only=False)
+        if got.appended and got.upto < info.size:
             # What was appended ends in a line without its line break (a hand edit):
-            # read the whole file, which parses that line too, as a fresh reader does.
-            new = None
-        if new is None:
-            data = (whole or {}).pop(MEMORY_FILE, None)
+            # parse the whole file, which parses that line too, as a fresh reader does.
+            got = Verified(None, False)
+        if not got.appended:
+            data = got.data
+            if data is None:
+                data = (whole or {}).pop(MEMORY_FILE, None)
             if data is None:
                 data = _read_or_empty(root, MEMORY_FILE)
             doc = MemoryDocument()
             # A hand-edited file may lack the final newline: parse its last line too, and
             # re-read the whole file on its next change. Bullets share the text strings
             # of the records waiting for them.
-            doc.feed_data(data, known={text: text for _cat, text in self._pending})
+            doc.feed_data(data, known={key[1]: key[1] for key in self._pending})
             complete = data.endswith(b"\n") or not data
             self._md = FileCursor.after(info, data, len(data), complete)
             self._set_document(doc)
             return True
-        assert cur is not None
-        chunk, upto = new
+        assert cur is not None and got.data is not None
+        chunk, upto = got.data, got.upto
         cur.info = info
         if upto > cur.parsed_upto:
             self.feed_md(chunk, cur.parsed_upto, upto)
@@ -435,7 +458,7 @@ class MemoryIndex:
         cur.advance(chunk[: end - start])
         for cat, facts in self._doc.sections.items():
             for fact in facts[before.get(cat, 0) :]:
-                key = (cat, fact.text)
+                key = (cat, fact.text, _expiry_us(fact))
                 counts[key] += 1
                 self._rebalance(key)
         self.generation += 1
@@ -443,11 +466,7 @@ class MemoryIndex:
     def _set_document(self, doc: MemoryDocument) -> None:
         old_keys = set(self._fact_counts)
         self._doc = doc
-        counts = self._fact_counts = Counter(
-            chain.from_iterable(
-                zip(repeat(cat), map(itemgetter(0), facts)) for cat, facts in doc.sections.items()
-            )
-        )
+        counts = self._fact_counts = Counter(_fact_keys(doc.sections))
         if not old_keys and not self._n_claimed and not self._md_rows:
             self._claim_fresh()
             return
@@ -456,7 +475,7 @@ class MemoryIndex:
 
     def _claim_fresh(self) -> None:
         """A first document over records no bullet claimed yet (a cold start): claim the
-        oldest waiting records of each bullet directly; what is left (more bullets than
+        newest waiting records of each bullet directly; what is left (more bullets than
         records) is balanced key by key."""
         pending, claimed, n_claimed = self._pending, self._claimed, self._n_claimed
         flags = self._flags
@@ -472,6 +491,7 @@ class MemoryIndex:
                 self._rebalance(key)
                 continue
             if len(waiting) > bullets:
+                waiting = sorted(waiting, key=self._age, reverse=True)
                 pending[key] = waiting[bullets:]
                 waiting = waiting[:bullets]
             for row in waiting:
@@ -491,19 +511,21 @@ class MemoryIndex:
         cur = self._logs.get(info.path)
         if cur is not None and cur.info.token == info.token:
             return False
-        new = read_appended(root, cur, info)
-        if new is None:
+        got = read_verified(root, cur, info)
+        if not got.appended:
             if cur is not None:
                 self._drop_file(info.path)
-            data = whole.pop(info.path, None) if cur is None else None
+            data = got.data
+            if data is None:
+                data = whole.pop(info.path, None) if cur is None else None
             if data is None:
                 data = _read_or_empty(root, info.path)
             upto = data.rfind(b"\n") + 1
             self._logs[info.path] = FileCursor.after(info, data, upto)
             self.feed_log(info.path, data[:upto], 0)
             return True
-        assert cur is not None
-        chunk, _upto = new
+        assert cur is not None and got.data is not None
+        chunk = got.data
         cur.info = info
         if chunk:
             self.feed_log(info.path, chunk, cur.parsed_upto)
@@ -520,7 +542,7 @@ class MemoryIndex:
         if cur is None:
             if offset != 0 or info is None:
                 return False
-            cur = FileCursor(info, 0, b"")
+            cur = FileCursor(info, 0, b"", crc=0)
             if path == MEMORY_FILE:
                 self._md = cur
             else:
@@ -693,7 +715,9 @@ class MemoryIndex:
             # One search over all texts: a space cannot join two halves of "<!--".
             if stripped != texts or needs_escape(" ".join(texts)):
                 return False
-            keys = list(zip(compress(cats, persistent), texts, strict=True))
+            keys = list(
+                zip(compress(cats, persistent), texts, repeat(_NEVER, len(texts)), strict=True)
+            )
             if not self._pending.keys().isdisjoint(keys) or len(set(keys)) != len(keys):
                 return False
         stamps_in_order = created == sorted(created) and (
@@ -710,6 +734,8 @@ class MemoryIndex:
         self._importance.extend(importance)
         self._flags.extend(map(_FLAGS_OF.__getitem__, persistent))
         self._row_of.update(zip(ids, rows, strict=True))
+        if self._ranker is not None:  # (a log read again whole by a searched index)
+            self._unranked.extend(rows)
         self._file_rows.setdefault(path, []).extend(rows)
         self._tl_stamp.extend(created)
         self._tl_row.extend(rows)
@@ -777,7 +803,7 @@ class MemoryIndex:
             stamps.append(stamp)
             self._tl_row.append(row)
         if self._flags[row] & _PERSISTENT:
-            key = fact_key(self._cats[row], self._contents[row])
+            key = fact_key(self._cats[row], self._contents[row], self._expires[row])
             self._pending.setdefault(key, []).append(row)
             self._flags[row] |= _HIDDEN
             self._n_hidden += 1
@@ -825,7 +851,7 @@ class MemoryIndex:
         persistent = self._flags[row] & _PERSISTENT
         self._kill(row)
         if persistent:
-            key = fact_key(self._cats[row], self._contents[row])
+            key = fact_key(self._cats[row], self._contents[row], self._expires[row])
             if self._claimed.pop(row, None) is not None:
                 self._n_claimed[key] -= 1
             waiting = self._pending.get(key)
@@ -874,37 +900,50 @@ class MemoryIndex:
             flags[row] &= ~_HIDDEN
             self._n_hidden -= 1
 
+    def _age(self, row: int) -> tuple[int, str]:
+        """The order in which records hold claims: creation time, then id (the same in
+        every process, whatever order it read the files in)."""
+        return (self._created[row], self._ids[row])
+
+    def _claim(self, row: int, key: Key) -> None:
+        self._pending[key].remove(row)
+        self._claimed[row] = key
+        self._n_claimed[key] += 1
+        self._set_hidden(row, False)
+
+    def _unclaim(self, row: int, key: Key) -> None:
+        del self._claimed[row]
+        self._n_claimed[key] -= 1
+        self._pending.setdefault(key, []).append(row)
+        self._set_hidden(row, True)
+
     def _rebalance(self, key: Key) -> None:
-        """Make claims + md- entries for ``key`` equal the number of bullets."""
+        """Make claims + md- entries for ``key`` equal the number of bullets, the
+        newest records holding the claims."""
         waiting = self._pending.setdefault(key, [])
         md = self._md_rows.setdefault(key, [])
         bullets = self._fact_counts[key]
         n_claimed = self._n_claimed
-        while n_claimed[key] + len(md) < bullets:
-            if waiting:
-                row = waiting.pop(0)
-                self._claimed[row] = key
-                n_claimed[key] += 1
-                self._set_hidden(row, False)
-            else:
-                self._add_md_entry(key, len(md))
+        age = self._age
+        while n_claimed[key] < bullets and waiting:
+            self._claim(max(waiting, key=age), key)
+        if n_claimed[key] > bullets or (waiting and n_claimed[key]):
+            held = sorted((r for r, k in self._claimed.items() if k == key), key=age)
+            while n_claimed[key] > bullets:
+                self._unclaim(held.pop(0), key)
+            # A waiting record newer than a claiming one takes its bullet (a record
+            # whose bullet was deleted before the fact was remembered again).
+            while waiting and held:
+                newest = max(waiting, key=age)
+                if age(newest) <= age(held[0]):
+                    break
+                self._unclaim(held.pop(0), key)
+                self._claim(newest, key)
+                bisect.insort(held, newest, key=age)
         while md and n_claimed[key] + len(md) > bullets:
             self._kill(md.pop())
-        while n_claimed[key] > bullets:
-            newest = max(
-                (r for r, k in self._claimed.items() if k == key),
-                key=lambda r: self._created[r],
-            )
-            del self._claimed[newest]
-            n_claimed[key] -= 1
-            waiting.insert(0, newest)
-            self._set_hidden(newest, True)
-        while md and waiting:
-            self._kill(md.pop())
-            row = waiting.pop(0)
-            self._claimed[row] = key
-            n_claimed[key] += 1
-            self._set_hidden(row, False)
+        while n_claimed[key] + len(md) < bullets:
+            self._add_md_entry(key, len(md))
         if not md:
             self._md_rows.pop(key, None)
         if not waiting:
@@ -913,15 +952,17 @@ class MemoryIndex:
             n_claimed.pop(key, None)
 
     def _add_md_entry(self, key: Key, occurrence: int) -> None:
-        category, text = key
+        category, text, expires = key
         fact = self._find_fact(key)
-        expires = None if fact is None or fact.expires_at is None else us_of(fact.expires_at)
+        parts = [category, text, str(occurrence)]
+        if expires != _NEVER:  # a bullet of the same text without expiry has its own ids
+            parts.append(str(expires))
         row = self._new_row(
-            stable_id("md", category, text, str(occurrence)),
+            stable_id("md", *parts),
             fact.content if fact else text,
             category,
-            self._md_mtime_us,
-            expires,
+            MD_CREATED,
+            None if expires == _NEVER else expires,
             0.5,
             True,
         )
@@ -929,7 +970,7 @@ class MemoryIndex:
 
     def _find_fact(self, key: Key) -> Fact | None:
         for fact in self._doc.sections.get(key[0], ()):
-            if fact.text == key[1]:
+            if fact.text == key[1] and _expiry_us(fact) == key[2]:
                 return fact
         return None
 
@@ -1029,9 +1070,8 @@ class MemoryIndex:
         if len(rest) > 1:
             # MEMORY.md-only facts in the file's order (not in the order rows were made).
             place: dict[Key, int] = {}
-            for cat, facts in self._doc.sections.items():
-                for fact in facts:
-                    place.setdefault((cat, fact.text), len(place))
+            for key in _fact_keys(self._doc.sections):
+                place.setdefault(key, len(place))
             rank = {
                 row: (place.get(key, len(place)), i)
                 for key, rows in self._md_rows.items()
@@ -1258,7 +1298,7 @@ class MemoryIndex:
         sections = [
             [
                 cat,
-                [same.get((cat, f.text), f.text) for f in facts],
+                [same.get((cat, f.text, _expiry_us(f)), f.text) for f in facts],
                 None
                 if all(f.expires_at is None for f in facts)
                 else [None if f.expires_at is None else f.expires_at.isoformat() for f in facts],
@@ -1282,10 +1322,9 @@ class MemoryIndex:
                 "header_count": doc.header_count,
                 "invalid_lines": doc.invalid_lines,
             },
-            "pending": [[cat, text, rows] for (cat, text), rows in self._pending.items()],
-            "md_rows": [[cat, text, rows] for (cat, text), rows in self._md_rows.items()],
+            "pending": [[*key, rows] for key, rows in self._pending.items()],
+            "md_rows": [[*key, rows] for key, rows in self._md_rows.items()],
             "corrupt": self._corrupt,
-            "md_mtime_us": self._md_mtime_us,
             "ranker": None,
         }
         ids, ids_off = _pack(self._ids)
@@ -1435,19 +1474,19 @@ class MemoryIndex:
             raise ValueError("bad MEMORY.md state")
         self._tl_stamp, self._tl_row = tl_stamp, array("q", tl_row)  # (a copy: it grows)
         for field, target in (("pending", self._pending), ("md_rows", self._md_rows)):
-            for cat, text, rows in meta[field]:
+            for cat, text, expires, rows in meta[field]:
                 if (
                     type(cat) is not str
                     or type(text) is not str
+                    or type(expires) is not int
                     or not rows
                     or set(map(type, rows)) != {int}
                     or min(rows) < 0
                     or max(rows) >= n
                 ):
                     raise ValueError(f"bad {field} entry")
-                target[(cat, text)] = rows
+                target[(cat, text, expires)] = rows
         self._corrupt = {str(path): int(n) for path, n in dict(meta["corrupt"]).items()}
-        self._md_mtime_us = int(meta["md_mtime_us"])
         if meta["ranker"] is not None:
             ranker = BM25Index.from_state(
                 meta["ranker"],
@@ -1517,6 +1556,7 @@ class MemoryIndex:
             return
         with _no_gc():
             cats, contents, claimed = self._cats, self._contents, cold.claimed
+            # A record claims only a bullet of its own expiry: the key's is the row's.
             keys = list(
                 zip(
                     map(cats.__getitem__, claimed),
@@ -1524,6 +1564,7 @@ class MemoryIndex:
                         contents[row] if text is None else text
                         for row, text in zip(claimed, cold.claimed_texts, strict=True)
                     ),
+                    map(self._expires.__getitem__, claimed),
                     strict=True,
                 )
             )
@@ -1536,12 +1577,7 @@ class MemoryIndex:
             return
         doc = self._doc
         with _no_gc():
-            self._fact_counts = Counter(
-                chain.from_iterable(
-                    zip(repeat(cat), map(itemgetter(0), facts))
-                    for cat, facts in doc.sections.items()
-                )
-            )
+            self._fact_counts = Counter(_fact_keys(doc.sections))
 
 
 @contextmanager
@@ -1566,11 +1602,12 @@ def _cursor_state(cur: FileCursor) -> list[Any]:
         cur.parsed_upto,
         cur.tail.hex(),
         cur.complete,
+        cur.crc,
     ]
 
 
 def _cursor_of(state: list[Any]) -> FileCursor:
-    path, size, mtime, token, upto, tail, complete = state
+    path, size, mtime, token, upto, tail, complete, crc = state
     # MEMORY.md or a daily log, exactly (cheaper than the general path check).
     if (
         not isinstance(path, str)
@@ -1583,7 +1620,9 @@ def _cursor_of(state: list[Any]) -> FileCursor:
     tail_bytes = bytes.fromhex(tail)
     if not 0 <= int(upto) <= info.size or len(tail_bytes) > min(TAIL, int(upto)):
         raise ValueError("bad cursor offsets")
-    return FileCursor(info, int(upto), tail_bytes, bool(complete))
+    if crc is not None and (type(crc) is not int or not 0 <= crc < 1 << 32):
+        raise ValueError("bad cursor checksum")
+    return FileCursor(info, int(upto), tail_bytes, bool(complete), crc)
 
 
 def _checked_sections(

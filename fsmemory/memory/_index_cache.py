@@ -6,16 +6,18 @@ BM25. That costs far more than reading the bytes. So after a search has built th
 index, :func:`save` writes its whole state (columns, cursors, BM25 postings: flat
 arrays, not pickles) to the root's cache file ``.fsmemory-cache.index``, and the next
 fresh process loads it (:func:`list_and_load`, with the listing) and then refreshes
-from that listing exactly as a warm process would: a log another writer appended to is
-read from the cached offset (after the tail check of :mod:`fsmemory.memory._tail`), a
-rewritten MEMORY.md or log is re-read whole, a deleted one is dropped.
+from that listing exactly as a warm process would: a changed MEMORY.md or log is
+fetched whole and, when the CRC-32 of the bytes the cache was built from still matches
+(:func:`fsmemory.memory._tail.read_verified`), only what was appended after them is
+parsed; otherwise (an edit in place, even one keeping the length) it is parsed afresh. A
+deleted one is dropped.
 
 It is a cache and nothing more:
 
 * deleting it changes no answer (``KnowledgeMemory(..., index_cache=False)`` never
   reads or writes it);
-* a stale one is detected by the listing (sizes and change tokens of every file),
-  exactly as a warm process detects changes (:func:`fsmemory.memory._tail.read_appended`);
+* a stale one is detected by the listing (sizes and change tokens of every file) and the
+  checksums of the bytes it was built from, exactly as a warm process detects changes;
 * a damaged, foreign or hostile one is checked (magic, version, byte order, lengths,
   every row and term number in range) and ignored, never trusted to run code;
 * it lives in the reserved ``.fsmemory*`` namespace, so it is never listed, packed
@@ -78,7 +80,7 @@ MIN_NEW_ROWS = 256
 #: round trip pays for: no cache is looked for or written.
 MIN_BYTES = 128 * 1024
 MAGIC = b"fsmemory-index\n"
-VERSION = 5
+VERSION = 6
 
 
 def encode(index: MemoryIndex) -> bytes | None:

@@ -50,7 +50,8 @@ operations, which the test suite checks with hypothesis):
   ``query`` only items that match it are returned, ranked by a keyword score in [0, 1]
   (see :func:`keyword_score`), then newest first; the text searched is the item's
   ``index`` fields (LangGraph's path syntax), else the store's ``index_fields``, else every
-  string in the value; ``index=False`` items are not searched by ``query``.
+  string in the value; ``index=False`` items are not searched by ``query``. A query of
+  stopwords only (``"before"``, ``"not"``) matches those words whole, as typed.
 * TTL as LangGraph defines it: ``ttl`` in minutes on put (or ``ttl={"default_ttl": ...}``),
   refreshed by reads unless ``refresh_ttl=False`` (or ``refresh_on_read: False``);
   expired items are deleted by :meth:`FsspecStore.sweep_ttl` (or the sweeper thread of
@@ -88,7 +89,7 @@ from fsmemory.errors import (
 )
 from fsmemory.fs import StorageRoot, open_root, validate_path
 from fsmemory.fs.base import FileInfo
-from fsmemory.memory._rank import analyze
+from fsmemory.memory._rank import analyze, typed_words, words
 from fsmemory.memory._rank import query_terms as _weighted_terms
 
 try:
@@ -375,7 +376,8 @@ def _matches(value: dict[str, Any], filter_: Mapping[str, Any]) -> bool:
 
 def query_terms(query: str) -> list[str]:
     """The distinct terms of ``query`` that :func:`keyword_score` matches, analysed as
-    ``KnowledgeMemory.recall`` does (stemmed; stopwords alone match nothing)."""
+    ``KnowledgeMemory.recall`` does (stemmed, without stopwords: ``[]`` for a query of
+    stopwords only, which ``search`` matches word for word, as recall does)."""
     return list(_weighted_terms(query))
 
 
@@ -396,14 +398,16 @@ def keyword_score(query_terms: Sequence[str], text: str) -> float:
     return _score_words(query_terms, words, set(words))
 
 
-def _score_words(query_terms: Sequence[str], words: list[str], vocabulary: set[str]) -> float:
+def _score_words(
+    query_terms: Sequence[str], words: list[str], vocabulary: set[str], prefix: bool = True
+) -> float:
     if not query_terms:
         return 0.0
     total = 0.0
     for term in query_terms:
         if term in vocabulary:
             total += 1.0
-        elif len(term) >= 3 and any(w.startswith(term) for w in vocabulary):
+        elif prefix and len(term) >= 3 and any(w.startswith(term) for w in vocabulary):
             total += 0.6
     if total == 0.0:
         return 0.0
@@ -589,13 +593,20 @@ class FsspecStore(BaseStore):
         scored: list[tuple[float | None, _Record]]
         if op.query:
             terms = query_terms(op.query)
+            # Stopwords only (no index term): the words as typed, matched whole in the
+            # item's words with stopwords kept, as KnowledgeMemory.recall does.
+            typed = not terms
+            if typed:
+                terms = typed_words(op.query)
+            kind = "typed" if typed else "words"
             scored = []
             for record in candidates:
-                words = record.memo.get("words")
-                if words is None:
-                    words = record.memo["words"] = analyze(self._searchable_text(record))
-                    record.memo["vocabulary"] = set(words)
-                score = _score_words(terms, words, record.memo["vocabulary"])
+                seen = record.memo.get(kind)
+                if seen is None:
+                    text = self._searchable_text(record)
+                    seen = record.memo[kind] = words(text) if typed else analyze(text)
+                    record.memo[kind + "-vocabulary"] = set(seen)
+                score = _score_words(terms, seen, record.memo[kind + "-vocabulary"], not typed)
                 if score > 0.0:
                     scored.append((score, record))
             scored.sort(key=lambda s: (-(s[0] or 0.0), *_recency_key(s[1])))

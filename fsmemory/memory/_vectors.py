@@ -8,15 +8,22 @@ identity live in one append-only file::
 
     <root>/vectors/<name>-<dimension>.jsonl
 
-one line per entry, ``{"id": ..., "v": <base64 of little-endian float32>}``. Two models
-never share a file; a file may be deleted at any time: entries without a vector are
-embedded again, in batches, by the next ``recall()``. The vectors are never needed to
-read the memory, never appear in MEMORY.md or the logs, and are left out of snapshots
-(they are rebuilt from the logs, which is cheaper to ship than 1.5 KB per entry).
+one line per vector, ``{"id": ..., "h": <text_hash of the text>, "v": <base64 of
+little-endian float32>}``. A vector serves an entry only when both its id and the hash
+of its text match (a log line a person fixed is embedded again); a line without ``h``
+(written by an older version) cannot be checked and is skipped, its entry embedded again
+once. Two models never share a file; a file may be deleted at any time: entries without
+a vector are embedded again, in batches, by the next ``recall()``. The vectors are never
+needed to read the memory, never appear in MEMORY.md or the logs, and are left out of
+snapshots (they are rebuilt from the logs, which is cheaper to ship than 1.5 KB per
+entry).
 
-Ranking (:meth:`VectorStore.fused_scores`) adds three parts: the standardised BM25 score
-(weight :data:`LEXICAL_WEIGHT`), the standardised cosine taken about the mean vector
-(the rest), and context: an entry gains :data:`CONTEXT_WEIGHT` times the best positive
+Ranking (:meth:`VectorStore.fused_scores`) is taken over the live entries only (not
+forgotten, hidden or expired): the mean vector and the standardisation see nothing else
+the file holds, so a memory ranks the same with its vector file, without it, or after a
+snapshot restore. It adds three parts: the standardised BM25 score (weight
+:data:`LEXICAL_WEIGHT`), the standardised cosine taken about the mean vector (the rest),
+and context: an entry gains :data:`CONTEXT_WEIGHT` times the best positive
 score among the live entries written up to :data:`CONTEXT_SPAN` places before or after
 it (by creation time), no more than :data:`CONTEXT_GAP` apart. Facts an agent notes in
 one sitting lean on each other ("John is running for office again." then "He believes
@@ -33,6 +40,7 @@ NumPy is imported only here, and only when an embedder is used.
 from __future__ import annotations
 
 import base64
+import hashlib
 import logging
 import math
 import re
@@ -62,6 +70,7 @@ __all__ = [
     "EmbedderError",
     "VectorStore",
     "is_derived",
+    "text_hash",
 ]
 
 logger = logging.getLogger(__name__)
@@ -79,6 +88,12 @@ LEXICAL_WEIGHT = 0.3
 # The mean of the vectors is shrunk by n / (n + this) toward 0: a few vectors say little
 # about the direction all of a model's vectors share.
 _CENTRE_PRIOR = 4
+# The mean is summed in fixed point (see _fixed_sum): units of 2**-40, summed
+# _FIXED_CHUNK vectors at a time in float64 (whole numbers below 2**52: exact).
+_FIXED_ONE = float(1 << 40)
+_FIXED_CHUNK = 4096
+# A stored vector whose norm is this close to 1 is kept as it is (see _load_lines).
+_UNIT_TOLERANCE = 1e-5
 # Context (see context_scores): an entry gains this share of the best fused score among
 # the live entries written up to CONTEXT_SPAN places before or after it, no more than
 # CONTEXT_GAP apart in time.
@@ -123,27 +138,32 @@ class VectorStore:
         self.name = embedder_name(embedder)
         dim = getattr(embedder, "dimension", None)
         self.dimension: int | None = dim if isinstance(dim, int) and dim > 0 else None
-        self._rows: dict[str, int] = {}
+        # Vector rows: the entry id and the hash of the text each vector was made from.
+        self._rows: dict[tuple[str, str], int] = {}
         self._ids: list[str] = []
+        self._hashes: list[str] = []
         self._buffer: Any = None  # (capacity, dimension) float32; rows [0, len(_ids))
         self._loaded_upto = -1
         # What the index looked like when its live rows were last all embedded.
         self._filled_for: tuple[int, ...] = ()
-        # Index rows <-> vector rows (see _sync_rows).
+        # Index rows -> vector rows (see _sync_rows).
         self._map_epoch = -1
         self._vec_of: Any = None
-        self._row_of_vec: Any = None
         self._mapped_rows = self._mapped_vecs = 0
-        # The mean of the vectors and what each row needs of it (see _centring).
-        self._sum: Any = None  # float64 sum of the stored vectors
+        # The mean of the live entries' vectors and what each vector row needs of it
+        # (see _centring): which vector rows the sum holds, the sum itself (exact, in
+        # fixed point), and the vector rows it was last asked for.
+        self._counted: Any = None
+        self._fixed_sum: Any = None
+        self._n_counted = 0
+        self._centred_on: Any = None
         self._mu: Any = None
-        self._mu_rows = 0
         self._dots: Any = None
         self._spread: Any = None
-        # Vector rows in the order their entries were written (see _timeline), and the
-        # row maps it was built from.
-        self._timeline_key: tuple[int, int, int] = (-1, -1, -1)
-        self._timeline_of: tuple[Any, Any, Any] = ((), (), ())
+        # Index rows in the order their entries were written (see _timeline), and the
+        # state of the index it was built from.
+        self._timeline_key: tuple[int, int] = (-1, -1)
+        self._timeline_of: tuple[Any, Any] = ((), ())
         self.calls = 0
 
     @property
@@ -191,52 +211,53 @@ class VectorStore:
         return arr / np.where(norms > 0, norms, 1.0)
 
     # -- storage -------------------------------------------------------------------------
-    def store(self, ids: Sequence[str], vectors: Any) -> None:
-        """Append the vectors of ``ids`` to the file (one append) and keep them."""
+    def store(self, ids: Sequence[str], vectors: Any, texts: Sequence[str]) -> None:
+        """Append the vectors of ``ids``, made from ``texts``, to the file (one append)
+        and keep them. Each line names its entry and the hash of the text
+        (:func:`text_hash`): a vector serves an entry only while its text is the same."""
         if not ids:
             return
+        hashes = [text_hash(t) for t in texts]
         lines = b"".join(
             _jsonutil.dumps_line(
-                {"id": i, "v": base64.b64encode(v.astype("<f4").tobytes()).decode()}
+                {"id": i, "h": h, "v": base64.b64encode(v.astype("<f4").tobytes()).decode()}
             )
-            for i, v in zip(ids, vectors, strict=True)
+            for i, h, v in zip(ids, hashes, vectors, strict=True)
         )
         try:
             offset = self.root.append(self.path, lines, line_safe=True, unique=True)
         except Exception as exc:  # derived data: another instance embeds them again
             logger.warning("could not store %d vectors (%s)", len(ids), exc)
-            self._add(ids, vectors)
+            self._add(ids, hashes, vectors)
             return
-        self._add(ids, vectors)
+        self._add(ids, hashes, vectors)
         if offset == self._loaded_upto:
             self._loaded_upto = offset + len(lines)
 
-    def _add(self, ids: Sequence[str], vectors: Any) -> None:
-        """Keep the vectors of the ids not held yet, one row per id: the first vector of
-        an id wins (two writers that embedded the same entry at once append it twice;
-        a second row of an entry would stand next to it in ranking's written order)."""
+    def _add(self, ids: Sequence[str], hashes: Sequence[str], vectors: Any) -> None:
+        """Keep the vectors not held yet, one row per (id, text hash): the first vector
+        of a pair wins (two writers that embedded the same entry at once append it
+        twice; a second row of an entry would stand next to it in ranking's written
+        order). An entry whose text was changed by hand gets a row of its own."""
         known = self._rows
-        fresh: list[tuple[str, int]] = []
-        taken: set[str] = set()
-        for n, i in enumerate(ids):
-            if i not in known and i not in taken:
-                taken.add(i)
-                fresh.append((i, n))
+        fresh: list[tuple[tuple[str, str], int]] = []
+        taken: set[tuple[str, str]] = set()
+        for n, key in enumerate(zip(ids, hashes, strict=True)):
+            if key not in known and key not in taken:
+                taken.add(key)
+                fresh.append((key, n))
         if not fresh:
             return
-        np = _numpy()
         start = len(self._ids)
         end = start + len(fresh)
         if self._buffer is None or end > self._buffer.shape[0]:
             self._reserve(max(end, 2 * start), vectors.shape[1])
-        buffer = self._buffer
         added = vectors if len(fresh) == len(ids) else vectors[[n for _, n in fresh]]
-        buffer[start:end] = added
-        total = added.sum(axis=0, dtype=np.float64)
-        self._sum = total if self._sum is None else self._sum + total
-        for i, _ in fresh:
-            self._rows[i] = len(self._ids)
-            self._ids.append(i)
+        self._buffer[start:end] = added
+        for key, _ in fresh:
+            self._rows[key] = len(self._ids)
+            self._ids.append(key[0])
+            self._hashes.append(key[1])
 
     def _reserve(self, rows: int, width: int) -> None:
         """Make room for at least ``rows`` vectors of ``width`` floats (kept ones are
@@ -265,9 +286,11 @@ class VectorStore:
             self._loaded_upto = 0
             return
         start = max(self._loaded_upto, 0)
-        # The shortest line a vector can have: {"id":"","v":"<base64>"} and a newline.
-        shortest = 17 + 4 * -(-4 * self.dimension // 3)
+        # The shortest line a vector can have: {"id":"","h":"","v":"<base64>"} and a
+        # newline.
+        shortest = 24 + 4 * -(-4 * self.dimension // 3)
         at, carried = start, b""  # carried: the start of a line a read cut
+        unverified = 0
         while at < info.size:
             piece = self.root.read_range(self.path, at, min(at + _LOAD_CHUNK, info.size))
             if not piece:  # the file shrank meanwhile
@@ -276,16 +299,30 @@ class VectorStore:
             if at == start:  # room for as many vectors as the bytes can hold, at once
                 self._reserve(len(self._ids) + (info.size - start) // shortest, self.dimension)
             at += len(piece)
-            self._load_lines(lines)
+            unverified += self._load_lines(lines)
         self._loaded_upto = at - len(carried)
+        if unverified:
+            logger.info(
+                "%d vectors in %s name no text hash (an older format): their entries "
+                "are embedded again",
+                unverified,
+                self.path,
+            )
 
-    def _load_lines(self, lines: list[bytes]) -> None:
+    def _load_lines(self, lines: list[bytes]) -> int:
         """Keep the vectors of whole lines of the vector file (a corrupt line, or one
-        of another dimension, is skipped: its entry is embedded again)."""
+        of another dimension, is skipped: its entry is embedded again). A line without
+        the hash of its text (written by an older version) cannot be checked against
+        its entry: it is skipped too; the number of those is returned.
+
+        A vector that is already of unit length is kept as stored, bit for bit (a
+        vector read back ranks exactly as the one embedded); others are normalised."""
         np = _numpy()
         dimension = self.dimension or 0
         ids: list[str] = []
+        hashes: list[str] = []
         raws: list[bytes] = []
+        unverified = 0
         for line in lines:
             if not line.strip():
                 continue
@@ -293,68 +330,93 @@ class VectorStore:
                 record = _jsonutil.loads(line)
                 raw = base64.b64decode(record["v"])
                 entry_id = record["id"]
+                digest = record.get("h")
             except Exception:
                 logger.warning("skipping a corrupt line in %s", self.path)
                 continue
             if len(raw) != 4 * dimension or not isinstance(entry_id, str):
                 continue
+            if not isinstance(digest, str):
+                unverified += 1
+                continue
             ids.append(entry_id)
+            hashes.append(digest)
             raws.append(raw)
         if ids:
             arr = np.frombuffer(b"".join(raws), dtype="<f4").reshape(len(ids), dimension)
             norms = np.linalg.norm(arr, axis=1, keepdims=True)
-            self._add(ids, arr / np.where(norms > 0, norms, 1.0))
+            unit = (np.abs(norms - 1.0) <= _UNIT_TOLERANCE) | (norms == 0)
+            self._add(ids, hashes, arr / np.where(unit, 1.0, norms).astype(np.float32))
+        return unverified
 
-    # -- index rows <-> vector rows ------------------------------------------------------
+    # -- index rows -> vector rows -------------------------------------------------------
     def _sync_rows(self, index: MemoryIndex) -> None:
-        """Bring the row maps up to date with ``index`` and the stored vectors.
+        """Bring ``_vec_of`` up to date with ``index`` and the stored vectors.
 
-        ``_vec_of[row]`` is the vector row of index row ``row`` and ``_row_of_vec[v]``
-        the (newest) index row of vector row ``v``, -1 where there is none. Both are
-        extended by what was added since the last call; they are built again when the
-        index numbers its rows afresh (a reset or a cache load: ``row_epoch``)."""
+        ``_vec_of[row]`` is the vector row of index row ``row``: the first stored vector
+        of the row's entry id *and* the hash of the row's text, -1 where there is none
+        (a vector of the same id made from another text, before a person fixed the log
+        line, never serves). Extended by what was added since the last call; built
+        again when the index numbers its rows afresh (a reset or a cache load:
+        ``row_epoch``)."""
         np = _numpy()
         if self._map_epoch != index.row_epoch:
             self._map_epoch = index.row_epoch
             self._vec_of = np.full(0, -1, dtype=np.intp)
-            self._row_of_vec = np.full(0, -1, dtype=np.intp)
             self._mapped_rows = self._mapped_vecs = 0
         n_rows, n_vecs = index.rows, len(self._ids)
         vec_of = self._vec_of = _grown(np, self._vec_of, n_rows)
-        row_of_vec = self._row_of_vec = _grown(np, self._row_of_vec, n_vecs)
-        if n_rows > self._mapped_rows:
-            start = self._mapped_rows
-            found = np.fromiter(
-                map(self._rows.get, index.row_ids(range(start, n_rows)), repeat(-1)),
-                dtype=np.intp,
-                count=n_rows - start,
-            )
-            vec_of[start:n_rows] = found
-            new = np.flatnonzero(found >= 0)
-            row_of_vec[found[new]] = new + start  # a later row of an id wins
-            self._mapped_rows = n_rows
-        if n_vecs > self._mapped_vecs:
+        mapped = self._mapped_rows
+        if mapped and n_vecs > self._mapped_vecs:
+            # Vectors stored since the last call, for rows mapped before (ours, or
+            # another writer's read by load).
+            ids, hashes = self._ids, self._hashes
             for v in range(self._mapped_vecs, n_vecs):
-                row = index.row_of(self._ids[v])
-                if row is not None:
-                    row_of_vec[v] = row
+                row = index.row_of(ids[v])
+                if (
+                    row is not None
+                    and row < mapped
+                    and vec_of[row] < 0
+                    and text_hash(index.row_content(row)) == hashes[v]
+                ):
                     vec_of[row] = v
-            self._mapped_vecs = n_vecs
+        self._mapped_vecs = n_vecs
+        if n_rows > mapped:
+            new = range(mapped, n_rows)
+            digests = map(text_hash, map(index.row_content, new))
+            keys = zip(index.row_ids(new), digests, strict=True)
+            vec_of[mapped:n_rows] = np.fromiter(
+                map(self._rows.get, keys, repeat(-1)), dtype=np.intp, count=n_rows - mapped
+            )
+            self._mapped_rows = n_rows
 
-    def _embed_missing(self, index: MemoryIndex, now: datetime) -> None:
-        """Embed the live rows of ``index`` that have no vector (in batches)."""
-        self.load()
-        self._sync_rows(index)
+    def live_rows(self, index: MemoryIndex, now: datetime) -> tuple[Any, Any]:
+        """The index rows live at ``now`` (ascending) and their vector rows: what every
+        statistic of ranking is taken over. Live rows without a vector are embedded
+        first, in batches (after reading the vectors other writers stored)."""
         np = _numpy()
-        n = index.rows
-        todo = np.flatnonzero((self._vec_of[:n] < 0) & index.live_mask(np, now)).tolist()
-        if not todo:
-            return
-        for start in range(0, len(todo), _BATCH):
-            rows = todo[start : start + _BATCH]
-            vectors = self.embed([index.row_content(r) for r in rows])
-            self.store(index.row_ids(rows), vectors)
+        seen = (index.row_epoch, index.generation, index.rows, index.live_count())
+        loaded = seen != self._filled_for
+        if loaded:
+            self.load()
         self._sync_rows(index)
+        n = index.rows
+        live = index.live_mask(np, now)
+        todo = np.flatnonzero(live & (self._vec_of[:n] < 0))
+        if todo.size and not loaded:
+            self.load()
+            self._sync_rows(index)
+            todo = np.flatnonzero(live & (self._vec_of[:n] < 0))
+        if todo.size:
+            rows_todo = todo.tolist()
+            for start in range(0, len(rows_todo), _BATCH):
+                batch = rows_todo[start : start + _BATCH]
+                texts = [index.row_content(r) for r in batch]
+                self.store(index.row_ids(batch), self.embed(texts), texts)
+            self._sync_rows(index)
+        self._filled_for = seen
+        rows = np.flatnonzero(live & (self._vec_of[:n] >= 0))
+        return rows, self._vec_of[rows]
 
     # -- ranking -------------------------------------------------------------------------
     def _stacked(self) -> Any:
@@ -363,25 +425,53 @@ class VectorStore:
             return _numpy().zeros((0, self.dimension or 0), dtype="float32")
         return self._buffer[: len(self._ids)]
 
-    def _centring(self, matrix: Any) -> tuple[Any, Any, Any]:
-        """The mean ``mu`` of the stored vectors (shrunk toward 0 for a small memory),
-        and per vector row ``v . mu`` and ``|v - mu|`` (see :meth:`dense_scores`).
+    def _centring(self, matrix: Any, vecs: Any) -> tuple[Any, Any, Any]:
+        """The mean ``mu`` of the vector rows ``vecs`` (the live entries', shrunk toward
+        0 for a small memory), and per vector row ``v . mu`` and ``|v - mu|`` (see
+        :meth:`dense_scores`).
 
-        Taken again whenever vectors were added (once, on the next search, from a running
-        sum): a function of the stored vectors alone, so every process ranks alike."""
+        A function of the live entries' vectors alone, whatever else the file holds
+        (forgotten and expired entries, texts fixed since): every process, with the
+        vector file or without it, ranks alike. The sum is kept in fixed point
+        (:func:`_fixed_sum`), exact whatever the order vectors come and go in, and
+        follows the live set by what joined and left it; ``v . mu`` is taken again (one
+        product) when the mean changed."""
         np = _numpy()
         n = matrix.shape[0]
-        if self._mu is None or n != self._mu_rows:
-            mean = self._sum / (n + _CENTRE_PRIOR)
-            mu = self._mu = mean.astype(np.float32)
-            self._mu_rows = n
+        previous = self._centred_on
+        if previous is None or not np.array_equal(previous, vecs):
+            counted = self._counted
+            if counted is None or len(counted) < n:
+                grown = np.zeros(n, dtype=np.bool_)
+                if counted is not None:
+                    grown[: len(counted)] = counted
+                counted = grown
+            want = np.zeros(len(counted), dtype=np.bool_)
+            want[vecs] = True
+            joined = np.flatnonzero(want & ~counted)
+            left = np.flatnonzero(counted & ~want)
+            if self._fixed_sum is None:
+                self._fixed_sum = np.zeros(matrix.shape[1], dtype=np.int64)
+            if joined.size or left.size:
+                self._fixed_sum += _fixed_sum(np, matrix, joined)
+                self._fixed_sum -= _fixed_sum(np, matrix, left)
+                self._mu = None
+            self._counted = want
+            self._n_counted = len(vecs)
+            self._centred_on = vecs
+        if self._mu is None or len(self._dots) != n:
+            if self._mu is None:
+                total = self._fixed_sum.astype(np.float64) / _FIXED_ONE
+                self._mu = (total / (self._n_counted + _CENTRE_PRIOR)).astype(np.float32)
+            mu = self._mu
             dots = self._dots = np.einsum("ij,j->i", matrix, mu)
             self._spread = np.sqrt(np.maximum(1.0 - 2.0 * dots + float(mu @ mu), 0.0))
         return self._mu, self._dots, self._spread
 
-    def dense_scores(self, query_vector: Any) -> Any:
-        """Cosine of ``query_vector`` with every stored vector, both centred on the mean
-        of the stored vectors (float32, one per vector row).
+    def dense_scores(self, query_vector: Any, vecs: Any = None) -> Any:
+        """Cosine of ``query_vector`` with the vector rows ``vecs`` (every stored vector
+        when None), both centred on the mean of those rows (float32, one per item of
+        ``vecs``).
 
         Sentence embeddings share a common direction (all of them are alike in it), which
         crowds the cosines of unrelated texts together; taking the mean away spreads them
@@ -391,62 +481,62 @@ class VectorStore:
         ``|v - mu|`` (the query's own norm is the same for every row)."""
         np = _numpy()
         matrix = self._stacked()
+        if vecs is None:
+            vecs = np.arange(matrix.shape[0])
         # einsum runs in this thread: a BLAS matrix-vector product may start a thread
         # pool, which costs more than it saves at this size and stalls on a busy machine.
         raw = np.einsum("ij,j->i", matrix, query_vector)
-        if not matrix.shape[0]:
-            return raw
-        mu, dots, spread = self._centring(matrix)
+        if not len(vecs):
+            return raw[vecs]
+        mu, dots, spread = self._centring(matrix, vecs)
         shift = float(mu @ mu) - float(mu @ query_vector)
         centred = raw - dots + np.float32(shift)
-        return np.divide(centred, spread, out=np.zeros_like(centred), where=spread > 1e-6)
+        out = np.divide(centred, spread, out=np.zeros_like(centred), where=spread > 1e-6)
+        return out[vecs]
 
     def search(
         self, index: MemoryIndex, query: str, limit: int, category: str | None, now: datetime
     ) -> list[KnowledgeEntry]:
         """Hybrid recall: the index's lexical scores fused with the embedder's
-        similarity and the context of each entry (see :meth:`fused_scores`); live
-        entries missing a vector are embedded first, in batches."""
+        similarity and the context of each entry (see :meth:`fused_scores`), over the
+        live entries; those missing a vector are embedded first, in batches."""
         if not words(query):
             return index.most_important(limit, category, now)
         terms = query_terms(query)  # none for stopwords only: matched as typed
         query_vector = self.embed([query])[0]
-        seen = (index.row_epoch, index.generation, index.rows, index.live_count())
-        if seen != self._filled_for:
-            self._embed_missing(index, now)  # adds vectors, never index rows
-            self._filled_for = seen
-        else:
-            self._sync_rows(index)
+        live = self.live_rows(index, now)
         fused = self.fused_scores(
             query_vector,
             index.lexical_rows(_numpy(), query, terms),
-            self.context_of(index, now) if self.context else None,
+            live,
+            self.context_of(index, live[0]) if self.context else None,
         )
-        found = self.top_rows(fused, limit, index.row_acceptor(category, now), index.row_priority)
+        found = self.top_rows(
+            fused, live[0], limit, index.row_acceptor(category, now), index.row_priority
+        )
         return [index.row_entry(row) for _, row in found]
 
-    def context_of(self, index: MemoryIndex, now: datetime) -> tuple[Any, Any]:
-        """The vector rows of the entries live at ``now``, in the order they were
-        written (creation time, then row), and their creation times (microseconds): what
-        :func:`context_scores` takes. The row maps must be current (:meth:`_sync_rows`)."""
+    def context_of(self, index: MemoryIndex, rows: Any) -> tuple[Any, Any]:
+        """The places in ``rows`` (the live index rows, :meth:`live_rows`) in the order
+        their entries were written (creation time, then row), and their creation times
+        (microseconds): what :func:`context_scores` takes."""
         np = _numpy()
-        order, stamps, rows = self._timeline(index)
-        keep = index.live_mask(np, now)[rows]
-        return order[keep], stamps[keep]
+        order, stamps = self._timeline(index)
+        place = np.full(index.rows, -1, dtype=np.intp)
+        place[rows] = np.arange(len(rows))
+        placed = place[order]
+        keep = placed >= 0
+        return placed[keep], stamps[keep]
 
-    def _timeline(self, index: MemoryIndex) -> tuple[Any, Any, Any]:
-        """The vector rows that have an index row, in the order their entries were
-        written (creation time, then row), with those times and index rows; built
-        again when the row maps change."""
-        key = (self._map_epoch, self._mapped_rows, self._mapped_vecs)
+    def _timeline(self, index: MemoryIndex) -> tuple[Any, Any]:
+        """Every index row in the order its entry was written (creation time, then
+        row), with those times; built again when the index has new rows."""
+        key = (index.row_epoch, index.rows)
         if key != self._timeline_key:
             np = _numpy()
-            rows = self._row_of_vec[: len(self._ids)]
-            held = np.flatnonzero(rows >= 0)
-            held_rows = rows[held]
-            created = index.created_array(np)[held_rows]
-            by_time = np.lexsort((held_rows, created))
-            self._timeline_of = (held[by_time], created[by_time], held_rows[by_time])
+            created = index.created_array(np)
+            by_time = np.lexsort((np.arange(len(created)), created))
+            self._timeline_of = (by_time, created[by_time])
             self._timeline_key = key
         return self._timeline_of
 
@@ -454,23 +544,25 @@ class VectorStore:
         self,
         query_vector: Any,
         lexical: Any,
+        live: tuple[Any, Any],
         context: tuple[Any, Any] | None = None,
     ) -> Any:
-        """The hybrid score of every vector row: ``0.3 * z(lexical) + 0.7 * z(dense)``,
+        """The hybrid score of every live entry: ``0.3 * z(lexical) + 0.7 * z(dense)``,
         plus the context share when ``context`` is given.
 
-        ``lexical`` holds the BM25 score of every index row; ``dense`` is
-        :meth:`dense_scores`. Both are taken per stored vector (the row maps of
-        :meth:`_sync_rows`) and ``z`` standardises a score over all stored vectors.
-        ``context`` is what :meth:`context_of` returns (the live entries' vector rows
-        in the order they were written, and when): each row then gains
+        ``live`` is what :meth:`live_rows` returns (the live index rows and their vector
+        rows); the result holds one score per item of it. ``lexical`` holds the BM25
+        score of every index row; ``dense`` is :meth:`dense_scores` over the live
+        entries' vectors, and ``z`` standardises a score over the live entries (in index
+        row order: the same numbers whatever order the vectors were stored in).
+        ``context`` is what :meth:`context_of` returns (places in ``live`` in the order
+        the entries were written, and when): each entry then gains
         :data:`CONTEXT_WEIGHT` times the best positive score of an entry written next
         to it (:func:`context_scores`)."""
         np = _numpy()
-        dense = self.dense_scores(query_vector)
-        n = dense.shape[0]
-        # Lexical scores by vector row (vectors without an index row take the last slot).
-        lex = np.append(lexical, 0.0)[self._row_of_vec[:n]]
+        rows, vecs = live
+        dense = self.dense_scores(query_vector, vecs)
+        lex = lexical[rows]
         fused = LEXICAL_WEIGHT * _standardise(np, lex) + (1 - LEXICAL_WEIGHT) * _standardise(
             np, dense
         )
@@ -484,31 +576,57 @@ class VectorStore:
     def top_rows(
         self,
         fused: Any,
+        rows: Any,
         limit: int,
         accept: Callable[[int], bool],
         priority: Callable[[int], tuple[Any, ...]],
     ) -> list[tuple[float, int]]:
-        """The ``limit`` accepted index rows of best score in ``fused`` (one score per
-        vector row, :meth:`fused_scores`), equal scores ordered by ``priority``."""
+        """The ``limit`` accepted index rows of best score, ``fused[i]`` being the score
+        of index row ``rows[i]`` (:meth:`fused_scores`), equal scores ordered by
+        ``priority``. Every row scoring as high as the last candidate is a candidate
+        too: which of equal scores are looked at never depends on their order."""
         np = _numpy()
         n = fused.shape[0]
         if not n:
             return []
-        rows = self._row_of_vec
         want = min(n, max(limit * 4, 16))
         while True:
-            top = np.argpartition(-fused, want - 1)[:want] if want < n else np.arange(n)
-            # Only accepted rows reach the tie-break: a vector may outlive its entry
-            # (forgotten, or not yet in this index).
+            if want < n:
+                cut = np.partition(fused, n - want)[n - want]
+                top = np.flatnonzero(fused >= cut)
+            else:
+                top = np.arange(n)
             scores = {
-                row: float(fused[v])
-                for v, row in zip(top.tolist(), rows[top].tolist(), strict=True)
-                if row >= 0 and accept(row)
+                row: float(fused[i])
+                for i, row in zip(top.tolist(), rows[top].tolist(), strict=True)
+                if accept(row)
             }
             found = top_accepted(scores, limit, _always, priority)
-            if len(found) >= limit or want >= n:
+            if len(found) >= limit or len(top) >= n:
                 return found
             want = min(n, want * 4)
+
+
+def text_hash(text: str) -> str:
+    """The hash a vector is keyed by beside its entry id: 8 bytes of BLAKE2b of the
+    UTF-8 text, in hex."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+def _fixed_sum(np: Any, matrix: Any, rows: Any) -> Any:
+    """The sum of ``matrix[rows]`` in units of ``1 / _FIXED_ONE`` (int64), exact: each
+    value is rounded to a whole number of units first, so the sum is the same in any
+    order and after any additions and subtractions (unit vectors lose nothing a
+    float32 mean would keep). Taken :data:`_FIXED_CHUNK` rows at a time: a chunk's
+    float64 sum of whole numbers below 2**40 is exact."""
+    total = np.zeros(matrix.shape[1], dtype=np.int64)
+    scale = np.float32(_FIXED_ONE)
+    for start in range(0, len(rows), _FIXED_CHUNK):
+        part = matrix[rows[start : start + _FIXED_CHUNK]]
+        part *= scale
+        np.rint(part, out=part)
+        total += part.sum(axis=0, dtype=np.float64).astype(np.int64)
+    return total
 
 
 def context_scores(
@@ -557,6 +675,8 @@ def _always(_key: str) -> bool:
 
 
 def _standardise(np: Any, x: Any) -> Any:
+    if not x.size:
+        return x
     std = float(x.std())
     if std == 0.0:
         return np.zeros_like(x)

@@ -294,7 +294,7 @@ class KnowledgeMemory:
             vector = self._vectors.embed([text]) if self._vectors is not None else None
             self._write_entry(entry)
             if self._vectors is not None:
-                self._vectors.store([entry.id], vector)
+                self._vectors.store([entry.id], vector, [text])
             if self.max_entries is not None:
                 self._evict(now)
             self._saved()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -21,6 +21,15 @@ SYNONYMS = {"car": "automobile", "cars": "automobile", "vehicle": "automobile"}
 
 
 VOCABULARY: dict[str, int] = {}
+
+
+@pytest.fixture(autouse=True)
+def fresh_vocabulary() -> Iterator[None]:
+    """Each test starts with an empty vocabulary: which words share a bucket never
+    depends on the tests that ran before (modules importing this fixture get it too)."""
+    VOCABULARY.clear()
+    yield
+    VOCABULARY.clear()
 
 
 class WordEmbedder:

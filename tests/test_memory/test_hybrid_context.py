@@ -19,7 +19,7 @@ from fsmemory.memory._rank import query_terms
 from fsmemory.memory.entry import us_of
 
 from .conftest import FakeClock
-from .test_embedder import WordEmbedder
+from .test_embedder import WordEmbedder, fresh_vocabulary  # noqa: F401 (autouse)
 from .test_index_cache import _seed_varied
 
 np = pytest.importorskip("numpy")
@@ -161,30 +161,39 @@ def test_context_follows_creation_time_not_the_order_rows_were_read_in(
     assert _names(fresh, ids)[:2] == ["match", "follow_up"]
 
 
-def _expected(km: KnowledgeMemory, base: Any, clock: FakeClock) -> dict[str, float]:
-    """The definition, entry by entry: the score of each vector's live entry plus the
-    context weight times the best positive score among the live entries at most
-    CONTEXT_SPAN places away among the live entries in (creation time, row) order, and
-    at most CONTEXT_GAP apart in time."""
+def _expected(
+    km: KnowledgeMemory, base: Any, live: tuple[Any, Any], clock: FakeClock
+) -> dict[int, float]:
+    """The definition, entry by entry: the score of each live entry plus the context
+    weight times the best positive score among the live entries at most CONTEXT_SPAN
+    places away among the live entries in (creation time, row) order, and at most
+    CONTEXT_GAP apart in time (keyed by place in ``live``)."""
     store, index = km._vectors, km._index
     assert store is not None
-    entries = []
-    for v, entry_id in enumerate(store._ids):
-        row = index.row_of(entry_id)
-        if row is not None and index._live_row(row, us_of(clock.now)):
-            entries.append((index._created[row], row, v))
-    entries.sort()
+    rows, vecs = live
+    now_us = us_of(clock.now)
+    # Every live entry is ranked, and nothing else; each by the vector of its own id
+    # and text.
+    assert rows.tolist() == [r for r in range(index.rows) if index._live_row(r, now_us)]
+    for row, v in zip(rows.tolist(), vecs.tolist(), strict=True):
+        assert store._ids[v] == index.row_ids([row])[0]
+        assert store._hashes[v] == _vectors.text_hash(index.row_content(row))
+    entries = sorted((index._created[row], row, i) for i, row in enumerate(rows.tolist()))
     gap = _vectors.CONTEXT_GAP // timedelta(microseconds=1)
     out = {}
-    for i, (created, _row, v) in enumerate(entries):
+    for i, (created, _row, place) in enumerate(entries):
         near = [
-            float(base[w])
-            for j, (other, _r, w) in enumerate(entries)
+            float(base[other_place])
+            for j, (other, _r, other_place) in enumerate(entries)
             if j != i and abs(j - i) <= _vectors.CONTEXT_SPAN and abs(other - created) <= gap
         ]
         best = max([0.0, *near])
-        out[store._ids[v]] = float(base[v]) + _vectors.CONTEXT_WEIGHT * best
+        out[place] = float(base[place]) + _vectors.CONTEXT_WEIGHT * best
     return out
+
+
+def _standardised(x: Any) -> Any:
+    return (x - x.mean()) / x.std() if x.std() else np.zeros_like(x)
 
 
 def _check_definition(km: KnowledgeMemory, query: str, clock: FakeClock) -> None:
@@ -193,13 +202,24 @@ def _check_definition(km: KnowledgeMemory, query: str, clock: FakeClock) -> None
     assert store is not None
     qv = store.embed([query])[0]
     lexical = index.lexical_rows(np, query, query_terms(query))
-    base = store.fused_scores(qv, lexical)
-    full = store.fused_scores(qv, lexical, store.context_of(index, clock.now))
-    expected = _expected(km, base, clock)
+    live = store.live_rows(index, clock.now)
+    base = store.fused_scores(qv, lexical, live)
+    # The base score: both parts standardised over the live entries, the cosines
+    # taken about the (shrunk) mean of the live entries' vectors.
+    rows, vecs = live
+    vectors = store._stacked()[vecs].astype(np.float64)
+    mu = vectors.sum(axis=0) / (len(vecs) + 4)
+    centred = vectors - mu
+    dense = centred @ (qv - mu) / np.linalg.norm(centred, axis=1)
+    weight = _vectors.LEXICAL_WEIGHT
+    definition = weight * _standardised(lexical[rows]) + (1 - weight) * _standardised(dense)
+    assert np.allclose(base, definition, atol=1e-5)
+    full = store.fused_scores(qv, lexical, live, store.context_of(index, rows))
+    expected = _expected(km, base, live, clock)
     assert expected
-    for v, entry_id in enumerate(store._ids):
-        if entry_id in expected:
-            assert full[v] == pytest.approx(expected[entry_id], abs=1e-9), entry_id
+    assert len(full) == len(expected)
+    for place, score in expected.items():
+        assert full[place] == pytest.approx(score, abs=1e-9), place
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -17,7 +17,7 @@ from fsmemory.memory import _index_cache, _vectors
 from fsmemory.memory._rank import BM25Index
 
 from .conftest import FakeClock
-from .test_embedder import WordEmbedder
+from .test_embedder import WordEmbedder, fresh_vocabulary  # noqa: F401 (autouse)
 from .test_index_cache import QUERIES, WORDS, _seed, random_bm25
 
 np = pytest.importorskip("numpy")
@@ -115,8 +115,9 @@ def test_row_maps_follow_a_reset_and_a_log_read_again(tmp_path: Path, clock: Fak
     found = _ids(km, "guitar kitchen")
     assert found[0] == new[list(reversed(WORDS)).index("guitar")]
     assert set(found) <= set(new)
-    # A log changed in place is read again: its entries get new rows, same ids and
-    # vectors (nothing is embedded again but the queries).
+    # A log changed in place is read again: its entries get new rows, same ids; the
+    # texts changed, so their vectors are made again (a vector serves only the text it
+    # was made from), once, and nothing else is.
     clock.advance(milliseconds=1)
     log = next((folder / "logs").iterdir())
     data = log.read_bytes()
@@ -127,7 +128,10 @@ def test_row_maps_follow_a_reset_and_a_log_read_again(tmp_path: Path, clock: Fak
     found = _ids(km, "guitar kitchem")
     assert found[0] == new[list(reversed(WORDS)).index("guitar")]
     assert set(found) <= set(new)
-    assert [len(b) for b in embedder.batches[before:]] == [1]
+    changed = sorted(f"{w} entry about the kitchem" for w in WORDS)
+    assert [sorted(b) for b in embedder.batches[before:]] == [["guitar kitchem"], changed]
+    _ids(km, "guitar kitchem")
+    assert len(embedder.batches) == before + 3  # only the query
 
 
 def test_entries_without_a_vector_are_embedded_once_in_row_order(tmp_path: Path) -> None:
@@ -162,7 +166,7 @@ def test_centred_cosines_rank_like_the_centred_vectors() -> None:
     # A shared direction in every vector, as sentence embeddings have.
     raw = rng.normal(size=(40, 6)).astype(np.float32) + np.array([4, 0, 0, 0, 0, 0], np.float32)
     vectors = raw / np.linalg.norm(raw, axis=1, keepdims=True)
-    store._add([f"e{i}" for i in range(40)], vectors)
+    store._add([f"e{i}" for i in range(40)], ["0" * 16] * 40, vectors)
     query = vectors[7] + 0.1 * vectors[3]
     query /= np.linalg.norm(query)
     mu = vectors.mean(axis=0) * (40 / (40 + 4))
@@ -171,9 +175,19 @@ def test_centred_cosines_rank_like_the_centred_vectors() -> None:
     got = store.dense_scores(query)
     assert np.allclose(got, expected, atol=1e-5)
     assert int(np.argmax(got)) == 7
-    # Rows added later are scored against the same mean until it is taken again.
-    store._add(["late"], vectors[:1])
-    assert store.dense_scores(query).shape == (41,)
+    # A row added later joins the mean of every stored vector (no live rows given).
+    store._add(["late"], ["0" * 16], vectors[:1])
+    both = np.vstack([vectors, vectors[:1]])
+    mu = both.mean(axis=0) * (41 / (41 + 4))
+    centred = both - mu
+    expected = centred @ (query - mu) / np.linalg.norm(centred, axis=1)
+    assert np.allclose(store.dense_scores(query), expected, atol=1e-5)
+    # Over some rows only: the mean of those rows.
+    some = np.array([3, 7, 11, 40])
+    mu = both[some].mean(axis=0) * (4 / (4 + 4))
+    centred = both[some] - mu
+    expected = centred @ (query - mu) / np.linalg.norm(centred, axis=1)
+    assert np.allclose(store.dense_scores(query, some), expected, atol=1e-5)
 
 
 @pytest.mark.parametrize("chunk", [1, 700, 4096, 8 << 20])
@@ -208,7 +222,7 @@ def test_vectors_load_alike_in_reads_of_any_size(
     # The torn line, finished, is read from where the last load stopped.
     vector = one_line.split(b'"v":')[1]
     with open(path, "ab") as handle:
-        handle.write(vector.strip().strip(b'"}') + b'"}\n')
+        handle.write(vector.strip().strip(b'"}') + b'", "h": "0123456789abcdef"}\n')
     store.load()
     assert store._ids == [*ids, "torn"]
     assert np.array_equal(store._stacked()[-1], store._stacked()[0])

@@ -9,12 +9,20 @@ from typing import Any
 from fsmemory import _jsonutil
 from fsmemory.agent._log import EVENT_LOG_DIR
 from fsmemory.agent._schema import ToolSchema
-from fsmemory.errors import FsMemoryError, InvalidPathError
+from fsmemory.errors import (
+    ContentTooLargeError,
+    FsMemoryError,
+    InvalidInputError,
+    InvalidPathError,
+)
 from fsmemory.store import KnowledgeStore, normalize_path
 
 __all__ = ["KNOWLEDGE_ACTIONS", "KnowledgeTool", "file_in_the_way"]
 
 logger = logging.getLogger(__name__)
+
+# The end of a refusal no retry can change (an agent told "try again" retries forever).
+_FINAL = "this fails the same way every time: do not retry it."
 
 KNOWLEDGE_ACTIONS = ("read", "write", "append", "list", "delete")
 
@@ -141,6 +149,10 @@ class KnowledgeTool(ToolSchema):
             return await self._put(action, norm, content)
         except InvalidPathError as exc:
             return f"Error: invalid path {path!r}: {exc}"
+        except ContentTooLargeError:
+            return f"Error: {norm} would be larger than the store allows; {_FINAL}"
+        except InvalidInputError:
+            return f"Error: the store does not accept this {action} of {norm}; {_FINAL}"
         except (FsMemoryError, OSError) as exc:
             # The details (backend, internal paths) go to the log; the model gets one
             # sentence that is the same on every backend.

@@ -639,8 +639,14 @@ def _storage_failure(exc: BaseException, data: Mapping[str, Any]) -> str:
     paths = [data.get(k) for k in ("path", "old_path", "new_path")]
     shown = [p for p in paths if isinstance(p, str) and len(p) < 300]
     where = f" on {' -> '.join(shown)}" if shown else ""
+    clash = (
+        f"Refused: `{command}`{where} cannot be done: a directory stands where a file "
+        f"is needed, or a file where a directory is needed. {_FINAL}"
+    )
     if isinstance(exc, InvalidPathError):
         reason = str(exc)
+        if "cannot share this name" in reason:
+            return clash
         if "symlink" in reason:
             why = (
                 "it is, or passes through, a symbolic link, which the memory store does "
@@ -656,11 +662,8 @@ def _storage_failure(exc: BaseException, data: Mapping[str, Any]) -> str:
             f"Refused: `{command}`{where} cannot be done: the file would be larger than "
             f"the memory store allows. {_FINAL} Keep the file smaller (split it)."
         )
-    if isinstance(exc, NotAFileError):
-        return (
-            f"Refused: `{command}`{where} cannot be done: a directory stands where a file "
-            f"is needed, or a file where a directory is needed. {_FINAL}"
-        )
+    if isinstance(exc, NotAFileError | NotADirectoryError | IsADirectoryError | FileExistsError):
+        return clash  # a raw FileExistsError: a file where the folder would be (memory://)
     if isinstance(exc, KeyNotFoundError):
         return f"`{command}`{where} failed: the file does not exist (any more). {_FINAL}"
     if isinstance(exc, InvalidInputError):

@@ -103,7 +103,8 @@ async def test_storage_failure_names_no_internal_path(
     url_options: tuple[str, dict[str, Any]],
 ) -> None:
     """A failure inside the store (here: writing below a file, behind the handler's
-    back, the way a concurrent writer would) is one neutral sentence."""
+    back, the way a concurrent writer would) is one neutral sentence; a retry would
+    meet the same file, so it does not say "try again"."""
     url, options = url_options
     tool = AnthropicMemoryTool(url, storage_options=options, user_id="u-7")
     await tool.execute({"command": "create", "path": "/memories/a.md", "file_text": "x"})
@@ -117,8 +118,9 @@ async def test_storage_failure_names_no_internal_path(
         assert result.content == "File created successfully at: /memories/a.md/b"
         return
     assert result.content == (
-        "Storage error: the memory store failed during `create` on /memories/a.md/b. "
-        "Try again later."
+        "Refused: `create` on /memories/a.md/b cannot be done: a directory stands where a "
+        "file is needed, or a file where a directory is needed. This will fail the same way "
+        "every time: do not retry it."
     )
 
 

@@ -49,8 +49,8 @@ class FileInfo:
         path: root-relative path.
         size: size in bytes.
         mtime: modification time (seconds since the epoch) when the backend knows it.
-        token: a cheap change token (etag, generation, inode+size+mtime, ...): it changes
-            whenever the content changes. Not necessarily usable as a CAS version.
+        token: a cheap change token (etag, generation, inode+size+mtime+ctime, ...): it
+            changes whenever the content changes. Not necessarily usable as a CAS version.
     """
 
     path: str
@@ -353,11 +353,14 @@ class StorageRoot(ABC):
 
         Raises:
             ConflictError: still losing after ``attempts`` tries.
+            NotAFileError: something other than a file stands at ``path``.
         """
         delay = 0.002
         for _ in range(attempts):
             try:
                 current: Versioned | None = self.read(path)
+            except NotAFileError:
+                raise  # a directory or a named pipe: creating the file can never succeed
             except KeyNotFoundError:
                 current = None
             new = change(None if current is None else current.data)

@@ -52,7 +52,13 @@ _TMP_PREFIX = f"{RESERVED_PREFIX}-tmp-"
 
 
 def _token(st: os.stat_result) -> str:
-    return f"{st.st_ino}-{st.st_size}-{st.st_mtime_ns}"
+    """The change token of a local file: inode, size, mtime and ctime.
+
+    The inode comes first (:meth:`LocalRoot.rewritten` compares it alone). The ctime is
+    what catches a same-size edit in place whose mtime was set back (``touch -r``, sync
+    tools restoring timestamps): no user call can set a ctime back.
+    """
+    return f"{st.st_ino}-{st.st_size}-{st.st_mtime_ns}-{st.st_ctime_ns}"
 
 
 class LocalRoot(StorageRoot):
@@ -190,9 +196,15 @@ class LocalRoot(StorageRoot):
 
     @staticmethod
     def _open_confined(full: str, path: str) -> int:
-        """Open ``full`` (whose parent is checked) for reading, refusing a symlink."""
+        """Open ``full`` (whose parent is checked) for reading, refusing a symlink and
+        anything that is not a regular file.
+
+        ``O_NONBLOCK``: opening a named pipe for reading would wait for a writer for
+        ever (a FIFO planted at a cache path would hang every fresh open); a regular
+        file ignores the flag.
+        """
         try:
-            fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
         except FileNotFoundError:
             raise KeyNotFoundError(path) from None
         except NotADirectoryError:
@@ -201,9 +213,10 @@ class LocalRoot(StorageRoot):
             if exc.errno == errno.ELOOP:
                 raise InvalidPathError(f"{path!r} is a symlink") from exc
             raise BackendError(f"{path}: {exc}") from exc
-        if not stat_mod.S_ISREG(os.fstat(fd).st_mode):
+        mode = os.fstat(fd).st_mode
+        if not stat_mod.S_ISREG(mode):
             os.close(fd)
-            raise NotAFileError(f"{path}: is a directory")
+            raise NotAFileError(f"{path}: {_kind(mode)}, not a regular file")
         return fd
 
     def read_bytes(self, path: str) -> bytes:
@@ -440,7 +453,9 @@ class LocalRoot(StorageRoot):
     def _append(self, path: str, data: bytes, line_safe: bool) -> int:
         full = self._confined(path)
         with self.lock():
-            flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+            flags = (
+                os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+            )
             try:
                 fd = os.open(full, flags, 0o644)
             except FileNotFoundError:
@@ -451,7 +466,11 @@ class LocalRoot(StorageRoot):
                     raise InvalidPathError(f"{path!r} is a symlink") from exc
                 raise
             try:
-                size = os.fstat(fd).st_size
+                st = os.fstat(fd)
+                if not stat_mod.S_ISREG(st.st_mode):
+                    # bytes written to a pipe or a device would be acknowledged and lost
+                    raise NotAFileError(f"{path}: {_kind(st.st_mode)}, not a regular file")
+                size = st.st_size
                 payload = data
                 if line_safe and size and os.pread(fd, 1, size - 1) != b"\n":
                     payload = b"\n" + data
@@ -494,6 +513,19 @@ class LocalRoot(StorageRoot):
             except OSError:
                 return
             directory = os.path.dirname(directory)
+
+
+def _kind(mode: int) -> str:
+    """What a file of ``mode`` is, for messages."""
+    if stat_mod.S_ISDIR(mode):
+        return "is a directory"
+    if stat_mod.S_ISFIFO(mode):
+        return "is a named pipe"
+    if stat_mod.S_ISSOCK(mode):
+        return "is a socket"
+    if stat_mod.S_ISCHR(mode) or stat_mod.S_ISBLK(mode):
+        return "is a device"
+    return "is a special file"
 
 
 def _scandir(base: str) -> Iterator[os.DirEntry[str]]:

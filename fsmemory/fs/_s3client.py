@@ -38,10 +38,10 @@ only what a root needs:
   connection errors (``ConnectionError`` and its subclasses :class:`RemoteDisconnected`
   and :class:`IncompleteRead`, ``TimeoutError``), which the retry policy treats as
   transient.
-* **Hostile replies and requests**: a reply body is read in pieces of 1 MiB, so memory
-  grows with the bytes that arrive, never with what a ``Content-Length`` or chunk size
-  claims; a body claimed larger than :data:`MAX_OBJECT` (an object's ``GET``) or
-  :data:`MAX_REPLY` (any other reply) is refused unread with a
+* **Hostile replies and requests**: a reply body over 64 MiB is read in pieces, so
+  memory grows with the bytes that arrive, never with what a ``Content-Length`` or
+  chunk size claims beyond that; a body claimed larger than :data:`MAX_OBJECT` (an
+  object's ``GET``) or :data:`MAX_REPLY` (any other reply) is refused unread with a
   :class:`~fsmemory.errors.BackendError` (not retried); a malformed length is a
   broken reply (a ``ConnectionError``). A header value with a CR, LF, NUL, another
   control character or a non-ASCII one (a caller's ``If-Match`` version, say) is
@@ -606,9 +606,12 @@ MAX_OBJECT = 5 << 30
 #: the largest body accepted in any other reply (a listing page of 1000 keys, an
 #: error, a ``DeleteObjects`` result: a few MB at most)
 MAX_REPLY = 64 << 20
-#: bodies are read in pieces of this size: memory grows with the bytes that arrive,
-#: never with what a ``Content-Length`` or chunk size claims
-_READ_CHUNK = 1 << 20
+#: a body of at most this many bytes is read in one piece (room made for all of it
+#: at once, as fast as a read gets); a larger one in pieces of :data:`_READ_CHUNK`,
+#: so memory grows with the bytes that arrive, never with what a ``Content-Length``
+#: or chunk size claims beyond this
+_ONE_PIECE = 64 << 20
+_READ_CHUNK = 8 << 20
 
 
 class RemoteDisconnected(ConnectionResetError):
@@ -811,15 +814,15 @@ class _Connection:
         raise ConnectionError("too many reply headers")
 
     def _read(self, size: int | None, limit: int = MAX_REPLY) -> bytes:
-        """``size`` bytes of the body (None: up to the close, at most ``limit``), read
-        in pieces of :data:`_READ_CHUNK`: what a reply claims is never allocated
-        before it arrives.
+        """``size`` bytes of the body (None: up to the close, at most ``limit``); over
+        :data:`_ONE_PIECE` bytes, read in pieces of :data:`_READ_CHUNK`: what a reply
+        claims beyond that is never allocated before it arrives.
 
         Raises:
             IncompleteRead: the connection ended before ``size`` bytes.
             BackendError: more than ``limit`` bytes came before the close.
         """
-        if size is not None and size <= _READ_CHUNK:
+        if size is not None and size <= _ONE_PIECE:
             data: bytes = self._reader.read(size) if size else b""
             if len(data) < size:
                 raise IncompleteRead(f"got {len(data)} of {size} bytes")

@@ -8,7 +8,8 @@ other: a restore folds the base and all deltas together, which is the merge:
 
 * log lines are unioned (a line already present is not added twice), so every entry of
   every writer survives, and forget records apply whatever their order;
-* MEMORY.md bullets are unioned by category; a removal removes one matching bullet;
+* MEMORY.md bullets added are inserted in their category (a fact remembered twice keeps
+  two bullets, as in a plain folder); a removal removes one matching bullet;
 * other files: the last delta (by time) wins.
 
 **Folding is part of normal saves.** A save writes a new base (its own change included)
@@ -41,7 +42,7 @@ process did not sync itself:
 
 Delta document::
 
-    {"format": "fsmemory-delta", "version": 1,
+    {"format": "fsmemory-delta", "version": 1, "id": "<unique per save>",
      "append": {"logs/2026-03-13.jsonl": "<lines>"},
      "md_add": [["preferences", "- Dark mode"]], "md_remove": [["context", "Old fact"]],
      "put": {"notes.txt": {"encoding": "utf-8", "content": "..."}}, "delete": ["x.txt"]}
@@ -53,8 +54,10 @@ last writer wins, as in the seed.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
+import uuid
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -64,7 +67,6 @@ from fsmemory import _jsonutil
 from fsmemory.errors import KeyNotFoundError, SnapshotError
 from fsmemory.fs import FileInfo, StorageRoot
 from fsmemory.fs.base import content_version
-from fsmemory.memory._tail import TAIL, FileCursor, read_appended
 from fsmemory.memory._vectors import is_derived
 from fsmemory.memory.layout import MEMORY_FILE, log_date
 from fsmemory.memory.markdown import (
@@ -183,13 +185,12 @@ def apply_delta(folder: _Folder, delta: dict[str, Any]) -> None:
     md_add = delta.get("md_add", [])
     md_remove = delta.get("md_remove", [])
     if md_add or md_remove:
+        # Every bullet added is inserted, equal ones included: a fact remembered twice
+        # has two bullets, as in a plain folder (a delta is applied once: the head
+        # records folded deltas, and a delta stored twice carries one id).
         text = decode_md(folder.files.get(MEMORY_FILE, b""))
-        present = Counter(outline(text)[0])
         for category, line in md_add:
-            if present[(category, line)]:
-                continue
             text = insert_fact(text, category, line)
-            present[(category, line)] += 1
         for category, line in md_remove:
             new = remove_fact(text, category, fact_text_of(line)) if text else None
             if new is not None:
@@ -204,8 +205,15 @@ def fold_state(state: SnapshotState) -> dict[str, bytes]:
         SnapshotError: the base or a delta is corrupt or unsafe.
     """
     folder = _Folder(unpack_archive(state.base) if state.base is not None else {})
+    applied: set[str] = set()
     for name, data in state.deltas:
-        apply_delta(folder, _parse_delta(name, data))
+        delta = _parse_delta(name, data)
+        ident = delta.get("id")
+        if isinstance(ident, str):
+            if ident in applied:
+                continue  # the same save stored twice (a retried push): applied once
+            applied.add(ident)
+        apply_delta(folder, delta)
     return folder.files
 
 
@@ -314,7 +322,7 @@ def _delta(**sections: Any) -> dict[str, Any] | None:
     """A delta document of the non-empty ``sections`` (None when all are empty)."""
     if not any(sections.values()):
         return None
-    delta: dict[str, Any] = {"format": DELTA_FORMAT, "version": 1}
+    delta: dict[str, Any] = {"format": DELTA_FORMAT, "version": 1, "id": uuid.uuid4().hex}
     for key in ("append", "put", "md_add", "md_remove", "delete"):
         if sections.get(key):
             delta[key] = sections[key]
@@ -359,7 +367,7 @@ class _Memo:
 
     state: SnapshotState
     synced: dict[str, FileInfo]
-    tails: dict[str, bytes]
+    logs: dict[str, tuple[int, bytes]]
     md: bytes
     fold_next: bool
 
@@ -414,7 +422,9 @@ class SnapshotReplica:
         self._fold_next = False
         self._can_fold = True
         self._synced: dict[str, FileInfo] = {}
-        self._tails: dict[str, bytes] = {}
+        # per log: (size, digest of its content) as last synced, which an append must
+        # start with exactly
+        self._logs: dict[str, tuple[int, bytes]] = {}
         # MEMORY.md as last synced (raw bytes; parsed only when it was rewritten)
         self._md: bytes = b""
         self.bytes_uploaded = 0
@@ -490,11 +500,12 @@ class SnapshotReplica:
     def _restore_warm(self, memo: _Memo) -> None:
         self._state = memo.state
         self._synced = dict(memo.synced)
-        self._tails = dict(memo.tails)
+        self._logs = dict(memo.logs)
         self._md = memo.md
         self._fold_next = memo.fold_next
         listing = self._list()
-        local, synced_md = self._diff(listing)
+        diff = self._diff(listing)
+        local = diff.delta
         state, remote = self._load(memo.state)
         if state.base is None and not state.deltas and listing:
             # The snapshot is gone (deleted, expired, moved aside): never let that empty
@@ -505,7 +516,7 @@ class SnapshotReplica:
             _names(memo.state)
         ):
             if local is not None:  # changes made after the last save: keep and save them
-                self._save_delta(local, listing, synced_md)
+                self._save_delta(diff, listing)
             return
         # The snapshot moved on: its content plus the folder's unsaved changes. Files
         # the result lacks were synced unchanged (local changes are all in ``local``).
@@ -543,15 +554,17 @@ class SnapshotReplica:
     def _mark_synced(self, files: dict[str, bytes]) -> None:
         """Record ``files`` (now on disk) as the synced state."""
         self._synced = self._list()
-        self._tails = {
-            path: data[-TAIL:] for path, data in files.items() if log_date(path) is not None
+        self._logs = {
+            path: (len(data), _digest(data))
+            for path, data in files.items()
+            if log_date(path) is not None
         }
         self._md = files.get(MEMORY_FILE, b"")
 
     def _remember(self) -> None:
         if self._memo_key is None:
             return
-        memo = _Memo(self._state, self._synced, dict(self._tails), self._md, self._fold_next)
+        memo = _Memo(self._state, self._synced, dict(self._logs), self._md, self._fold_next)
         with _MEMOS_LOCK:
             _MEMOS[self._memo_key] = memo
             _MEMOS.move_to_end(self._memo_key)
@@ -563,28 +576,24 @@ class SnapshotReplica:
     def save(self) -> int:
         """Upload what changed since the last save; returns the bytes uploaded."""
         listing = self._list()
-        delta, synced_md = self._diff(listing)
-        if delta is None:
+        diff = self._diff(listing)
+        if diff.delta is None:
             return 0
-        size = self._save_delta(delta, listing, synced_md)
+        size = self._save_delta(diff, listing)
         self._remember()
         return size
 
-    def _save_delta(
-        self, delta: dict[str, Any], listing: dict[str, FileInfo], synced_md: bytes | None
-    ) -> int:
-        """Upload ``delta`` (a diff of the folder against the synced state) and record
-        ``listing`` as synced."""
-        size = self._upload(delta, lambda: {p: self.root.read_bytes(p) for p in listing})
+    def _save_delta(self, diff: _Diff, listing: dict[str, FileInfo]) -> int:
+        """Upload ``diff.delta`` (a diff of the folder against the synced state) and
+        record ``listing`` (and the contents the diff read) as synced."""
+        assert diff.delta is not None
+        size = self._upload(diff.delta, lambda: {p: self.root.read_bytes(p) for p in listing})
         self._synced = listing
-        for path in list(delta.get("append", {})) + list(delta.get("put", {})):
-            info = listing[path]
-            if log_date(path) is not None and info.size:
-                self._tails[path] = self.root.read_range(path, max(0, info.size - TAIL))
-        for path in delta.get("delete", []):
-            self._tails.pop(path, None)
-        if synced_md is not None:
-            self._md = synced_md
+        self._logs.update(diff.logs)
+        for path in diff.delta.get("delete", []):
+            self._logs.pop(path, None)
+        if diff.md is not None:
+            self._md = diff.md
         return size
 
     def _fold_due(self, delta_size: int) -> bool:
@@ -625,16 +634,17 @@ class SnapshotReplica:
         return size
 
     def _md_changes(
-        self, old: FileInfo | None, info: FileInfo
+        self, old: FileInfo | None
     ) -> tuple[list[list[str]], list[list[str]], bytes, bool]:
-        """(bullets added, bullets removed, new content, needs a whole-file put)."""
+        """(bullets added, bullets removed, new content, needs a whole-file put).
+
+        MEMORY.md is read whole and compared with the bytes last synced: only a file
+        that starts with exactly those bytes was appended to (a same-length fix of an
+        earlier line is a change, whatever else grew)."""
         synced = self._md
-        appended = None
-        if old is not None:
-            cursor = FileCursor(old, len(synced), synced[-TAIL:])
-            got = read_appended(self.root, cursor, info, grows_only=False, whole_lines=False)
-            appended = None if got is None else got[0]
-        if appended is not None:
+        new = self.root.read_bytes(MEMORY_FILE)
+        if old is not None and len(new) > len(synced) and new.startswith(synced):
+            appended = new[len(synced) :]
             # Appended bullets: parse them in the section the synced file ends in.
             cut = synced.rfind(b"\n## ")
             if cut < 0 and synced.startswith(b"## "):
@@ -644,8 +654,7 @@ class SnapshotReplica:
             context = synced[cut + 1 :].split(b"\n", 1)[0]
             added, prose = outline(decode_md(context + b"\n" + appended))
             if not prose and _is_utf8(appended):
-                return [[c, ln] for c, ln in added], [], synced + appended, False
-        new = self.root.read_bytes(MEMORY_FILE)
+                return [[c, ln] for c, ln in added], [], new, False
         before_bullets, before_prose = outline(decode_md(synced))
         after_bullets, after_prose = outline(decode_md(new))
         now, then = Counter(after_bullets), Counter(before_bullets)
@@ -657,47 +666,74 @@ class SnapshotReplica:
             return [], [], new, True
         return adds, removes, new, False
 
-    def _diff(self, listing: dict[str, FileInfo]) -> tuple[dict[str, Any] | None, bytes | None]:
-        """The delta from the synced state to ``listing`` and MEMORY.md's new bytes."""
+    def _diff(self, listing: dict[str, FileInfo]) -> _Diff:
+        """The delta from the synced state to ``listing``, with MEMORY.md's new bytes
+        and the logs' new (size, digest)."""
         append: dict[str, str] = {}
         put: dict[str, dict[str, str]] = {}
         md_add: list[list[str]] = []
         md_remove: list[list[str]] = []
         md_text: bytes | None = None
+        logs: dict[str, tuple[int, bytes]] = {}
         for path, info in listing.items():
             old = self._synced.get(path)
             if old is not None and old.token == info.token and old.size == info.size:
                 continue
             if path == MEMORY_FILE:
-                adds, removes, md_text, whole = self._md_changes(old, info)
+                adds, removes, md_text, whole = self._md_changes(old)
                 if whole:
                     put[path] = encode_file(md_text)
                 md_add += adds
                 md_remove += removes
                 continue
-            tail_bytes = self._appended(path, old, info)
-            if tail_bytes is not None:
-                try:
-                    append[path] = tail_bytes.decode("utf-8")
-                    continue
-                except UnicodeDecodeError:
-                    pass
-            put[path] = encode_file(self.root.read_bytes(path))
+            data = self.root.read_bytes(path)
+            if log_date(path) is not None:
+                logs[path] = (len(data), _digest(data))
+                appended = self._appended(path, old, data)
+                if appended == b"":
+                    continue  # the same bytes (only the file's token moved)
+                if appended is not None:
+                    try:
+                        append[path] = appended.decode("utf-8")
+                        continue
+                    except UnicodeDecodeError:
+                        pass
+            put[path] = encode_file(data)
         delete = sorted(p for p in self._synced if p not in listing)
         if MEMORY_FILE in delete:
             md_text = b""
         delta = _delta(append=append, put=put, md_add=md_add, md_remove=md_remove, delete=delete)
-        return delta, md_text
+        return _Diff(delta, md_text, logs)
 
-    def _appended(self, path: str, old: FileInfo | None, info: FileInfo) -> bytes | None:
-        """Bytes appended to a log since the last save (None: not a pure append)."""
-        if log_date(path) is None:
-            return None
+    def _appended(self, path: str, old: FileInfo | None, data: bytes) -> bytes | None:
+        """What was appended to a log (its content now: ``data``) since the last save;
+        None when it is not a pure append. The synced prefix is proven by its digest,
+        so an edit of an earlier line (same length or not) is a change, never missed."""
         if old is None:
-            return self.root.read_bytes(path)
-        cursor = FileCursor(old, old.size, self._tails.get(path, b""))
-        got = read_appended(self.root, cursor, info, grows_only=False, whole_lines=False)
-        return None if got is None else got[0]
+            return data
+        synced = self._logs.get(path)
+        if synced is None:
+            return None
+        size, digest = synced
+        if len(data) < size or _digest(memoryview(data)[:size]) != digest:
+            return None
+        return data[size:]
+
+
+@dataclass(frozen=True, slots=True)
+class _Diff:
+    """A folder's changes since the last save: the delta to upload (None: nothing
+    changed), MEMORY.md's bytes as read (None: not read), and ``(size, digest)`` of the
+    logs read."""
+
+    delta: dict[str, Any] | None
+    md: bytes | None
+    logs: dict[str, tuple[int, bytes]]
+
+
+def _digest(data: bytes | memoryview) -> bytes:
+    """A digest of a log's content (proves a prefix unchanged)."""
+    return hashlib.blake2b(data, digest_size=20).digest()
 
 
 def _recognised(memo: _Memo, listing: dict[str, FileInfo]) -> bool:

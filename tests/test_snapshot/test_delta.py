@@ -44,11 +44,14 @@ def test_put_then_delete_order_within_and_across_deltas() -> None:
     assert folder.files == {"x.txt": b"again"}
 
 
-def test_md_add_is_idempotent_and_md_remove_removes_one() -> None:
+def test_md_add_adds_every_bullet_and_md_remove_removes_one() -> None:
+    """A fact remembered again has a bullet of its own, as in a plain folder."""
     folder = _Folder({"MEMORY.md": MD.encode()})
     apply_delta(folder, delta(md_add=[["a", "- one"], ["c", "- four"], ["c", "- four"]]))
     text = folder.files["MEMORY.md"].decode()
-    assert text.count("- one") == 1 and text.count("- four") == 1 and "## c" in text
+    assert text.count("- one") == 2 and text.count("- four") == 2 and "## c" in text
+    apply_delta(folder, delta(md_remove=[["a", "- one"]]))
+    assert folder.files["MEMORY.md"].decode().count("- one") == 1
     apply_delta(folder, delta(md_remove=[["a", "- two"], ["z", "- missing"]]))
     text = folder.files["MEMORY.md"].decode()
     assert "- two" not in text and "- one" in text and "- three" in text

@@ -99,9 +99,12 @@ class FactsFile:
         self.index.reset()
 
     def remove(self, entry: KnowledgeEntry) -> None:
-        """Remove the last bullet of ``entry`` (its category and text) from MEMORY.md."""
+        """Remove the last bullet of ``entry`` (its category, text and expiry) from
+        MEMORY.md."""
         key_text = escape_line(entry.content.strip())
-        self.root.update(MEMORY_FILE, lambda old: _remove(old, entry.category, key_text))
+        self.root.update(
+            MEMORY_FILE, lambda old: _remove(old, entry.category, key_text, entry.expires_at)
+        )
 
     def drop_expired(self, now: datetime) -> None:
         """Rewrite MEMORY.md without the bullets expired at ``now`` (when there are any)."""
@@ -154,8 +157,12 @@ def _insert_once(category: str, bullet: str) -> Change:
     return change
 
 
-def _remove(old: bytes | None, category: str, key_text: str) -> bytes | None:
+def _remove(
+    old: bytes | None, category: str, key_text: str, expires: datetime | None
+) -> bytes | None:
     if not old:
         return None
-    new = remove_fact(decode_md(old), category, key_text)
+    # Only a bullet of the entry's own expiry: the same text remembered with another
+    # TTL (or none) is another record's bullet.
+    new = remove_fact(decode_md(old), category, key_text, expires=expires)
     return None if new is None else encode_md(new)

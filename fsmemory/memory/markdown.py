@@ -37,6 +37,7 @@ from fsmemory.memory.entry import format_timestamp, parse_timestamp
 from fsmemory.memory.layout import TITLE
 
 __all__ = [
+    "ANY_EXPIRY",
     "TITLE",
     "Fact",
     "MemoryDocument",
@@ -422,9 +423,40 @@ def insert_fact(text: str | None, category: str, line: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def remove_fact(text: str, category: str, fact_text: str) -> str | None:
+class _AnyExpiry:
+    """The default of :func:`remove_fact`'s ``expires``: a bullet of any expiry."""
+
+    def __repr__(self) -> str:
+        return "ANY_EXPIRY"
+
+
+#: :func:`remove_fact` matches a bullet whatever its expiry comment says.
+ANY_EXPIRY = _AnyExpiry()
+
+
+def _bullet_expiry(body: str) -> datetime | _AnyExpiry | None:
+    comment = _EXPIRY.search(body)
+    if comment is None:
+        return None
+    try:
+        return parse_timestamp(comment.group(1))
+    except ValueError:
+        return ANY_EXPIRY  # unreadable: no record's expiry can equal it
+
+
+def remove_fact(
+    text: str,
+    category: str,
+    fact_text: str,
+    *,
+    expires: datetime | _AnyExpiry | None = ANY_EXPIRY,
+) -> str | None:
     """Return MEMORY.md without the last bullet ``fact_text`` in ``category``
-    (None when no such bullet exists). A section left without bullets is removed."""
+    (None when no such bullet exists). A section left without bullets is removed.
+
+    ``expires``: only a bullet with this expiry comment (None: a bullet without one)
+    is removed; the same text with another expiry is another record's fact.
+    """
     lines = _split_lines(text)
     spans = _section_spans(lines)
     for cat, start, end in reversed(spans):
@@ -436,7 +468,9 @@ def remove_fact(text: str, category: str, fact_text: str) -> str | None:
             if bullet is None:
                 continue
             candidate = _readable(_EXPIRY.sub("", bullet.group(1)).strip())
-            if candidate == fact_text:
+            if candidate == fact_text and (
+                expires is ANY_EXPIRY or _bullet_expiry(bullet.group(1)) == expires
+            ):
                 del lines[i]
                 section = lines[start + 1 : end - 1] if cat is not None else []
                 if cat is not None and all(not x.strip() for x in section):

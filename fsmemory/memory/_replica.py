@@ -587,7 +587,17 @@ class SnapshotReplica:
         """Upload ``diff.delta`` (a diff of the folder against the synced state) and
         record ``listing`` (and the contents the diff read) as synced."""
         assert diff.delta is not None
-        size = self._upload(diff.delta, lambda: {p: self.root.read_bytes(p) for p in listing})
+        synced_md = diff.md if diff.md is not None else self._md
+
+        def content() -> dict[str, bytes]:
+            # MEMORY.md as the diff read it (a bullet appended since is the next diff's:
+            # in the base already, it would be added twice)
+            files = {p: self.root.read_bytes(p) for p in listing if p != MEMORY_FILE}
+            if MEMORY_FILE in listing:
+                files[MEMORY_FILE] = synced_md
+            return files
+
+        size = self._upload(diff.delta, content)
         self._synced = listing
         self._logs.update(diff.logs)
         for path in diff.delta.get("delete", []):

@@ -145,3 +145,32 @@ def test_a_same_length_fix_of_a_log_line_is_saved_with_an_append(
     contents = {e.content for e in final.entries()}
     assert "The room is 5C" in contents and "The room is 4B" not in contents
     assert folder_files(tmp_path / "final") == folder_files(folder)
+
+
+def test_a_bullet_appended_while_a_fold_packs_the_folder_is_saved_once(tmp_path: Path) -> None:
+    """Another process appends a bullet between the save's diff and its fold: the base
+    holds MEMORY.md as the diff read it, and the next save adds the bullet once."""
+    url = f"memory://race/{tmp_path.name}.snapshot"
+    folder = tmp_path / "w"
+    km = KnowledgeMemory(folder, backend=FsspecBackend(url), snapshot_compact_after=2)
+    km.remember("first", category="facts", persistent=True)  # a delta; the next save folds
+    plain = KnowledgeMemory(folder)  # another process writing to the same folder
+    replica = km._replica
+    assert replica is not None
+    fold_due = replica._fold_due
+    armed = [True]
+
+    def racing(size: int) -> bool:
+        due = fold_due(size)
+        if due and armed[0]:
+            armed[0] = False
+            plain.remember("appended meanwhile", category="facts", persistent=True)
+        return due
+
+    replica._fold_due = racing  # type: ignore[method-assign]
+    km.remember("second", category="facts", persistent=True)
+    assert not armed[0] and replica.folds == 1
+    km.flush()  # a delta: the bullet appended meanwhile
+    check = KnowledgeMemory(tmp_path / "check", backend=FsspecBackend(url))
+    assert (tmp_path / "check" / "MEMORY.md").read_bytes() == (folder / "MEMORY.md").read_bytes()
+    assert check.get_persistent_facts()["facts"].count("appended meanwhile") == 1

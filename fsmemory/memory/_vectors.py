@@ -157,6 +157,14 @@ class VectorStore:
         self._fixed_sum: Any = None
         self._n_counted = 0
         self._centred_on: Any = None
+        # For the vector rows last centred on: v . mu, |v - mu| and |v - mu| > 0, and
+        # the dots they were taken from.
+        self._live_dots: tuple[Any, Any, tuple[Any, Any, Any]] = (None, None, (0, 0, 0))
+        # The live rows last found (see live_rows): (row epoch, rows, vector rows).
+        self._live: tuple[int, Any, Any] = (-1, None, None)
+        # What context_of last returned, and for which live rows and timeline.
+        self._context_for: tuple[Any, Any] = (None, None)
+        self._context: tuple[Any, Any] = ((), ())
         self._mu: Any = None
         self._dots: Any = None
         self._spread: Any = None
@@ -393,7 +401,10 @@ class VectorStore:
     def live_rows(self, index: MemoryIndex, now: datetime) -> tuple[Any, Any]:
         """The index rows live at ``now`` (ascending) and their vector rows: what every
         statistic of ranking is taken over. Live rows without a vector are embedded
-        first, in batches (after reading the vectors other writers stored)."""
+        first, in batches (after reading the vectors other writers stored).
+
+        While the live rows stay the same, the same two arrays are returned (what is
+        derived from them is kept until they change); never change them."""
         np = _numpy()
         seen = (index.row_epoch, index.generation, index.rows, index.live_count())
         loaded = seen != self._filled_for
@@ -402,21 +413,27 @@ class VectorStore:
         self._sync_rows(index)
         n = index.rows
         live = index.live_mask(np, now)
-        todo = np.flatnonzero(live & (self._vec_of[:n] < 0))
-        if todo.size and not loaded:
-            self.load()
-            self._sync_rows(index)
-            todo = np.flatnonzero(live & (self._vec_of[:n] < 0))
-        if todo.size:
-            rows_todo = todo.tolist()
-            for start in range(0, len(rows_todo), _BATCH):
-                batch = rows_todo[start : start + _BATCH]
+        served = live & (self._vec_of[:n] >= 0)
+        if np.count_nonzero(served) != np.count_nonzero(live):
+            if not loaded:
+                self.load()
+                self._sync_rows(index)
+            todo = np.flatnonzero(live & (self._vec_of[:n] < 0)).tolist()
+            for start in range(0, len(todo), _BATCH):
+                batch = todo[start : start + _BATCH]
                 texts = [index.row_content(r) for r in batch]
                 self.store(index.row_ids(batch), self.embed(texts), texts)
             self._sync_rows(index)
+            served = live & (self._vec_of[:n] >= 0)
         self._filled_for = seen
-        rows = np.flatnonzero(live & (self._vec_of[:n] >= 0))
-        return rows, self._vec_of[rows]
+        rows = np.flatnonzero(served)
+        held = self._live
+        # Within one row epoch a row's vector never changes once it has one: the same
+        # rows have the same vectors.
+        if held[0] == self._map_epoch and np.array_equal(held[1], rows):
+            return held[1], held[2]
+        self._live = (self._map_epoch, rows, self._vec_of[rows])
+        return self._live[1], self._live[2]
 
     # -- ranking -------------------------------------------------------------------------
     def _stacked(self) -> Any:
@@ -425,10 +442,10 @@ class VectorStore:
             return _numpy().zeros((0, self.dimension or 0), dtype="float32")
         return self._buffer[: len(self._ids)]
 
-    def _centring(self, matrix: Any, vecs: Any) -> tuple[Any, Any, Any]:
+    def _centring(self, matrix: Any, vecs: Any) -> tuple[Any, Any, Any, Any]:
         """The mean ``mu`` of the vector rows ``vecs`` (the live entries', shrunk toward
-        0 for a small memory), and per vector row ``v . mu`` and ``|v - mu|`` (see
-        :meth:`dense_scores`).
+        0 for a small memory), and for each of ``vecs``: ``v . mu``, ``|v - mu|``, and
+        whether that is not 0 (see :meth:`dense_scores`).
 
         A function of the live entries' vectors alone, whatever else the file holds
         (forgotten and expired entries, texts fixed since): every process, with the
@@ -439,7 +456,7 @@ class VectorStore:
         np = _numpy()
         n = matrix.shape[0]
         previous = self._centred_on
-        if previous is None or not np.array_equal(previous, vecs):
+        if previous is not vecs and (previous is None or not np.array_equal(previous, vecs)):
             counted = self._counted
             if counted is None or len(counted) < n:
                 grown = np.zeros(n, dtype=np.bool_)
@@ -458,7 +475,7 @@ class VectorStore:
                 self._mu = None
             self._counted = want
             self._n_counted = len(vecs)
-            self._centred_on = vecs
+        self._centred_on = vecs
         if self._mu is None or len(self._dots) != n:
             if self._mu is None:
                 total = self._fixed_sum.astype(np.float64) / _FIXED_ONE
@@ -466,7 +483,12 @@ class VectorStore:
             mu = self._mu
             dots = self._dots = np.einsum("ij,j->i", matrix, mu)
             self._spread = np.sqrt(np.maximum(1.0 - 2.0 * dots + float(mu @ mu), 0.0))
-        return self._mu, self._dots, self._spread
+        held = self._live_dots
+        if held[0] is not vecs or held[1] is not self._dots:
+            spread = self._spread[vecs]
+            self._live_dots = (vecs, self._dots, (self._dots[vecs], spread, spread > 1e-6))
+        dots, spread, spread_ok = self._live_dots[2]
+        return self._mu, dots, spread, spread_ok
 
     def dense_scores(self, query_vector: Any, vecs: Any = None) -> Any:
         """Cosine of ``query_vector`` with the vector rows ``vecs`` (every stored vector
@@ -485,14 +507,13 @@ class VectorStore:
             vecs = np.arange(matrix.shape[0])
         # einsum runs in this thread: a BLAS matrix-vector product may start a thread
         # pool, which costs more than it saves at this size and stalls on a busy machine.
-        raw = np.einsum("ij,j->i", matrix, query_vector)
+        raw = np.einsum("ij,j->i", matrix, query_vector)[vecs]
         if not len(vecs):
-            return raw[vecs]
-        mu, dots, spread = self._centring(matrix, vecs)
+            return raw
+        mu, dots, spread, spread_ok = self._centring(matrix, vecs)
         shift = float(mu @ mu) - float(mu @ query_vector)
         centred = raw - dots + np.float32(shift)
-        out = np.divide(centred, spread, out=np.zeros_like(centred), where=spread > 1e-6)
-        return out[vecs]
+        return np.divide(centred, spread, out=np.zeros_like(centred), where=spread_ok)
 
     def search(
         self, index: MemoryIndex, query: str, limit: int, category: str | None, now: datetime
@@ -519,14 +540,19 @@ class VectorStore:
     def context_of(self, index: MemoryIndex, rows: Any) -> tuple[Any, Any]:
         """The places in ``rows`` (the live index rows, :meth:`live_rows`) in the order
         their entries were written (creation time, then row), and their creation times
-        (microseconds): what :func:`context_scores` takes."""
+        (microseconds): what :func:`context_scores` takes. Kept while the live rows and
+        the index rows stay the same."""
         np = _numpy()
         order, stamps = self._timeline(index)
-        place = np.full(index.rows, -1, dtype=np.intp)
-        place[rows] = np.arange(len(rows))
-        placed = place[order]
-        keep = placed >= 0
-        return placed[keep], stamps[keep]
+        held_rows, held_order = self._context_for
+        if held_rows is not rows or held_order is not order:
+            place = np.full(index.rows, -1, dtype=np.intp)
+            place[rows] = np.arange(len(rows))
+            placed = place[order]
+            keep = placed >= 0
+            self._context = (placed[keep], stamps[keep])
+            self._context_for = (rows, order)
+        return self._context
 
     def _timeline(self, index: MemoryIndex) -> tuple[Any, Any]:
         """Every index row in the order its entry was written (creation time, then

@@ -342,3 +342,28 @@ def test_a_foreign_vector_of_the_right_shape_is_normalised_once(
     foreign.load()
     assert np.allclose(foreign._stacked()[0], ours, atol=1e-6)
     assert foreign._ids == [entry]
+
+
+def test_a_restored_snapshot_ranks_as_the_memory_it_came_from(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """A snapshot ships no vectors: the restored memory embeds its live entries and
+    ranks exactly as the memory that saved it, whose vector file also holds the
+    forgotten and expired entries."""
+    from fsmemory.snapshot import FsspecBackend
+
+    url = str(tmp_path / "snap" / "memory.snapshot")
+    km = KnowledgeMemory(
+        tmp_path / "a", clock=clock, backend=FsspecBackend(url), embedder=HashEmbedder()
+    )
+    corpus = _corpus(11, 60)
+    _write(km, clock, corpus)
+    queries = ONE_WORD + NO_WORD_IN_COMMON + QUERIES
+    expected = _ranked(km, queries)
+    embedder = HashEmbedder()
+    restored = KnowledgeMemory(
+        tmp_path / "b", clock=clock, backend=FsspecBackend(url), embedder=embedder
+    )
+    assert _ranked(restored, queries) == expected
+    live = [t for t, ttl, forget in corpus if ttl is None and not forget]
+    assert sorted(t for b in embedder.batches if len(b) > 1 for t in b) == sorted(live)

@@ -12,6 +12,7 @@ builtin a caller would already catch, so ``except ValueError`` or
     │   └── NotAFileError                           a directory stands where a file is expected
     ├── ConflictError                               a compare-and-swap lost a race
     ├── LockTimeoutError        (TimeoutError)      a lock or lease could not be acquired in time
+    ├── ReadOnlyStorageError    (PermissionError)   the URL can be read, never safely written
     ├── BackendError            (OSError)           the storage service failed (network, auth, 5xx)
     │   └── BucketNotFoundError                     the S3/GCS bucket of a URL does not exist
     ├── SnapshotError                               a snapshot is corrupt, unsafe or unreadable
@@ -33,6 +34,7 @@ __all__ = [
     "LockTimeoutError",
     "MissingDependencyError",
     "NotAFileError",
+    "ReadOnlyStorageError",
     "SnapshotError",
 ]
 
@@ -72,6 +74,12 @@ class ConflictError(FsMemoryError):
 
 class LockTimeoutError(FsMemoryError, TimeoutError):
     """A lock or lease could not be acquired within its timeout."""
+
+
+class ReadOnlyStorageError(FsMemoryError, PermissionError):
+    """Writes are refused for good: the URL's filesystem cannot create a file exclusively
+    and atomically, or cannot see other writers, so a write could lose acknowledged
+    data. Reads work. The message names the reason; trying again never helps."""
 
 
 class BackendError(FsMemoryError, OSError):

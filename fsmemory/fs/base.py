@@ -150,6 +150,8 @@ class StorageRoot(ABC):
     #: the root directory inside ``fs`` (no trailing slash)
     root: str
     capabilities: Capabilities
+    #: why this root refuses every write (None: it accepts them); reads work either way
+    read_only_reason: str | None = None
 
     @classmethod
     def from_url(cls, url: str, options: Mapping[str, Any] | None = None) -> StorageRoot:

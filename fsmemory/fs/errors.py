@@ -34,7 +34,8 @@ code, and ``KeyboardInterrupt`` pass through untouched.
 
 :func:`is_transient` tells the retry policy (:mod:`fsmemory.fs.retry`) which failures are
 worth another try: timeouts, reset or refused connections, truncated responses and HTTP
-408/429/5xx. Authentication failures, bad requests, missing objects and conflicts are not.
+408/429/5xx. Authentication failures, bad requests, missing objects, conflicts and the
+5xx that say a server can never do it (501 Not Implemented, 505) are not.
 """
 
 from __future__ import annotations
@@ -70,6 +71,9 @@ _GCSFS_BAD_REQUEST = "Bad Request:"
 
 #: HTTP statuses worth another try
 _RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+#: 5xx statuses that say what the server can never do (a method it does not implement,
+#: an HTTP version it does not speak): another try gets the same answer
+_FINAL_5XX = frozenset({501, 505})
 
 # Exception classes (matched by name anywhere in the MRO, so no client library has to be
 # imported) that mean the request may not have reached the service or its reply was lost.
@@ -173,14 +177,15 @@ def is_transient(exc: BaseException) -> bool:
 
     Looks at ``exc`` and its cause chain: a retryable HTTP status (408, 425, 429, 5xx) or
     a connection, timeout or truncated-response error of the client libraries. Missing
-    objects, conflicts, invalid input, authentication errors and other 4xx are final.
+    objects, conflicts, invalid input, authentication errors, other 4xx (405 Method Not
+    Allowed included) and 501/505 are final.
     """
     for cur in _chain(exc):
         if isinstance(cur, KeyNotFoundError | ConflictError | ValueError | TypeError):
             return False
         status = _status_of(cur)
         if status is not None:
-            return status in _RETRYABLE_STATUS or status >= 500
+            return status in _RETRYABLE_STATUS or (status >= 500 and status not in _FINAL_5XX)
         if isinstance(cur, OSError) and str(cur).startswith("Forbidden"):
             return False  # gcsfs's HTTP 403
         names = {c.__name__ for c in type(cur).__mro__}

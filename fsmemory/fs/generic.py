@@ -5,9 +5,14 @@ native conditional writes (S3, GCS, Redis) subclass it and override
 :meth:`FsspecRoot._put` / :meth:`FsspecRoot._read_versioned`; a filesystem without them
 gets the **lease-lock fallback**: compare-and-swap and append take a lease object
 (``.fsmemory.lease-<name>``, created with a create-only write) for the duration of the
-read-modify-write. The lease is only as safe as the filesystem's create-only write: on a
-filesystem that cannot create exclusively, concurrent writers are not safe and the docs
-say so.
+read-modify-write. The lease is only as safe as the filesystem's create-only write, so
+writes are allowed only on filesystems known to create a file exclusively and atomically
+(:func:`write_refusal`): fsspec's memory filesystem, s3fs, gcsfs and adlfs from 2024.12
+on, and our Redis filesystem. Any other one -- fsspec's default ``pipe_file(mode="create")``
+checks for the file and then writes it (ftp, sftp, http, ...), and the caching filesystems
+(``simplecache::``, ``filecache::``, ``blockcache::``) ignore the mode and never see other
+writers -- opens read-only: every write raises
+:class:`~fsmemory.errors.ReadOnlyStorageError` naming the reason.
 
 Every network call is retried under the root's :attr:`FsspecRoot.retry` policy
 (:mod:`fsmemory.fs.retry`) when its failure is transient: reads, listings and deletes by
@@ -21,6 +26,8 @@ from __future__ import annotations
 
 import builtins
 import logging
+import re
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -33,6 +40,7 @@ from fsmemory.errors import (
     ConflictError,
     KeyNotFoundError,
     MissingDependencyError,
+    ReadOnlyStorageError,
 )
 from fsmemory.fs._nowait import retry_until
 from fsmemory.fs.base import (
@@ -46,13 +54,93 @@ from fsmemory.fs.errors import translated
 from fsmemory.fs.paths import RESERVED_PREFIX, is_reserved_name, validate_path
 from fsmemory.fs.retry import DEFAULT_RETRY, RetryPolicy, idempotent, policy_from_options
 
-__all__ = ["FsspecRoot"]
+__all__ = ["FsspecRoot", "write_refusal"]
 
 logger = logging.getLogger(__name__)
 
 LEASE_SECONDS = 30.0
 
 _F = TypeVar("_F", bound="FsspecRoot")
+
+#: The filesystems whose create-only write (``pipe_file(mode="create")``) is one
+#: exclusive, atomic request, by the class that implements it: (module, class) ->
+#: (distribution, first version that honours the mode), or None (ours).
+EXCLUSIVE_CREATE: dict[tuple[str, str], tuple[str, tuple[int, ...]] | None] = {
+    ("fsspec.implementations.memory", "MemoryFileSystem"): ("fsspec", (2024, 12)),
+    ("s3fs.core", "S3FileSystem"): ("s3fs", (2024, 12)),  # If-None-Match: *
+    ("gcsfs.core", "GCSFileSystem"): ("gcsfs", (2024, 12)),  # ifGenerationMatch=0
+    ("adlfs.spec", "AzureBlobFileSystem"): ("adlfs", (2024, 12)),  # If-None-Match: *
+    ("fsmemory.implementations.redis", "RedisFileSystem"): None,  # a Lua script
+}
+
+_WRITABLE_HINT = (
+    "reads work; to write, use a local folder, memory://, s3://, gs://, az:// (adlfs), "
+    "redis:// or sqlite://"
+)
+
+
+def write_refusal(fs: Any) -> str | None:
+    """Why fsmemory must not write through ``fs`` (an fsspec filesystem, or its class),
+    or None when it may.
+
+    A write is safe only where a create-only write is exclusive and atomic (the lease
+    that guards compare-and-swap and appends is one) and where a reader sees the other
+    writers' files. Known filesystems are listed in :data:`EXCLUSIVE_CREATE`; a
+    ``dir::`` filesystem is judged by the one it wraps.
+    """
+    cls = fs if isinstance(fs, type) else type(fs)
+    while not isinstance(fs, type) and _defined_in(
+        cls, "fsspec.implementations.dirfs", "DirFileSystem"
+    ):
+        fs = fs.fs
+        cls = type(fs)
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    name = f"{protocol}:// ({cls.__module__}.{cls.__qualname__})"
+    if any(
+        _defined_in(c, "fsspec.implementations.cached", "CachingFileSystem") for c in cls.__mro__
+    ):
+        return (
+            f"{name} is a caching filesystem: it answers from its local copy, so it never "
+            "sees other writers, and its writes ignore create-only mode (a lease would be a "
+            "plain overwrite)"
+        )
+    owner = next(
+        (c for c in cls.__mro__ if "pipe_file" in vars(c) or "_pipe_file" in vars(c)), None
+    )
+    key = None if owner is None else (owner.__module__, owner.__qualname__)
+    if key not in EXCLUSIVE_CREATE:
+        return (
+            f"{name} is not known to create a file exclusively and atomically (fsspec's "
+            "default create-only write checks for the file, then writes it), so concurrent "
+            "writers would overwrite each other"
+        )
+    needed = EXCLUSIVE_CREATE[key]
+    if needed is not None:
+        dist, first = needed
+        version = _version(dist)
+        if version < first:
+            wanted = ".".join(map(str, first))
+            return (
+                f"{name}: {dist} {'.'.join(map(str, version)) or '?'} cannot create a file "
+                f"exclusively (it needs {dist} >= {wanted})"
+            )
+    return None
+
+
+def _defined_in(cls: type, module: str, name: str) -> bool:
+    return cls.__module__ == module and cls.__qualname__ == name
+
+
+def _version(dist: str) -> tuple[int, ...]:
+    """The leading numbers of the installed version of ``dist`` (``()``: unknown)."""
+    from importlib import metadata
+
+    try:
+        text = metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        text = str(getattr(sys.modules.get(dist), "__version__", ""))
+    found = re.match(r"\d+(?:\.\d+)*", text)
+    return tuple(int(n) for n in found.group(0).split(".")) if found else ()
 
 
 class FsspecRoot(StorageRoot):
@@ -83,6 +171,15 @@ class FsspecRoot(StorageRoot):
         self.url = url if url is not None else fs.unstrip_protocol(self.root)
         if retry is not None:
             self.retry = retry
+        if not self.capabilities.conditional_write:
+            self.read_only_reason = write_refusal(fs)
+
+    def _check_writable(self) -> None:
+        """Raise :class:`ReadOnlyStorageError` when this root refuses writes."""
+        if self.read_only_reason is not None:
+            raise ReadOnlyStorageError(
+                f"{self.url}: writes refused: {self.read_only_reason}; {_WRITABLE_HINT}"
+            )
 
     @classmethod
     def from_url(cls: type[_F], url: str, options: Mapping[str, Any] | None = None) -> _F:
@@ -148,18 +245,14 @@ class FsspecRoot(StorageRoot):
         return content_version(data)
 
     def _create_exclusive(self, full: str, data: bytes) -> bool:
-        """Create ``full`` only if absent; True on success. Best effort when the
-        filesystem has no create-only mode."""
+        """Create ``full`` only if absent; True on success (writable roots only: their
+        filesystem's create-only write is exclusive and atomic, see
+        :func:`write_refusal`)."""
         try:
             self.fs.pipe_file(full, data, mode="create")
             return True
         except FileExistsError:
             return False
-        except TypeError:
-            if self.fs.exists(full):
-                return False
-            self.fs.pipe_file(full, data)
-            return True
 
     # -- StorageRoot -------------------------------------------------------------------
     @idempotent
@@ -349,6 +442,7 @@ class FsspecRoot(StorageRoot):
         """
         self.check_condition(if_version, create_only)
         full = self.full_path(path)
+        self._check_writable()
         payload = bytes(data)
         put, probe = self._write_once(full, path, payload, if_version, create_only)
         return self.retry.write(
@@ -383,6 +477,7 @@ class FsspecRoot(StorageRoot):
         reply was lost) is not repeated; its offset is returned.
         """
         self.full_path(path)
+        self._check_writable()
         payload = bytes(data)
         offset = [0]
 
@@ -403,12 +498,14 @@ class FsspecRoot(StorageRoot):
     @idempotent
     def delete_tree(self, prefix: str) -> int:
         """Delete every file under ``prefix``; returns the count."""
+        self._check_writable()
         return super().delete_tree(prefix)
 
     @idempotent
     def delete(self, path: str) -> bool:
         """Delete one object; False when it did not exist."""
         full = self.full_path(path)
+        self._check_writable()
         try:
             with translated(path):
                 self.fs.rm_file(full)
@@ -420,6 +517,7 @@ class FsspecRoot(StorageRoot):
     def delete_many(self, paths: Sequence[str]) -> int:
         """Delete these files; on an async filesystem with one batched ``rm`` (missing
         ones are skipped by the filesystem), else one delete each."""
+        self._check_writable()
         if not paths or not getattr(self.fs, "async_impl", False):
             return super().delete_many(paths)
         with translated(paths[0]):
@@ -433,7 +531,11 @@ class FsspecRoot(StorageRoot):
 
         A lease older than its expiry (30 s) is broken, so a crashed holder cannot
         block the root for ever.
+
+        Raises:
+            ReadOnlyStorageError: the root refuses writes (its lease would not be one).
         """
+        self._check_writable()
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:120]
         lease = f"{self.root}/{RESERVED_PREFIX}.lease-{safe}"
         owner = uuid.uuid4().hex

@@ -86,7 +86,8 @@ class LocalRoot(StorageRoot):
 
     @classmethod
     def from_url(cls, url: str, options: Mapping[str, Any] | None = None) -> LocalRoot:
-        """Open a local path or ``file://`` URL.
+        """Open a local path or ``file://`` URL (``file:`` and ``local:`` too, as fsspec
+        reads them: ``file:/abs`` is ``/abs``).
 
         Options: ``durable`` (``fsync`` files and directories after writes) and fsspec's
         ``auto_mkdir`` (accepted for fsspec users; parent folders are always created).
@@ -96,9 +97,10 @@ class LocalRoot(StorageRoot):
         """
         opts = dict(options or {})
         check_options("local folders", opts, ("durable", "auto_mkdir"))
-        _, sep, rest = url.partition("://")
-        directory = (rest if sep else url) or "."
-        return cls(directory, url=url, durable=bool(opts.get("durable", False)))
+        from fsmemory.fs.open import split_protocol
+
+        _, rest = split_protocol(url)  # file:/abs is /abs, as fsspec reads it
+        return cls(rest or ".", url=url, durable=bool(opts.get("durable", False)))
 
     def storage_key(self) -> tuple[str, ...]:
         """The folder itself."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,11 +32,36 @@ ROOT_CLASSES: dict[str | None, tuple[str, str | None]] = {
 _GENERIC = ("fsmemory.fs.generic:FsspecRoot", None)
 
 
+#: the head of an fsspec chain (``simplecache::s3://b/k``): fsspec reads a bare
+#: lower-case word before ``::`` as a protocol
+_CHAIN_HEAD = re.compile(r"[a-z]+")
+#: what fsspec's local filesystem strips from a path (``file:/abs`` is ``/abs``)
+_LOCAL_PREFIXES = ("file:", "local:")
+
+
 def split_protocol(url: str) -> tuple[str | None, str]:
-    """``"s3://b/k"`` -> ``("s3", "b/k")``; a bare path -> ``(None, path)``."""
-    if "://" in url:
-        protocol, rest = url.split("://", 1)
+    """The protocol of a URL and the rest, as fsspec resolves the URL.
+
+    ``"s3://b/k"`` -> ``("s3", "b/k")``; ``"file:/abs"`` -> ``("file", "/abs")`` (fsspec's
+    local filesystem strips ``file:`` and ``local:``); a chain
+    ``"simplecache::s3://b/k"`` -> ``("simplecache::s3", "b/k")``
+    (``"simplecache::/abs"`` -> ``("simplecache::file", "/abs")``); ``"data:..."`` ->
+    ``("data", ...)``; a bare path (or a one-letter "protocol", a Windows drive) ->
+    ``(None, path)``.
+    """
+    head, chained, inner = url.partition("::")
+    if chained and _CHAIN_HEAD.fullmatch(head):
+        outer, _, inner = url.rpartition("::")
+        protocol, rest = split_protocol(inner)
+        return f"{outer}::{protocol or 'file'}", rest
+    protocol, sep, rest = url.partition("://")
+    if sep and len(protocol) > 1:
         return protocol.lower(), rest
+    for prefix in _LOCAL_PREFIXES:
+        if url.startswith(prefix):
+            return prefix[:-1], url[len(prefix) :]
+    if url.startswith("data:"):
+        return "data", url[len("data:") :]
     return None, url
 
 

@@ -3,7 +3,9 @@
     fsmemory [--store URL] [-o KEY=VALUE ...] COMMAND [--store URL] [-o KEY=VALUE ...] ...
 
 Commands: ``remember``, ``recall``, ``context``, ``facts``, ``recent``, ``forget``,
-``prune``, ``stats``, ``demo``, ``mcp`` (and ``export`` when pyarrow is installed). ``--store``
+``prune``, ``retention``, ``stats``, ``demo``, ``mcp`` (and ``export`` when pyarrow is
+installed). Reading commands never delete anything; ``prune`` deletes the logs older than
+the memory's stored retention (``retention`` shows or sets it). ``--store``
 and ``-o`` are accepted before or after the command. Listings take ``--json``. Errors
 print one line on stderr and exit with status 1 (2 for usage errors). Reading a local
 store that does not exist (or is a file) is an error; only ``remember`` and ``demo``
@@ -210,6 +212,23 @@ def cmd_prune(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_retention(args: argparse.Namespace) -> int:
+    """Show the memory's retention, or store a new one (nothing is deleted now)."""
+    km = open_memory(args)
+    if args.keep_all and args.days is not None:
+        raise CliError("give DAYS or --keep-all, not both")
+    if args.keep_all or args.days is not None:
+        km.set_retention(None if args.keep_all else args.days)
+    days = km.max_log_days
+    if args.json:
+        _print_json({"retention_days": days})
+    elif days is None:
+        print("logs are kept until an explicit prune --max-days")
+    else:
+        print(f"logs older than {days} day(s) are pruned")
+    return 0
+
+
 def cmd_stats(args: argparse.Namespace) -> int:
     """Print counts."""
     stats = open_memory(args).stats()
@@ -367,7 +386,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-days",
         type=_count(0),
         default=None,
-        help="delete logs older than this many days (default: the memory's max_log_days, 30)",
+        help="delete logs older than this many days (default: the memory's stored "
+        "retention, see 'retention'; 30 when none is stored)",
+    )
+    p = add("retention", cmd_retention, "show or set how many days of logs the memory keeps")
+    p.add_argument(
+        "days",
+        nargs="?",
+        type=_count(0),
+        default=None,
+        help="store this retention in the memory's fsmemory.json (every process honours it)",
+    )
+    p.add_argument(
+        "--keep-all",
+        action="store_true",
+        help="store 'keep every log' (only prune --max-days deletes logs then)",
     )
     add("stats", cmd_stats, "print counts")
     add("demo", cmd_demo, "run a short scripted session and print the result", json_flag=False)

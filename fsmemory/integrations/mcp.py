@@ -74,6 +74,7 @@ def memory_from_options(
     defang: bool = False,
     dedupe: bool = False,
     dedupe_threshold: float = 0.9,
+    max_log_days: int | None = None,
 ) -> KnowledgeMemory:
     """The :class:`KnowledgeMemory` the server uses, built from its command-line flags.
 
@@ -84,6 +85,9 @@ def memory_from_options(
             :func:`~fsmemory.sanitizers.defang_delimiters` on content before it is saved.
         dedupe: reject exact and near duplicates of live memories.
         dedupe_threshold: similarity in [0, 1] at which a text counts as a duplicate.
+        max_log_days: the retention stored when the memory has none yet (see
+            :class:`KnowledgeMemory`); None: the memory's own, or 30 days. The
+            ``context`` tool and every read never delete anything.
 
     Raises:
         InvalidInputError: an option is out of range.
@@ -95,6 +99,7 @@ def memory_from_options(
         pre_save=hooks,
         dedupe=dedupe,
         dedupe_threshold=dedupe_threshold,
+        max_log_days=max_log_days,
     )
 
 
@@ -146,6 +151,14 @@ def add_mcp_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="similarity (0-1) at which --dedupe rejects a text (default 0.9)",
     )
     parser.add_argument(
+        "--max-log-days",
+        type=int,
+        default=None,
+        metavar="DAYS",
+        help="retention to store when the memory has none yet (default: the memory's own, "
+        "else 30); reading never deletes",
+    )
+    parser.add_argument(
         "--knowledge",
         action="store_true",
         help="also offer the 'knowledge' tool: plain files on the same root",
@@ -178,6 +191,7 @@ def run_mcp_command(
         defang=args.defang,
         dedupe=args.dedupe,
         dedupe_threshold=args.dedupe_threshold,
+        max_log_days=getattr(args, "max_log_days", None),
     )
     server = create_server(memory, knowledge=args.knowledge, name=args.name)
     server.run("stdio")

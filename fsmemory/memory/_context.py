@@ -16,46 +16,34 @@ section or forge a bullet.
 from __future__ import annotations
 
 import logging
-import zlib
+import re
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import partial
 from operator import itemgetter
 from typing import Any
 
-import orjson
-
 from fsmemory import _jsonutil
-from fsmemory.errors import FsMemoryError
 from fsmemory.fs.base import FileInfo, StorageRoot
 from fsmemory.memory._index import MemoryIndex
-from fsmemory.memory.entry import datetime_of, decode_record, stable_id, us_of
+from fsmemory.memory.entry import datetime_of, decode_record, format_timestamp, us_of
 from fsmemory.memory.layout import MEMORY_FILE, log_date
 from fsmemory.memory.markdown import MemoryDocument, blocks_of, escape_line, plain_spans
 
 __all__ = [
-    "PLAIN_CACHE",
-    "PLAIN_CACHE_MIN_BYTES",
     "Contexts",
     "Recent",
     "fact_texts",
-    "newest_from_tails",
+    "newest_from_logs",
     "plain_facts",
     "render_context",
 ]
 
 logger = logging.getLogger(__name__)
 
-# A fresh process's build_context() reads the logs backwards in blocks of this size.
+# A fresh process's build_context() also reads this much of the end of the log before
+# the ones it reads whole (forget records of writers whose clock ran behind).
 _TAIL_BLOCK = 64 * 1024
-
-#: The cache file (``StorageRoot.read_cache``) that keeps where a plain MEMORY.md's
-#: sections are, so a fresh process checks one CRC instead of every line.
-PLAIN_CACHE = "context"
-#: MEMORY.md files smaller than this are checked line by line faster than the cache
-#: file is read: no cache is looked for or written.
-PLAIN_CACHE_MIN_BYTES = 64 * 1024
-_PLAIN_MAGIC = b"fsmemory-plain 1\n"
 
 #: A recent entry: ``(created_at, category, content, expires_us or None)``.
 Recent = tuple[datetime, str, str, int | None]
@@ -65,8 +53,7 @@ class Contexts:
     """Renders :meth:`KnowledgeMemory.build_context` and keeps the last text until the
     memory changes, the minute turns, or the first expiry it shows passes."""
 
-    def __init__(self, *, use_cache: bool = True) -> None:
-        self.use_cache = use_cache
+    def __init__(self) -> None:
         self._indexed: tuple[int, str, datetime | None, str] | None = None
         self._cold: tuple[tuple[Any, ...], str, datetime | None, str] | None = None
 
@@ -98,10 +85,10 @@ class Contexts:
         max_entries: int,
         max_chars: int | None,
     ) -> str | None:
-        """The context of an instance that has indexed nothing: MEMORY.md and the ends of
-        the newest logs only, cached by the listing (None: the index is needed). A plain
-        MEMORY.md (:func:`~fsmemory.memory.markdown.plain_blocks`, the form fsmemory
-        writes) is cut into sections without parsing a bullet at a time."""
+        """The context of an instance that has indexed nothing: MEMORY.md and the newest
+        logs only (:func:`newest_from_logs`), cached by the listing (None: the index is
+        needed). A plain MEMORY.md (:func:`~fsmemory.memory.markdown.plain_blocks`, the
+        form fsmemory writes) is cut into sections without parsing a bullet at a time."""
         signature = tuple((i.path, i.token, i.size) for i in listing)
         minute = now.strftime("%Y-%m-%d %H:%M")
         cache = self._cold
@@ -112,13 +99,12 @@ class Contexts:
         data = root.read_bytes(MEMORY_FILE) if md is not None else b""
         facts: MemoryDocument | Mapping[str, str] | None = {}
         if data:
-            assert md is not None
-            facts = plain_facts(root, data, md.token, use_cache=self.use_cache)
+            facts = plain_facts(data)
         if facts is None:
             facts = MemoryDocument()
             facts.feed_data(data)
         logs = [i for i in listing if log_date(i.path) is not None]
-        newest = newest_from_tails(root, logs, partial(fact_texts, facts), now, max_entries)
+        newest = newest_from_logs(root, logs, partial(fact_texts, facts), now, max_entries)
         if newest is None:
             return None
         text, valid_until = render_context(
@@ -128,75 +114,11 @@ class Contexts:
         return text
 
 
-def plain_facts(
-    root: StorageRoot, data: bytes, token: str, *, use_cache: bool = True
-) -> dict[str, str] | None:
+def plain_facts(data: bytes) -> dict[str, str] | None:
     """:func:`~fsmemory.memory.markdown.plain_blocks` of MEMORY.md's bytes ``data``
-    (change token ``token``), with the verdict kept in the root's cache file
-    ``.fsmemory-cache.context`` on a local root for files of
-    :data:`PLAIN_CACHE_MIN_BYTES` or more.
-
-    The cache holds the size, CRC-32 and change token of the file it describes and
-    its sections' byte spans. It is used only when all three match ``data`` and every
-    span starts a line with a bullet and cuts the bytes at character boundaries, so
-    any edit (by hand or by another writer) is checked line by line again; deleting
-    it changes no answer. Remote roots never use it: a second request costs more than
-    the check.
-    """
-    cached = use_cache and root.capabilities.local_io and len(data) >= PLAIN_CACHE_MIN_BYTES
-    if cached:
-        blocks = _cached_blocks(root, data, token)
-        if blocks is not None:
-            return blocks
+    (None: the file is not plain and is parsed)."""
     spans = plain_spans(data)
-    if spans is None:
-        return None
-    if cached:
-        record = {"size": len(data), "crc32": zlib.crc32(data), "token": token, "spans": spans}
-        try:
-            root.write_cache(PLAIN_CACHE, _PLAIN_MAGIC + orjson.dumps(record))
-        except (OSError, FsMemoryError) as exc:
-            logger.info("plain MEMORY.md cache of %s not written: %s", root, exc)
-    return blocks_of(data, spans)
-
-
-def _cached_blocks(root: StorageRoot, data: bytes, token: str) -> dict[str, str] | None:
-    """The blocks the cache file records for exactly these bytes; None when there is
-    no such file or it describes other bytes or is damaged."""
-    try:
-        raw = root.read_cache(PLAIN_CACHE)
-    except (OSError, FsMemoryError) as exc:
-        logger.info("plain MEMORY.md cache of %s not read: %s", root, exc)
-        return None
-    if not raw or not raw.startswith(_PLAIN_MAGIC):
-        return None
-    try:
-        record = orjson.loads(memoryview(raw)[len(_PLAIN_MAGIC) :])
-        if (
-            type(record) is not dict
-            or record.get("size") != len(data)
-            or record.get("token") != token
-            or record.get("crc32") != zlib.crc32(data)
-        ):
-            return None
-        spans: list[tuple[str, int, int]] = []
-        previous = 0
-        for name, start, end in record["spans"]:
-            if (
-                type(name) is not str
-                or type(start) is not int
-                or type(end) is not int
-                or not previous < start < end <= len(data)
-                or data[start - 1] != 0x0A
-                or not data.startswith(b"- ", start)
-            ):
-                return None
-            spans.append((name, start, end))
-            previous = end
-        blocks = blocks_of(data, spans)
-    except (ValueError, TypeError, KeyError):  # (UnicodeDecodeError is a ValueError)
-        return None
-    return blocks if len(blocks) == len(spans) else None
+    return None if spans is None else blocks_of(data, spans)
 
 
 def _fresh(
@@ -326,21 +248,144 @@ def _earliest(current: datetime | None, candidate: datetime) -> datetime:
     return candidate if current is None or candidate < current else current
 
 
-def newest_from_tails(
+# The start of a log line exactly as fsmemory writes it (after the line break before it):
+# its id, then its timestamp in the one fixed-width form of the log's date (so the
+# strings sort as the moments do).
+_HEAD = rb'\n\{"id":"([^"\\]+)","timestamp":"(%s)"'
+_STAMP = rb"T\d\d:\d\d:\d\d\.\d{6}Z"
+
+
+class _LogScan:
+    """The records of one daily log that recency needs."""
+
+    __slots__ = ("forgotten", "ids", "lines", "order", "path", "stamps")
+
+    def __init__(self, path: str, lines: list[bytes]) -> None:
+        self.path = path
+        self.lines = lines
+        #: The line numbers of the entries, newest first (by timestamp; equal ones the
+        #: last line first, as the index orders them).
+        self.order: list[int] = []
+        #: The id (UTF-8) and canonical timestamp of each entry line, by line number.
+        self.ids: dict[int, bytes] | list[bytes] = {}
+        self.stamps: dict[int, bytes] | list[bytes] = {}
+        #: The ids (UTF-8) its forget records name.
+        self.forgotten: set[bytes] = set()
+
+
+def _key(entry_id: str) -> bytes:
+    return entry_id.encode("utf-8", "surrogatepass")
+
+
+def _scan_log(path: str, data: bytes, date: str) -> _LogScan | None:
+    """Scan the complete lines of one log (None: only the whole index can decide: a
+    record without an id, or dated on another day than its log)."""
+    body = data[: data.rfind(b"\n") + 1]  # a last line still being written waits
+    lines = body.split(b"\n")
+    lines.pop()
+    scan = _LogScan(path, lines)
+    head = re.compile(_HEAD % (date.encode() + _STAMP))
+    heads = head.findall(body)  # (the lines after the first)
+    if lines:
+        heads[:0] = head.findall(b"\n" + lines[0] + b"\n")
+    if (
+        len(heads) == len(lines)
+        and b'"op"' not in body
+        and b"\\u" not in body
+        and body.count(b'"timestamp"') == len(lines)
+        and body.count(b'"id"') == len(lines)
+    ):
+        # Every line is an entry as fsmemory writes it on this date, with one id and
+        # one timestamp (no escapes, so no hidden key) and no forget record among them:
+        # the heads say all that recency needs.
+        scan.ids = [h[0] for h in heads]
+        in_line = scan.stamps = [h[1] for h in heads]
+        scan.order = sorted(range(len(in_line)), key=in_line.__getitem__)  # (linear in order)
+        scan.order.reverse()
+        return scan
+    day = f"{date}T".encode()
+    ids: dict[int, bytes] = {}
+    stamps: dict[int, bytes] = {}
+    for i, raw in enumerate(lines):
+        if not raw.strip():
+            continue
+        try:
+            record = _jsonutil.loads(raw)
+        except ValueError:
+            continue
+        if type(record) is not dict:
+            continue
+        entry_id = record.get("id")
+        if record.get("op") == "forget":
+            if isinstance(entry_id, str):
+                scan.forgotten.add(_key(entry_id))
+            continue
+        if not entry_id:
+            return None  # its id depends on its offset: leave it to the index
+        try:
+            rec = decode_record(record)
+        except ValueError:
+            continue
+        if rec.created_us is None:
+            return None  # dated "now" by the index
+        stamp = format_timestamp(datetime_of(rec.created_us)).encode()
+        if stamp[:11] != day:
+            return None
+        ids[i] = _key(rec.id)
+        stamps[i] = stamp
+    scan.ids, scan.stamps = ids, stamps
+    scan.order = sorted(ids, key=stamps.__getitem__)
+    scan.order.reverse()
+    return scan
+
+
+def _tail_forgets(block: bytes, whole: bool) -> set[bytes]:
+    """The ids named by forget records in ``block``, the end of a log (``whole``: the
+    block starts the file)."""
+    lines = block.split(b"\n")
+    if not whole:
+        lines.pop(0)  # (a partial line)
+    ids: set[bytes] = set()
+    for raw in lines:
+        if b'"op"' not in raw and b"\\u" not in raw:
+            continue
+        try:
+            record = _jsonutil.loads(raw)
+        except ValueError:
+            continue
+        if type(record) is dict and record.get("op") == "forget":
+            entry_id = record.get("id")
+            if isinstance(entry_id, str):
+                ids.add(_key(entry_id))
+    return ids
+
+
+class _Undecidable(Exception):
+    """What was read holds what only the whole index can decide."""
+
+
+def newest_from_logs(
     root: StorageRoot,
     logs: Sequence[FileInfo],
     texts_of: Callable[[str], Container[str]],
     now: datetime,
     count: int,
 ) -> list[Recent] | None:
-    """The ``count`` newest live log entries, read from the ends of the logs only.
+    """The ``count`` newest live log entries, as the index's ``newest`` picks them
+    (the latest timestamps; equal ones by log name, then line, the last first),
+    reading the newest logs only.
 
-    What a fresh process's ``build_context()`` needs, without indexing the memory: the
-    logs are read backwards, newest first, block by block, until ``count`` live entries
-    are found. Forget records (always newer than what they forget), TTLs and MEMORY.md
-    claims are honoured: a persistent record is shown while a bullet of its category
-    and text exists. Returns None when the window holds what only the whole index can
-    decide (the same id or the same persistent fact twice): the caller then indexes.
+    What a fresh process's ``build_context()`` needs, without indexing the memory. The
+    logs are read whole, newest first, until they hold ``count`` live entries: a log
+    holds the records of its own UTC date (fsmemory writes each record to the log of
+    its timestamp; a log read here that breaks this is left to the index), so older
+    logs cannot hold a later entry. A forget record is never in an older log than its
+    entry (:meth:`KnowledgeMemory.forget` writes it to the entry's log when that one is
+    dated later); for records written before that rule, the end of the next older log
+    is read too. TTLs and MEMORY.md claims are honoured: a persistent record is shown
+    while a bullet of its category and text exists. Returns None when what is read
+    holds what only the whole index can decide (the same id or the same persistent
+    fact twice, a record without an id or dated on another day than its log).
 
     Args:
         root: the memory root.
@@ -349,67 +394,115 @@ def newest_from_tails(
         now: the current time.
         count: how many entries to return.
     """
-    now_us = us_of(now)
-    out: list[Recent] = []
-    forgotten: set[str] = set()
-    seen_ids: set[str] = set()
-    seen_facts: set[tuple[str, str]] = set()
-    bullets: dict[str, Container[str]] = {}
-    for info in sorted(logs, key=lambda i: i.path, reverse=True):
-        end = info.size
-        carry = b""
-        while end > 0 and len(out) < count:
-            start = max(0, end - _TAIL_BLOCK)
-            block = root.read_range(info.path, start, end) + carry
-            lines = block.split(b"\n")
-            if end == info.size:
-                lines.pop()  # "" after the last line break, or a line still being written
-            carry = lines.pop(0) if start > 0 else b""
-            for raw in reversed(lines):
-                if not raw.strip():
-                    continue
-                try:
-                    record = _jsonutil.loads(raw)
-                except ValueError:
-                    continue
-                if type(record) is not dict:
-                    continue
-                entry_id = record.get("id")
-                if record.get("op") == "forget":
-                    if isinstance(entry_id, str):
-                        forgotten.add(entry_id)
-                    continue
-                if not entry_id:
-                    return None  # its id depends on its offset: leave it to the index
-                try:
-                    rec = decode_record(record, default_id=stable_id("log", info.path, "?"))
-                except ValueError:
-                    continue
-                if rec.id in seen_ids:
-                    return None
-                seen_ids.add(rec.id)
-                if rec.id in forgotten:
-                    continue
-                if rec.expires_us is not None and rec.expires_us <= now_us:
-                    continue
-                if rec.persistent:
-                    key = (rec.category, escape_line(rec.content.strip()))
-                    if key in seen_facts:
-                        return None
-                    seen_facts.add(key)
-                    texts = bullets.get(rec.category)
-                    if texts is None:
-                        texts = bullets[rec.category] = texts_of(rec.category)
-                    if key[1] not in texts:
-                        continue
-                created = (
-                    datetime.now(tz=UTC) if rec.created_us is None else datetime_of(rec.created_us)
-                )
-                out.append((created, rec.category, rec.content, rec.expires_us))
-                if len(out) >= count:
-                    break
-            end = start
+    if count <= 0:
+        return []
+    picker = _Picker(texts_of, us_of(now))
+    ordered = sorted(logs, key=lambda i: i.path, reverse=True)
+    for read, info in enumerate(ordered):
+        requests: list[tuple[str, int, int | None]] = [(info.path, 0, info.size)]
+        older = ordered[read + 1] if read + 1 < len(ordered) else None
+        if older is not None:
+            # Forget records an older writer put in the log before (its clock running
+            # behind) sit at its end: read with this log, in one round trip.
+            requests.append((older.path, max(0, older.size - _TAIL_BLOCK), older.size))
+        blobs = root.read_ranges(requests)
+        date = log_date(info.path)
+        if blobs[0] is None or date is None:
+            return None
+        try:
+            picker.add(_scan_log(info.path, blobs[0], date))
+            if older is not None and blobs[1] is not None:
+                picker.forget(_tail_forgets(blobs[1], older.size <= _TAIL_BLOCK))
+            out = picker.pick(count)
+        except _Undecidable:
+            return None
         if len(out) >= count:
-            break
-    out.sort(key=lambda r: r[0], reverse=True)
-    return out
+            return out
+    try:
+        return picker.pick(count)
+    except _Undecidable:
+        return None
+
+
+class _Picker:
+    """The newest live entries of the logs read so far (added newest log first)."""
+
+    def __init__(self, texts_of: Callable[[str], Container[str]], now_us: int) -> None:
+        self._texts_of = texts_of
+        self._now_us = now_us
+        self._scans: list[_LogScan] = []
+        self._ids: set[bytes] = set()
+        self._forgotten: set[bytes] = set()
+        self._decoded: dict[tuple[str, int], tuple[Recent, bool] | None] = {}
+        self._bullets: dict[str, Container[str]] = {}
+
+    def add(self, scan: _LogScan | None) -> None:
+        """Take the entries and forget records of the next older log."""
+        if scan is None:
+            raise _Undecidable
+        new_ids = scan.ids.values() if isinstance(scan.ids, dict) else scan.ids
+        if len(set(new_ids)) != len(new_ids) or not self._ids.isdisjoint(new_ids):
+            raise _Undecidable  # the same id twice: the first one read wins in the index
+        self._ids.update(new_ids)
+        self._scans.append(scan)
+        self._forgotten |= scan.forgotten
+
+    def forget(self, ids: set[bytes]) -> None:
+        """Take forget records found elsewhere."""
+        self._forgotten |= ids
+
+    def pick(self, count: int) -> list[Recent]:
+        """The first ``count`` live entries, newest first (the logs are of distinct
+        dates, each one's entries of its own, so the newest log's come first)."""
+        out: list[Recent] = []
+        seen_facts: set[tuple[str, str]] = set()
+        forgotten, decoded = self._forgotten, self._decoded
+        for scan in self._scans:
+            path, ids, stamps = scan.path, scan.ids, scan.stamps
+            for line in scan.order:
+                entry_id = ids[line]
+                if entry_id in forgotten:
+                    continue
+                key = (path, line)
+                if key in decoded:
+                    got = decoded[key]
+                else:
+                    got = decoded[key] = _decode(scan.lines[line], entry_id, stamps[line])
+                if got is None:
+                    continue  # (a line the index skips too)
+                recent, persistent = got
+                _created, category, content, expires_us = recent
+                if expires_us is not None and expires_us <= self._now_us:
+                    continue
+                if persistent:
+                    fact = (category, escape_line(content.strip()))
+                    if fact in seen_facts:
+                        raise _Undecidable  # which record a bullet belongs to
+                    seen_facts.add(fact)
+                    texts = self._bullets.get(category)
+                    if texts is None:
+                        texts = self._bullets[category] = self._texts_of(category)
+                    if fact[1] not in texts:
+                        continue
+                out.append(recent)
+                if len(out) >= count:
+                    return out
+        return out
+
+
+def _decode(raw: bytes, entry_id: bytes, stamp: bytes) -> tuple[Recent, bool] | None:
+    """One entry line as a recent entry and whether it is persistent (None: a line the
+    index skips as corrupt)."""
+    try:
+        record = _jsonutil.loads(raw)
+        if type(record) is not dict:
+            return None
+        rec = decode_record(record)
+    except (ValueError, TypeError):
+        return None
+    if _key(rec.id) != entry_id or rec.created_us is None:
+        raise _Undecidable
+    created = datetime_of(rec.created_us)
+    if format_timestamp(created).encode() != stamp:
+        raise _Undecidable
+    return (created, rec.category, rec.content, rec.expires_us), rec.persistent

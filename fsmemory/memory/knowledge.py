@@ -27,13 +27,19 @@ from fsmemory.fs.base import FileInfo
 # The embedded default root (a local folder), imported with the memory layer, as every
 # other module the local path needs; remote roots still load on first use.
 from fsmemory.fs.local import LocalRoot as _LocalRoot  # noqa: F401
-from fsmemory.memory import _index_cache
-from fsmemory.memory._context import PLAIN_CACHE, Contexts
+from fsmemory.memory import _index_cache, _settings
+from fsmemory.memory._context import Contexts
 from fsmemory.memory._facts_file import FactsFile
 from fsmemory.memory._index import MemoryIndex
 from fsmemory.memory._vectors import Embedder, VectorStore
 from fsmemory.memory.entry import KnowledgeEntry, RememberResult, forget_records
-from fsmemory.memory.layout import DAILY_LOG_DIR, MEMORY_FILE, log_date, log_name_for
+from fsmemory.memory.layout import (
+    DAILY_LOG_DIR,
+    MEMORY_FILE,
+    SETTINGS_FILE,
+    log_date,
+    log_name_for,
+)
 from fsmemory.memory.validation import (
     DEFAULT_MAX_CONTENT_BYTES,
     check_category,
@@ -55,6 +61,10 @@ logger = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
 
+# The cache file old versions kept for a plain MEMORY.md's sections (no longer read or
+# written; clear() still removes a leftover one).
+_OLD_CONTEXT_CACHE = "context"
+
 
 class KnowledgeMemory:
     """Cross-session knowledge: persistent facts in MEMORY.md plus daily JSONL logs.
@@ -62,7 +72,17 @@ class KnowledgeMemory:
     Args:
         storage_dir: a local path or any fsspec URL (``memory://u1``, ``s3://b/users/1``,
             ``gs://...``, ``redis://host:6379/0/users/1``). Default ``./agent_memory``.
-        max_log_days: daily logs older than this many days are pruned.
+        max_log_days: the retention (days of daily logs kept) this process asks for.
+            Retention is a property of the memory, stored in its ``fsmemory.json``
+            (carried by snapshots) and honoured by every process: reading
+            (:meth:`build_context`, :meth:`recall`, ...) never deletes anything. Logs
+            older than the stored retention are deleted by :meth:`prune_logs` and by
+            this instance's first :meth:`remember` of each UTC day. None (default): the
+            stored retention, or 30 days when none is stored. A value given here is
+            stored by this instance's first write when the memory has none yet; a
+            stored retention is changed only on purpose, with :meth:`set_retention` (a
+            different value here is then ignored, with a warning). A damaged or foreign
+            ``fsmemory.json`` stops automatic pruning (logged): nothing is deleted.
         max_context_entries: recent entries shown by :meth:`build_context`.
         directory: alias of ``storage_dir`` (selectools compatibility).
         storage_options: passed to the fsspec filesystem (credentials, endpoint, ...).
@@ -114,11 +134,8 @@ class KnowledgeMemory:
             entries are not in it, for memories of 128 KiB or more), so a fresh process
             loads it instead of parsing and analysing every entry again. Changes by
             other writers or by hand are detected from the listing; the file is never
-            listed, snapshotted or exported, and deleting it changes no answer. The
-            same goes for ``.fsmemory-cache.context``, which a local folder's fresh
-            ``build_context()`` keeps for a MEMORY.md of 64 KiB or more: where its
-            sections are, checked against the file's size, change token and CRC-32.
-            False: never read or write either.
+            listed, snapshotted or exported, and deleting it changes no answer.
+            False: never read or write it.
 
     Raises:
         InvalidInputError: an option is out of range.
@@ -129,7 +146,7 @@ class KnowledgeMemory:
     def __init__(
         self,
         storage_dir: str | os.PathLike[str] | StorageRoot | None = None,
-        max_log_days: int = 30,
+        max_log_days: int | None = None,
         max_context_entries: int = 50,
         *,
         directory: str | os.PathLike[str] | None = None,
@@ -154,7 +171,8 @@ class KnowledgeMemory:
         location = storage_dir if storage_dir is not None else directory
         if location is None:
             location = "./agent_memory"
-        check_non_negative_int("max_log_days", max_log_days)
+        if max_log_days is not None:
+            _settings.check_retention_days("max_log_days", max_log_days)
         check_non_negative_int("max_context_entries", max_context_entries)
         if max_entries is not None:
             check_non_negative_int("max_entries", max_entries)
@@ -163,7 +181,8 @@ class KnowledgeMemory:
         if not isinstance(recall_context, bool):
             raise InvalidInputError("recall_context must be a bool")
         self.root: StorageRoot = open_root(location, storage_options)
-        self.max_log_days = max_log_days
+        self._requested_log_days = max_log_days
+        self._retention_day = ""  # the UTC day this instance's writes last applied it
         self.max_context_entries = max_context_entries
         self.max_entries = max_entries
         self.max_context_chars = max_context_chars
@@ -177,7 +196,7 @@ class KnowledgeMemory:
         self._facts_file = FactsFile(self.root, self._index)
         self._lock = threading.RLock()
         self._listing: list[FileInfo] = []
-        self._contexts = Contexts(use_cache=index_cache)
+        self._contexts = Contexts()
         self.pre_save = pre_save
         self.dedupe = dedupe
         self.dedupe_window = dedupe_window
@@ -289,6 +308,7 @@ class KnowledgeMemory:
                     logger.debug("remember() rejected a duplicate")
                     return RememberResult("", False, "duplicate")
             now = self._clock()
+            self._apply_retention(now)
             entry = KnowledgeEntry.new(text, cat, persistent, weight, ttl, meta, now)
             # Embedded before anything is written: a failing embedder stores nothing.
             vector = self._vectors.embed([text]) if self._vectors is not None else None
@@ -336,15 +356,30 @@ class KnowledgeMemory:
             if entry.persistent:
                 self._facts_file.remove(entry)
             if not entry_id.startswith("md-"):
-                self._append_forgets([entry_id], reason="forget")
+                self._append_forgets([entry_id], reason="forget", entries=[entry])
             self._refresh()
             self._saved()
             return True
 
-    def _append_forgets(self, ids: list[str], *, reason: str) -> None:
+    def _append_forgets(
+        self, ids: list[str], *, reason: str, entries: Sequence[KnowledgeEntry] = ()
+    ) -> None:
+        """Append forget records for ``ids`` (whose entries are ``entries``, when known).
+
+        The records go to today's log, or to the log of the newest of ``entries`` when
+        that one is dated later (a writer whose clock ran ahead, up to a day): a forget
+        record is never in an older log than what it forgets, so pruning cannot drop it
+        while the entry stays, and a reader going back from the newest log meets it
+        before the entry.
+        """
         now = self._clock()
         data = forget_records(ids, reason, now)
         path = log_name_for(now)
+        limit = log_name_for(now + timedelta(days=1))
+        for entry in entries:
+            own = log_name_for(entry.created_at)
+            if path < own <= limit:
+                path = own
         offset = self.root.append(path, data, line_safe=True, unique=True)
         if self._index.loaded and not self._index.note_append(path, offset, data, None):
             self._refresh()
@@ -356,30 +391,122 @@ class KnowledgeMemory:
         excess = self._index.live_count() - self.max_entries
         victims = self._index.eviction_candidates(excess) if excess > 0 else []
         if victims:
-            self._append_forgets(victims, reason="evicted")
+            found = [self._index.find(v) for v in victims]
+            entries = [e for e in found if e is not None]
+            self._append_forgets(victims, reason="evicted", entries=entries)
+
+    @property
+    def max_log_days(self) -> int | None:
+        """The memory's retention in days (None: logs are kept until an explicit
+        prune): the one stored in ``fsmemory.json``, else the ``max_log_days`` this
+        instance was given, else 30. Reads the settings file.
+
+        Raises:
+            InvalidInputError: the settings file is damaged or not fsmemory's.
+        """
+        stored = _settings.load(self.root)
+        if stored.problem is not None:
+            raise InvalidInputError(stored.problem)
+        if stored.retention_set:
+            return stored.retention_days
+        if self._requested_log_days is not None:
+            return self._requested_log_days
+        return _settings.DEFAULT_RETENTION_DAYS
+
+    def set_retention(self, days: int | None) -> None:
+        """Change the memory's stored retention on purpose: every process then keeps
+        ``days`` days of daily logs (None: keep them until an explicit prune). Nothing
+        is deleted now; pruning (:meth:`prune_logs`, or a later :meth:`remember`) uses
+        it. The change is a compare-and-swap write of ``fsmemory.json``.
+
+        Raises:
+            InvalidInputError: ``days`` is not a whole number from 0 to 100000, or the
+                settings file is not fsmemory's or not JSON (it is left as it is).
+        """
+        if days is not None:
+            _settings.check_retention_days("days", days)
+        with self._lock:
+            _settings.store_retention(self.root, days, only_if_unset=False)
+            self._saved()
 
     def prune_logs(self, max_days: int | None = None) -> int:
-        """Delete daily logs older than ``max_days`` (default ``max_log_days``) days.
+        """Delete daily logs older than ``max_days`` days (default: the memory's
+        retention, :attr:`max_log_days`; a memory that keeps its logs loses none).
 
         MEMORY.md is never pruned, but bullets whose TTL has run out are removed from it.
+        When the memory has no stored retention and this instance was given
+        ``max_log_days``, that value is stored first.
 
         Returns:
             The number of log files deleted.
+
+        Raises:
+            InvalidInputError: ``max_days`` is not a whole number from 0 to 100000, or
+                (without ``max_days``) the settings file is damaged or not fsmemory's:
+                nothing is deleted.
         """
-        days = self.max_log_days if max_days is None else max_days
-        check_non_negative_int("max_days", days)
+        if max_days is not None:
+            _settings.check_retention_days("max_days", max_days)
         with self._lock:
+            days = max_days
+            if days is None:
+                requested = self._requested_log_days
+                if requested is not None:
+                    stored = _settings.store_retention(self.root, requested, only_if_unset=True)
+                    if stored.retention_set and stored.retention_days != requested:
+                        self._warn_retention(stored.retention_days)
+                days = self.max_log_days
             self._refresh()
             now = self._clock()
-            cutoff = (now - timedelta(days=days)).strftime("%Y-%m-%d")
-            dates = {i.path: log_date(i.path) for i in self.root.list(DAILY_LOG_DIR)}
-            stale = [path for path, date in dates.items() if date is not None and date < cutoff]
-            deleted = sum(1 for path in stale if self.root.delete(path))
+            deleted = 0
+            if days is not None:
+                deleted = self._delete_logs_before(now, days, self.root.list(DAILY_LOG_DIR))
             self._facts_file.drop_expired(now)
             self._refresh()
             if deleted:
                 self._saved()
             return deleted
+
+    def _delete_logs_before(self, now: datetime, days: int, logs: Sequence[FileInfo]) -> int:
+        """Delete the logs of ``logs`` dated more than ``days`` days before ``now``."""
+        cutoff = (now - timedelta(days=days)).strftime("%Y-%m-%d")
+        stale = [i.path for i in logs if (date := log_date(i.path)) is not None and date < cutoff]
+        return self.root.delete_many(stale) if stale else 0
+
+    def _warn_retention(self, stored: int | None) -> None:
+        logger.warning(
+            "%s keeps %s (stored in %s); max_log_days=%s is ignored: use set_retention() "
+            "to change it",
+            self.root.url,
+            "every log" if stored is None else f"{stored} days of logs",
+            SETTINGS_FILE,
+            self._requested_log_days,
+        )
+
+    def _apply_retention(self, now: datetime) -> None:
+        """A write's part of retention, once per UTC day per instance: store this
+        instance's ``max_log_days`` when the memory has no retention yet, then delete
+        the logs older than the memory's retention. A settings file that cannot be
+        used deletes nothing (logged)."""
+        day = now.strftime("%Y-%m-%d")
+        if self._retention_day == day:
+            return
+        self._retention_day = day
+        stored = _settings.load(self.root)
+        requested = self._requested_log_days
+        if stored.problem is None and not stored.retention_set and requested is not None:
+            stored = _settings.store_retention(self.root, requested, only_if_unset=True)
+        elif stored.retention_set and requested not in (None, stored.retention_days):
+            self._warn_retention(stored.retention_days)
+        if stored.problem is not None:
+            logger.warning("%s: logs are not pruned: %s", self.root.url, stored.problem)
+            return
+        days = stored.retention_days if stored.retention_set else _settings.DEFAULT_RETENTION_DAYS
+        if days is None:
+            return
+        logs = self.root.list(DAILY_LOG_DIR)
+        if self._delete_logs_before(now, days, logs) and self._index.loaded:
+            self._refresh()
 
     def clear(self) -> None:
         """Remove all knowledge: MEMORY.md and every daily log."""
@@ -387,7 +514,7 @@ class KnowledgeMemory:
             self.root.delete(MEMORY_FILE)
             self.root.delete_tree(DAILY_LOG_DIR)
             _index_cache.delete(self.root)
-            _index_cache.delete(self.root, PLAIN_CACHE)
+            _index_cache.delete(self.root, _OLD_CONTEXT_CACHE)
             self._cache_rows = 0
             self._index.reset()
             self._refresh()
@@ -516,7 +643,8 @@ class KnowledgeMemory:
         ``[Recent Memory]`` (the last ``max_context_entries`` entries, oldest first,
         ``- [YYYY-MM-DD HH:MM] (<category>) <content>`` in UTC).
 
-        Stale logs are pruned first. Empty sections are omitted; an empty memory gives
+        Reading never deletes: logs older than the memory's retention stay visible
+        until they are pruned. Empty sections are omitted; an empty memory gives
         ``""``. Content is rendered on one line (newlines escaped), so remembered text
         cannot open a section or forge a bullet. With ``max_context_chars`` the oldest
         recent entries, then the last facts, are dropped to fit.
@@ -525,22 +653,14 @@ class KnowledgeMemory:
             entries, chars = self.max_context_entries, self.max_context_chars
             if not self._index.loaded:
                 self._listing = self.root.list("", recursive=True)
-                now = self._clock()
-                if not self._has_stale_logs(now):
-                    text = self._contexts.cold(
-                        self.root, self._listing, now, max_entries=entries, max_chars=chars
-                    )
-                    if text is not None:
-                        return text
+                text = self._contexts.cold(
+                    self.root, self._listing, self._clock(), max_entries=entries, max_chars=chars
+                )
+                if text is not None:
+                    return text
             self._refresh()
             now = self._clock()
-            if self._has_stale_logs(now):
-                self.prune_logs()
             return self._contexts.indexed(self._index, now, max_entries=entries, max_chars=chars)
-
-    def _has_stale_logs(self, now: datetime) -> bool:
-        cutoff = (now - timedelta(days=self.max_log_days)).strftime("%Y-%m-%d")
-        return any((d := log_date(i.path)) is not None and d < cutoff for i in self._listing)
 
     def stats(self) -> dict[str, Any]:
         """Counts for monitoring: live entries, persistent facts, categories, log files

@@ -4,6 +4,7 @@
 
     <root>/MEMORY.md               persistent facts, by category (hand-editable)
     <root>/logs/YYYY-MM-DD.jsonl   one JSON record per line (UTC dates)
+    <root>/fsmemory.json           the memory's settings (retention), carried by snapshots
 
 Anything else in the folder is not part of the memory. Names starting with
 ``.fsmemory`` are reserved for fsmemory's own files (locks, caches): they are never
@@ -19,6 +20,7 @@ __all__ = [
     "DAILY_LOG_DIR",
     "MEMORY_FILE",
     "RESERVED_PREFIX",
+    "SETTINGS_FILE",
     "TITLE",
     "log_date",
     "log_name_for",
@@ -28,6 +30,9 @@ __all__ = [
 MEMORY_FILE = "MEMORY.md"
 #: The folder of the daily JSONL logs.
 DAILY_LOG_DIR = "logs"
+#: The memory's settings (see :mod:`fsmemory.memory._settings`): part of the memory, so
+#: snapshots carry it (its name does not start with :data:`RESERVED_PREFIX`).
+SETTINGS_FILE = "fsmemory.json"
 #: The first line of a MEMORY.md written by fsmemory.
 TITLE = "# Agent Memory"
 #: Names fsmemory keeps for its own files (never part of the memory's data).

@@ -183,6 +183,43 @@ def test_flags_after_the_subcommand_defang_dedupe_and_knowledge(tmp_path: Path) 
     assert (store / "MEMORY.md").read_bytes() == before
 
 
+@pytest.mark.parametrize("stored", [True, False], ids=["stored", "written-before-storing"])
+def test_the_context_tool_never_deletes(tmp_path: Path, stored: bool) -> None:
+    """A 60-day memory written with max_log_days=365: the context tool of a default
+    server changes no byte of it (issue 25)."""
+    from tests.test_memory._history import log_files, snapshot_files, write_history
+
+    store = tmp_path / "mem"
+    before = write_history(store, stored=stored)
+
+    async def body(session: ClientSession) -> None:
+        for _ in range(2):
+            error, text = await call(session, "context", {})
+            assert not error and "day 59 note about the garden" in text
+        error, text = await call(session, "recall", {"query": "garden"})
+        assert not error
+
+    serve(["--store", str(store), "mcp"], body, tmp_path)
+    after = snapshot_files(store)
+    assert log_files(after) == log_files(before)
+    assert after.get("fsmemory.json") == before.get("fsmemory.json")
+
+
+def test_max_log_days_is_stored_by_the_first_write(tmp_path: Path) -> None:
+    store = tmp_path / "mem"
+
+    async def body(session: ClientSession) -> None:
+        error, text = await call(session, "remember", {"content": "Likes tea"})
+        assert not error, text
+
+    serve(["--store", str(store), "mcp", "--max-log-days", "90"], body, tmp_path)
+    assert json.loads((store / "fsmemory.json").read_text()) == {
+        "fsmemory": 1,
+        "retention_days": 90,
+    }
+    assert KnowledgeMemory(str(store)).max_log_days == 90
+
+
 @pytest.mark.s3
 def test_server_on_s3_with_storage_options(
     tmp_path: Path, s3_root_url: str, s3_storage_options: dict[str, Any]

@@ -289,8 +289,8 @@ def test_prune_logs(make_km: Make, clock: FakeClock) -> None:
     km.remember("ancient", persistent=True)
     km.remember("old note")
     clock.advance(days=40)
-    km.remember("fresh note")
     assert km.prune_logs() == 1
+    km.remember("fresh note")
     assert km.get_persistent_facts() == {"general": ["ancient"]}
     assert [r["content"] for r in km.get_recent_entries(days=100)] == ["fresh note"]
     assert km.prune_logs(max_days=0) == 0
@@ -299,13 +299,20 @@ def test_prune_logs(make_km: Make, clock: FakeClock) -> None:
     assert [e.content for e in km.recall("")] == ["ancient"]  # facts survive pruning
 
 
-def test_build_context_prunes_stale_logs_first(make_km: Make, clock: FakeClock) -> None:
+def test_build_context_never_deletes_and_writes_apply_retention(
+    make_km: Make, clock: FakeClock
+) -> None:
     km = make_km(max_log_days=1)
     km.remember("stale")
+    stale_log = log_name_for(datetime(2026, 3, 13, tzinfo=UTC))
+    kept = km.root.read_bytes(stale_log)
     clock.advance(days=3)
-    km.remember("fresh")
-    assert "stale" not in km.build_context()
-    assert not km.root.exists(log_name_for(datetime(2026, 3, 13, tzinfo=UTC)))
+    for reader in (km, make_km(), make_km(index_cache=False)):
+        assert "stale" in reader.build_context()  # a read deletes nothing
+    assert km.root.read_bytes(stale_log) == kept
+    km.remember("fresh")  # this instance's first write of the day applies retention
+    assert not km.root.exists(stale_log)
+    assert "stale" not in km.build_context() and "fresh" in km.build_context()
 
 
 def test_clear_and_clear_logs(km: KnowledgeMemory) -> None:

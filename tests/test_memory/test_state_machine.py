@@ -1,9 +1,10 @@
 """A hypothesis state machine for KnowledgeMemory against a plain dict model.
 
 Rules: remember (persistent or not, with or without TTL), forget, the clock moving on
-(TTL expiry), prune_logs, build_context (which prunes stale logs itself), hand edits of
-MEMORY.md (a bullet deleted, a bullet added) and reopening the folder in a fresh
-instance. After every step the live entries, the persistent facts, recall and get agree
+(TTL expiry), prune_logs, build_context (which never deletes anything; an instance's
+first remember of each UTC day prunes the logs older than the memory's 30 days), hand
+edits of MEMORY.md (a bullet deleted, a bullet added) and reopening the folder in a
+fresh instance. After every step the live entries, the persistent facts, recall and get agree
 with the model.
 """
 
@@ -67,6 +68,7 @@ class KnowledgeMemoryMachine(RuleBasedStateMachine):
         self.tmp = tempfile.mkdtemp(prefix="fsm-state-")
         self.url = ""
         self.km: KnowledgeMemory | None = None
+        self.retention_day = ""  # the day the instance's writes last applied retention
 
     @initialize(backend=st.sampled_from(["local", "memory"]))
     def open_memory(self, backend: str) -> None:
@@ -75,6 +77,7 @@ class KnowledgeMemoryMachine(RuleBasedStateMachine):
         self.km = self._open()
 
     def _open(self) -> KnowledgeMemory:
+        self.retention_day = ""
         return KnowledgeMemory(self.url, max_log_days=30, clock=self.clock)
 
     def teardown(self) -> None:
@@ -119,6 +122,10 @@ class KnowledgeMemoryMachine(RuleBasedStateMachine):
     ) -> str:
         token = f"zq{next(_serial):06d}x"
         content = f"{token}{decoration}"
+        day = self.clock().strftime("%Y-%m-%d")
+        if day != self.retention_day:
+            self._prune_model(30)  # the instance's first write of the day
+            self.retention_day = day
         entry_id = self.memory.remember(
             content,
             category=category,
@@ -165,8 +172,7 @@ class KnowledgeMemoryMachine(RuleBasedStateMachine):
 
     @rule()
     def build_context(self) -> None:
-        text = self.memory.build_context()
-        self._prune_model(30)
+        text = self.memory.build_context()  # deletes nothing
         now = self.clock()
         for entry in self.model.values():
             expired = entry.expires_at is not None and entry.expires_at <= now

@@ -127,6 +127,22 @@ def write_refusal(fs: Any) -> str | None:
     return None
 
 
+#: filesystems that keep directory listings (fsspec's ``dircache``) unless told not to
+_LISTING_CACHES = frozenset(
+    {
+        ("s3fs.core", "S3FileSystem"),
+        ("gcsfs.core", "GCSFileSystem"),
+        ("adlfs.spec", "AzureBlobFileSystem"),
+    }
+)
+
+
+def _keeps_listings(fs: Any) -> bool:
+    """True when ``fs`` answers listings from its cache (see :data:`_LISTING_CACHES`)."""
+    known = any((c.__module__, c.__qualname__) in _LISTING_CACHES for c in type(fs).__mro__)
+    return known and bool(getattr(getattr(fs, "dircache", None), "use_listings_cache", False))
+
+
 def _defined_in(cls: type, module: str, name: str) -> bool:
     return cls.__module__ == module and cls.__qualname__ == name
 
@@ -201,11 +217,18 @@ class FsspecRoot(StorageRoot):
 
     @classmethod
     def _connect(cls, url: str, options: dict[str, Any]) -> tuple[Any, str]:
-        """The filesystem and the root's path inside it (a subclass hook)."""
+        """The filesystem and the root's path inside it (a subclass hook).
+
+        A filesystem that keeps listings (s3fs, gcsfs, adlfs) is built without that cache
+        unless the caller set ``use_listings_cache``: a kept listing never shows the
+        files and sizes other writers changed since.
+        """
         import fsspec
 
         try:
             fs, path = fsspec.url_to_fs(url, **options)
+            if "use_listings_cache" not in options and _keeps_listings(fs):
+                fs, path = fsspec.url_to_fs(url, **options, use_listings_cache=False)
         except ImportError as exc:
             protocol = url.partition("://")[0]
             raise MissingDependencyError(

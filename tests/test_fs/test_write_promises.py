@@ -217,3 +217,30 @@ def test_a_503_is_still_retried(http_folder: tuple[str, Path]) -> None:
     with pytest.raises(BackendError, match="gave up after 3 tries"):
         root.read_bytes("status-503")
     assert _Handler.counts.get("/status-503") == 3
+
+
+# -- a generic root sees other writers -----------------------------------------------------
+
+
+@pytest.mark.s3
+def test_generic_root_over_a_listing_cache_sees_other_writers(
+    s3_root_url: str, s3_storage_options: dict[str, Any]
+) -> None:
+    """s3fs (like gcsfs and adlfs, which az:// reaches through the generic root) keeps
+    listings for ever by default: a generic root built on it never saw the files and
+    sizes another writer changed."""
+    generic = FsspecRoot.from_url(s3_root_url, s3_storage_options)
+    assert generic.read_only_reason is None
+    other = open_root(s3_root_url, s3_storage_options)
+    other.write("logs/a.jsonl", b"one\n")
+    assert [(i.path, i.size) for i in generic.list("", recursive=True)] == [("logs/a.jsonl", 4)]
+    assert generic.list_names("logs") == (["a.jsonl"], [])
+    other.write("logs/a.jsonl", b"one\ntwo\n")
+    other.write("logs/b.jsonl", b"three\n")
+    assert [(i.path, i.size) for i in generic.list("", recursive=True)] == [
+        ("logs/a.jsonl", 8),
+        ("logs/b.jsonl", 6),
+    ]
+    assert sorted(generic.list_names("logs")[0]) == ["a.jsonl", "b.jsonl"]
+    stat = generic.stat("logs/b.jsonl")
+    assert stat is not None and stat.size == 6

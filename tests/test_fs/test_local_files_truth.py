@@ -99,10 +99,12 @@ def test_same_size_edits_with_restored_mtime_are_seen(big_memory: Path, tmp_path
     fresh_before = KnowledgeMemory(str(folder))
     fresh_before.recall("door")  # a cache-loaded instance, warm too from here on
 
+    cache = (folder / ".fsmemory-cache.index").read_bytes()
     _edit_in_place(folder / "MEMORY.md", b"blue", b"pink")
     _edit_in_place(_log_path(folder), b"code is 1234", b"code is 9876")
 
-    for km in (warm, fresh_before, KnowledgeMemory(str(folder))):
+    assert (folder / ".fsmemory-cache.index").read_bytes() == cache  # from before the edits
+    for km in (KnowledgeMemory(str(folder)), warm, fresh_before):
         assert km.get_persistent_facts()["prefs"] == ["favourite colour is pink"]
         assert "9876" in km.recall("door code")[0].content
         assert not km.recall("1234")

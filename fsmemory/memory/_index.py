@@ -12,16 +12,8 @@ category strings and its times, importance and flags in flat arrays; a
 back. The BM25 ranker (:mod:`fsmemory.memory._rank`), the eviction heap and the
 content counts of dedupe are built on first use.
 
-Persistent entries live in two places: their log record and a bullet in MEMORY.md. A
-person may delete the bullet (the fact is then forgotten) or add one (a new fact with a
-content-derived ``md-`` id). Records and bullets are matched as multisets by
-``(category, escaped text, expiry)``: a persistent record is live while a bullet claims
-it, and the newest records (by creation time, then id) hold the claims. So a record
-whose bullet was deleted or tidied away (an expired one) never takes the bullet of the
-same fact remembered again later, and every process, whatever order it read the files
-in, makes the same claims. A bullet no record claims is an entry of its own, created
-at the Unix epoch (:data:`MD_CREATED`: MEMORY.md records no time, and a value derived
-from the files alone answers the same in every process, with or without a cache).
+Persistent entries live in two places, their log record and a bullet in MEMORY.md;
+which record each bullet claims is decided in :mod:`fsmemory.memory._claims`.
 """
 
 from __future__ import annotations
@@ -45,6 +37,18 @@ import orjson
 
 from fsmemory import _jsonutil
 from fsmemory.fs.base import FileInfo, StorageRoot
+from fsmemory.memory._claims import (
+    DEAD,
+    HIDDEN,
+    MD_CREATED,
+    NEVER,
+    PERSISTENT,
+    Claims,
+    Key,
+    expiry_us,
+    fact_key,
+    fact_keys,
+)
 from fsmemory.memory._rank import (
     BM25Index,
     analyze,
@@ -65,19 +69,14 @@ from fsmemory.memory.entry import (
     us_of,
 )
 from fsmemory.memory.layout import MEMORY_FILE, log_date
-from fsmemory.memory.markdown import Fact, MemoryDocument, escape_line, needs_escape
+from fsmemory.memory.markdown import Fact, MemoryDocument, needs_escape
 
 __all__ = ["MD_CREATED", "MemoryIndex", "fact_key"]
 
 logger = logging.getLogger(__name__)
 
 
-Key = tuple[str, str, int]  # (category, escaped text, expiry in microseconds or _NEVER)
-
-_PERSISTENT = 1
-_DEAD = 2  # removed (forgotten, its file dropped, or a replaced md- entry)
-_HIDDEN = 4  # a persistent record no bullet claims
-_NEVER = (1 << 63) - 1  # expires_us of an entry without expiry
+_PERSISTENT, _DEAD, _HIDDEN, _NEVER = PERSISTENT, DEAD, HIDDEN, NEVER
 # The fields of a record as fsmemory writes it (no metadata): six typed, two null.
 _CANONICAL = (
     "id",
@@ -217,29 +216,7 @@ _LAZY = {
 _ROW_EPOCHS = itertools.count()
 
 
-#: ``created_at`` of a MEMORY.md-only fact (a bullet no record claims), in microseconds
-#: since the epoch: the epoch itself, the same in every process.
-MD_CREATED = 0
-
-
-def fact_key(category: str, content: str, expires_us: int = _NEVER) -> Key:
-    """The key matching a persistent record to its MEMORY.md bullet (``expires_us``:
-    the expiry in microseconds since the epoch, the default for none)."""
-    return (category, escape_line(content.strip()), expires_us)
-
-
-def _expiry_us(fact: Fact) -> int:
-    return _NEVER if fact.expires_at is None else us_of(fact.expires_at)
-
-
-def _fact_keys(sections: dict[str, list[Fact]]) -> Iterator[Key]:
-    """The key of every bullet of ``sections``."""
-    for cat, facts in sections.items():
-        for text, expires in facts:
-            yield (cat, text, _NEVER if expires is None else us_of(expires))
-
-
-class MemoryIndex:
+class MemoryIndex(Claims):
     """Entries, search postings, and parse cursors for one memory root."""
 
     def __init__(self) -> None:
@@ -458,7 +435,7 @@ class MemoryIndex:
         cur.advance(chunk[: end - start])
         for cat, facts in self._doc.sections.items():
             for fact in facts[before.get(cat, 0) :]:
-                key = (cat, fact.text, _expiry_us(fact))
+                key = (cat, fact.text, expiry_us(fact))
                 counts[key] += 1
                 self._rebalance(key)
         self.generation += 1
@@ -466,46 +443,12 @@ class MemoryIndex:
     def _set_document(self, doc: MemoryDocument) -> None:
         old_keys = set(self._fact_counts)
         self._doc = doc
-        counts = self._fact_counts = Counter(_fact_keys(doc.sections))
+        counts = self._fact_counts = Counter(fact_keys(doc.sections))
         if not old_keys and not self._n_claimed and not self._md_rows:
             self._claim_fresh()
             return
         for key in old_keys | set(counts) | set(self._n_claimed) | set(self._pending):
             self._rebalance(key)
-
-    def _claim_fresh(self) -> None:
-        """A first document over records no bullet claimed yet (a cold start): claim the
-        newest waiting records of each bullet directly; what is left (more bullets than
-        records) is balanced key by key."""
-        pending, claimed, n_claimed = self._pending, self._claimed, self._n_claimed
-        flags = self._flags
-        simple: list[Key] = []  # one bullet, one record: the common case, done in bulk
-        simple_rows: list[int] = []
-        for key, bullets in self._fact_counts.items():
-            waiting = pending.pop(key, None)
-            if bullets == 1 and waiting is not None and len(waiting) == 1:
-                simple.append(key)
-                simple_rows.append(waiting[0])
-                continue
-            if waiting is None:
-                self._rebalance(key)
-                continue
-            if len(waiting) > bullets:
-                waiting = sorted(waiting, key=self._age, reverse=True)
-                pending[key] = waiting[bullets:]
-                waiting = waiting[:bullets]
-            for row in waiting:
-                claimed[row] = key
-                flags[row] ^= _HIDDEN  # waiting rows are hidden
-            self._n_hidden -= len(waiting)
-            n_claimed[key] = len(waiting)
-            if len(waiting) < bullets:
-                self._rebalance(key)
-        claimed.update(zip(simple_rows, simple, strict=True))
-        n_claimed.update(dict.fromkeys(simple, 1))
-        for row in simple_rows:
-            flags[row] ^= _HIDDEN
-        self._n_hidden -= len(simple_rows)
 
     def _refresh_log(self, root: StorageRoot, info: FileInfo, whole: dict[str, bytes]) -> bool:
         cur = self._logs.get(info.path)
@@ -812,6 +755,9 @@ class MemoryIndex:
         elif self._evict_heap is not None:
             heapq.heappush(self._evict_heap, self._evict_item(row))
 
+    def _row_id(self, row: int) -> str:
+        return self._ids[row]
+
     def _evict_item(self, row: int) -> tuple[float, int, str, int]:
         return (self._importance[row], self._created[row], self._ids[row], row)
 
@@ -890,89 +836,6 @@ class MemoryIndex:
                 if not flags[row] & _DEAD:
                     counts[contents[row]] = counts.get(contents[row], 0) + 1
         return counts.get(text, 0) > 0
-
-    def _set_hidden(self, row: int, hidden: bool) -> None:
-        flags = self._flags
-        if hidden and not flags[row] & _HIDDEN:
-            flags[row] |= _HIDDEN
-            self._n_hidden += 1
-        elif not hidden and flags[row] & _HIDDEN:
-            flags[row] &= ~_HIDDEN
-            self._n_hidden -= 1
-
-    def _age(self, row: int) -> tuple[int, str]:
-        """The order in which records hold claims: creation time, then id (the same in
-        every process, whatever order it read the files in)."""
-        return (self._created[row], self._ids[row])
-
-    def _claim(self, row: int, key: Key) -> None:
-        self._pending[key].remove(row)
-        self._claimed[row] = key
-        self._n_claimed[key] += 1
-        self._set_hidden(row, False)
-
-    def _unclaim(self, row: int, key: Key) -> None:
-        del self._claimed[row]
-        self._n_claimed[key] -= 1
-        self._pending.setdefault(key, []).append(row)
-        self._set_hidden(row, True)
-
-    def _rebalance(self, key: Key) -> None:
-        """Make claims + md- entries for ``key`` equal the number of bullets, the
-        newest records holding the claims."""
-        waiting = self._pending.setdefault(key, [])
-        md = self._md_rows.setdefault(key, [])
-        bullets = self._fact_counts[key]
-        n_claimed = self._n_claimed
-        age = self._age
-        while n_claimed[key] < bullets and waiting:
-            self._claim(max(waiting, key=age), key)
-        if n_claimed[key] > bullets or (waiting and n_claimed[key]):
-            held = sorted((r for r, k in self._claimed.items() if k == key), key=age)
-            while n_claimed[key] > bullets:
-                self._unclaim(held.pop(0), key)
-            # A waiting record newer than a claiming one takes its bullet (a record
-            # whose bullet was deleted before the fact was remembered again).
-            while waiting and held:
-                newest = max(waiting, key=age)
-                if age(newest) <= age(held[0]):
-                    break
-                self._unclaim(held.pop(0), key)
-                self._claim(newest, key)
-                bisect.insort(held, newest, key=age)
-        while md and n_claimed[key] + len(md) > bullets:
-            self._kill(md.pop())
-        while n_claimed[key] + len(md) < bullets:
-            self._add_md_entry(key, len(md))
-        if not md:
-            self._md_rows.pop(key, None)
-        if not waiting:
-            self._pending.pop(key, None)
-        if not n_claimed[key]:
-            n_claimed.pop(key, None)
-
-    def _add_md_entry(self, key: Key, occurrence: int) -> None:
-        category, text, expires = key
-        fact = self._find_fact(key)
-        parts = [category, text, str(occurrence)]
-        if expires != _NEVER:  # a bullet of the same text without expiry has its own ids
-            parts.append(str(expires))
-        row = self._new_row(
-            stable_id("md", *parts),
-            fact.content if fact else text,
-            category,
-            MD_CREATED,
-            None if expires == _NEVER else expires,
-            0.5,
-            True,
-        )
-        self._md_rows.setdefault(key, []).append(row)
-
-    def _find_fact(self, key: Key) -> Fact | None:
-        for fact in self._doc.sections.get(key[0], ()):
-            if fact.text == key[1] and _expiry_us(fact) == key[2]:
-                return fact
-        return None
 
     # -- entries -------------------------------------------------------------------------
     def _entry(self, row: int) -> KnowledgeEntry:
@@ -1070,7 +933,7 @@ class MemoryIndex:
         if len(rest) > 1:
             # MEMORY.md-only facts in the file's order (not in the order rows were made).
             place: dict[Key, int] = {}
-            for key in _fact_keys(self._doc.sections):
+            for key in fact_keys(self._doc.sections):
                 place.setdefault(key, len(place))
             rank = {
                 row: (place.get(key, len(place)), i)
@@ -1298,7 +1161,7 @@ class MemoryIndex:
         sections = [
             [
                 cat,
-                [same.get((cat, f.text, _expiry_us(f)), f.text) for f in facts],
+                [same.get((cat, f.text, expiry_us(f)), f.text) for f in facts],
                 None
                 if all(f.expires_at is None for f in facts)
                 else [None if f.expires_at is None else f.expires_at.isoformat() for f in facts],
@@ -1577,7 +1440,7 @@ class MemoryIndex:
             return
         doc = self._doc
         with _no_gc():
-            self._fact_counts = Counter(_fact_keys(doc.sections))
+            self._fact_counts = Counter(fact_keys(doc.sections))
 
 
 @contextmanager

@@ -167,6 +167,7 @@ def _remember_again(
     first = writer.remember("My PIN is 4321", category="prefs", persistent=True, ttl_days=ttl_days)
     writer.recall("pin")  # the cache is written
     warm.recall("pin")
+    assert [e.id for e in warm.recall("pin")] == [first]  # its bullet claims it
     remove(writer)
     clock.advance(minutes=1)
     second = writer.remember("My PIN is 4321", category="prefs", persistent=True)

@@ -50,7 +50,10 @@ def test_request_budget(request: pytest.FixtureRequest, backend: str, tmp_path: 
     assert counts["warm_recall"] <= listing, counts
     assert counts["warm_build_context"] <= listing, counts
     assert counts["recall_after_remote_append"] <= listing + 1, counts
-    assert counts["remember_persistent"] <= 6, counts
+    # MEMORY.md's compare-and-swap makes the index read again: MEMORY.md and the log it
+    # appended to are fetched whole, so that the CRC-32 of what the index parsed before
+    # proves those bytes unchanged (a same-length edit in place is seen).
+    assert counts["remember_persistent"] <= 7, counts
 
 
 @pytest.mark.parametrize("backend", REMOTE)

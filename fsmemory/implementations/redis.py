@@ -44,7 +44,7 @@ import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, ClassVar, NoReturn
-from urllib.parse import SplitResult, unquote, urlsplit
+from urllib.parse import SplitResult, quote, unquote, urlsplit
 
 from fsspec.callbacks import DEFAULT_CALLBACK
 from fsspec.spec import AbstractBufferedFile, AbstractFileSystem, make_instance
@@ -328,11 +328,16 @@ class RedisFileSystem(AbstractFileSystem):  # type: ignore[misc]
         return out
 
     def unstrip_protocol(self, name: str) -> str:
-        """Full URL of ``name`` on this server (without credentials)."""
+        """Full URL of ``name`` on this server (without credentials), naming the tenant
+        (``?prefix=``) unless it is the default one: opened again, the URL addresses
+        the same key."""
         if name.startswith(("redis://", "rediss://")):
             return name
         scheme = "rediss" if self.ssl else "redis"
-        return f"{scheme}://{self.host}:{self.port}/{self.db}/{self._strip_protocol(name)}"
+        url = f"{scheme}://{self.host}:{self.port}/{self.db}/{self._strip_protocol(name)}"
+        if self.prefix == DEFAULT_PREFIX:
+            return url
+        return f"{url}?prefix={quote(self.prefix, safe='')}"
 
     @property
     def fsid(self) -> str:

@@ -93,7 +93,7 @@ class TestUrls:
             raw0 = redis.Redis(host=fs.host, port=fs.port, db=0)
             assert raw3.get("{urltest}:d:a/b.txt") == b"in db 3"
             assert raw0.get("{urltest}:d:a/b.txt") is None
-            assert fs.unstrip_protocol(path) == f"{redis_url}/3/a/b.txt"
+            assert fs.unstrip_protocol(path) == f"{redis_url}/3/a/b.txt?prefix={prefix}"
             with fsspec.open(f"{redis_url}/3/a/b.txt?prefix={prefix}", "rb") as f:
                 assert f.read() == b"in db 3"
         finally:

@@ -125,3 +125,23 @@ def test_question_marks_in_names_still_belong_to_the_name(redis_fs: RedisFileSys
     redis_fs.pipe(f"{base}/notes/what?.md", b"q")
     redis_fs.pipe(f"{base}/notes/prefix=no?.md", b"r")
     assert redis_fs.find("notes") == ["notes/prefix=no?.md", "notes/what?.md"]
+
+
+@pytest.mark.parametrize("prefix", ["tenant-7", "a/b", "what?#", "ten ant", "ü"])
+def test_full_names_reopen_in_the_same_tenant(make_redis_fs: Any, prefix: str) -> None:
+    """``unstrip_protocol`` (what fsspec shows as a file's full name) named no tenant:
+    opened again, the URL addressed the default tenant's key."""
+    fs = make_redis_fs(prefix=prefix)
+    fs.pipe("notes/a.md", b"tenant data")
+    url = fs.unstrip_protocol("notes/a.md")
+    assert "?prefix=" in url
+    again, path = fsspec.url_to_fs(url, skip_instance_cache=True)
+    assert (again.prefix, again.db, path) == (prefix, fs.db, "notes/a.md")
+    assert again.cat_file(path) == b"tenant data"
+    assert fs.cat_file(url) == b"tenant data"
+
+
+def test_the_default_tenant_needs_no_query(redis_url: str) -> None:
+    options = RedisFileSystem._get_kwargs_from_urls(redis_url)
+    fs = RedisFileSystem(skip_instance_cache=True, **options)
+    assert fs.unstrip_protocol("a/b.md") == f"{redis_url}/0/a/b.md"

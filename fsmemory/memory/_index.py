@@ -399,7 +399,7 @@ class MemoryIndex(Claims):
         if got.appended and got.upto < info.size:
             # What was appended ends in a line without its line break (a hand edit):
             # parse the whole file, which parses that line too, as a fresh reader does.
-            got = Verified(None, False)
+            got = Verified(got.whole, False)
         if not got.appended:
             data = got.data
             if data is None:

@@ -90,11 +90,13 @@ class Verified:
             not fetched yet; the caller reads it, e.g. with other files in one batch).
         appended: True when the cursor's prefix was proven unchanged.
         upto: the offset after ``data`` when ``appended``.
+        whole: the whole file when it was fetched (None otherwise).
     """
 
     data: bytes | None
     appended: bool
     upto: int = 0
+    whole: bytes | None = None
 
 
 def read_verified(
@@ -137,11 +139,11 @@ def read_verified(
         return Verified(b"", False)
     upto = cursor.parsed_upto
     if len(data) < upto or zlib.crc32(memoryview(data)[:upto]) != cursor.crc:
-        return Verified(data, False)
+        return Verified(data, False, 0, data)
     body = data[upto:]
     if whole_lines:
         body = body[: body.rfind(b"\n") + 1]
-    return Verified(body, True, upto + len(body))
+    return Verified(body, True, upto + len(body), data)
 
 
 def read_appended(

@@ -54,10 +54,10 @@ last writer wins, as in the seed.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import uuid
+import zlib
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -367,7 +367,7 @@ class _Memo:
 
     state: SnapshotState
     synced: dict[str, FileInfo]
-    logs: dict[str, tuple[int, bytes]]
+    logs: dict[str, tuple[int, int]]
     md: bytes
     fold_next: bool
 
@@ -422,9 +422,9 @@ class SnapshotReplica:
         self._fold_next = False
         self._can_fold = True
         self._synced: dict[str, FileInfo] = {}
-        # per log: (size, digest of its content) as last synced, which an append must
+        # per log: (size, CRC-32 of its content) as last synced, which an append must
         # start with exactly
-        self._logs: dict[str, tuple[int, bytes]] = {}
+        self._logs: dict[str, tuple[int, int]] = {}
         # MEMORY.md as last synced (raw bytes; parsed only when it was rewritten)
         self._md: bytes = b""
         self.bytes_uploaded = 0
@@ -555,7 +555,7 @@ class SnapshotReplica:
         """Record ``files`` (now on disk) as the synced state."""
         self._synced = self._list()
         self._logs = {
-            path: (len(data), _digest(data))
+            path: (len(data), zlib.crc32(data))
             for path, data in files.items()
             if log_date(path) is not None
         }
@@ -678,13 +678,13 @@ class SnapshotReplica:
 
     def _diff(self, listing: dict[str, FileInfo]) -> _Diff:
         """The delta from the synced state to ``listing``, with MEMORY.md's new bytes
-        and the logs' new (size, digest)."""
+        and the logs' new (size, CRC-32)."""
         append: dict[str, str] = {}
         put: dict[str, dict[str, str]] = {}
         md_add: list[list[str]] = []
         md_remove: list[list[str]] = []
         md_text: bytes | None = None
-        logs: dict[str, tuple[int, bytes]] = {}
+        logs: dict[str, tuple[int, int]] = {}
         for path, info in listing.items():
             old = self._synced.get(path)
             if old is not None and old.token == info.token and old.size == info.size:
@@ -698,8 +698,8 @@ class SnapshotReplica:
                 continue
             data = self.root.read_bytes(path)
             if log_date(path) is not None:
-                logs[path] = (len(data), _digest(data))
-                appended = self._appended(path, old, data)
+                appended, crc = self._appended(path, old, data)
+                logs[path] = (len(data), crc)
                 if appended == b"":
                     continue  # the same bytes (only the file's token moved)
                 if appended is not None:
@@ -715,35 +715,32 @@ class SnapshotReplica:
         delta = _delta(append=append, put=put, md_add=md_add, md_remove=md_remove, delete=delete)
         return _Diff(delta, md_text, logs)
 
-    def _appended(self, path: str, old: FileInfo | None, data: bytes) -> bytes | None:
-        """What was appended to a log (its content now: ``data``) since the last save;
-        None when it is not a pure append. The synced prefix is proven by its digest,
-        so an edit of an earlier line (same length or not) is a change, never missed."""
+    def _appended(self, path: str, old: FileInfo | None, data: bytes) -> tuple[bytes | None, int]:
+        """What was appended to a log (its content now: ``data``) since the last save,
+        None when it is not a pure append; and the CRC-32 of ``data``. The synced
+        prefix is proven by its CRC-32 (as the index proves its parsed prefix), so an
+        edit of an earlier line (same length or not) is a change, never missed."""
+        synced = self._logs.get(path) if old is not None else None
         if old is None:
-            return data
-        synced = self._logs.get(path)
-        if synced is None:
-            return None
-        size, digest = synced
-        if len(data) < size or _digest(memoryview(data)[:size]) != digest:
-            return None
-        return data[size:]
+            return data, zlib.crc32(data)
+        if synced is None or len(data) < synced[0]:
+            return None, zlib.crc32(data)
+        size, crc = synced
+        view = memoryview(data)
+        prefix = zlib.crc32(view[:size])
+        whole = zlib.crc32(view[size:], prefix)
+        return (data[size:] if prefix == crc else None), whole
 
 
 @dataclass(frozen=True, slots=True)
 class _Diff:
     """A folder's changes since the last save: the delta to upload (None: nothing
-    changed), MEMORY.md's bytes as read (None: not read), and ``(size, digest)`` of the
+    changed), MEMORY.md's bytes as read (None: not read), and ``(size, CRC-32)`` of the
     logs read."""
 
     delta: dict[str, Any] | None
     md: bytes | None
-    logs: dict[str, tuple[int, bytes]]
-
-
-def _digest(data: bytes | memoryview) -> bytes:
-    """A digest of a log's content (proves a prefix unchanged)."""
-    return hashlib.blake2b(data, digest_size=20).digest()
+    logs: dict[str, tuple[int, int]]
 
 
 def _recognised(memo: _Memo, listing: dict[str, FileInfo]) -> bool:

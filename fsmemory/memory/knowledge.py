@@ -463,8 +463,7 @@ class KnowledgeMemory:
                 deleted = self._delete_logs_before(now, days, self.root.list(DAILY_LOG_DIR))
             self._facts_file.drop_expired(now)
             self._refresh()
-            if deleted:
-                self._saved()
+            self._saved()  # (the deletions, a rewritten MEMORY.md, a stored retention)
             return deleted
 
     def _delete_logs_before(self, now: datetime, days: int, logs: Sequence[FileInfo]) -> int:

@@ -42,6 +42,7 @@ from fsmemory.errors import (
     InvalidPathError,
     KeyNotFoundError,
     NotAFileError,
+    ReadOnlyStorageError,
 )
 from fsmemory.store import (
     FsspecKnowledgeStore,
@@ -668,6 +669,11 @@ def _storage_failure(exc: BaseException, data: Mapping[str, Any]) -> str:
         return f"`{command}`{where} failed: the file does not exist (any more). {_FINAL}"
     if isinstance(exc, InvalidInputError):
         return f"Refused: the memory store does not accept this `{command}`{where}. {_FINAL}"
+    if isinstance(exc, ReadOnlyStorageError):
+        return (
+            f"Refused: `{command}`{where} cannot be done: this memory store is read-only "
+            f"(its storage cannot guarantee that a write loses nothing). {_FINAL}"
+        )
     if isinstance(exc, BucketNotFoundError):
         return (
             f"The memory store is not set up (its storage bucket does not exist), so "

@@ -14,6 +14,7 @@ from fsmemory.errors import (
     FsMemoryError,
     InvalidInputError,
     InvalidPathError,
+    ReadOnlyStorageError,
 )
 from fsmemory.store import KnowledgeStore, normalize_path
 
@@ -153,6 +154,8 @@ class KnowledgeTool(ToolSchema):
             return f"Error: {norm} would be larger than the store allows; {_FINAL}"
         except InvalidInputError:
             return f"Error: the store does not accept this {action} of {norm}; {_FINAL}"
+        except ReadOnlyStorageError:
+            return f"Error: the store is read-only, it cannot {action} {norm}; {_FINAL}"
         except (FsMemoryError, OSError) as exc:
             # The details (backend, internal paths) go to the log; the model gets one
             # sentence that is the same on every backend.

@@ -20,7 +20,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from fsmemory import _jsonutil
-from fsmemory.errors import InvalidInputError
+from fsmemory.errors import FsMemoryError, InvalidInputError
 from fsmemory.fs import StorageRoot, open_root
 from fsmemory.fs.base import FileInfo
 
@@ -503,8 +503,12 @@ class KnowledgeMemory:
         days = stored.retention_days if stored.retention_set else _settings.DEFAULT_RETENTION_DAYS
         if days is None:
             return
-        logs = self.root.list(DAILY_LOG_DIR)
-        if self._delete_logs_before(now, days, logs) and self._index.loaded:
+        try:
+            deleted = self._delete_logs_before(now, days, self.root.list(DAILY_LOG_DIR))
+        except (OSError, FsMemoryError) as exc:  # (a role without delete permission)
+            logger.warning("%s: old logs not pruned: %s", self.root.url, exc)
+            return
+        if deleted and self._index.loaded:
             self._refresh()
 
     def clear(self) -> None:

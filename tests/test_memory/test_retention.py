@@ -242,3 +242,25 @@ def test_forget_records_never_sit_in_an_older_log_than_their_entry(tmp_path: Pat
     right.advance(days=1)
     assert forgetter.prune_logs(max_days=0) == 0
     assert "4321" not in KnowledgeMemory(str(tmp_path / "m"), clock=right).build_context()
+
+
+def test_a_root_that_refuses_deletes_still_takes_writes(tmp_path: Path) -> None:
+    """Retention on a write is best effort: a role without delete permission logs a
+    warning, and the remembered fact is stored."""
+    from fsmemory.errors import BackendError
+    from fsmemory.fs.local import LocalRoot
+
+    class NoDeletes(LocalRoot):
+        def delete(self, path: str) -> bool:
+            raise BackendError(f"AccessDenied: delete {path}")
+
+    clock = FakeClock()
+    root = NoDeletes(str(tmp_path / "m"))
+    KnowledgeMemory(root, max_log_days=1, clock=clock).remember("old")
+    clock.advance(days=5)
+    km = KnowledgeMemory(root, clock=clock)
+    new = km.remember("new")
+    assert km.get(new) is not None
+    assert root.exists(log_name_for(clock() - timedelta(days=5)))
+    with pytest.raises(BackendError):
+        km.prune_logs()  # an explicit prune says it failed

@@ -444,7 +444,7 @@ class SnapshotReplica:
         if self._memo_key is not None:
             with _MEMOS_LOCK:
                 memo = _MEMOS.get(self._memo_key)
-        if memo is not None and _recognised(memo, self._list()):
+        if memo is not None and _recognised(memo, self._list(), self.root):
             self._restore_warm(memo)
         else:
             # Never restored here, or the folder was emptied or replaced since (a handler
@@ -743,13 +743,32 @@ class _Diff:
     logs: dict[str, tuple[int, int]]
 
 
-def _recognised(memo: _Memo, listing: dict[str, FileInfo]) -> bool:
-    """True when ``listing`` still holds a file exactly as ``memo`` synced it."""
-    return any(
+def _recognised(memo: _Memo, listing: dict[str, FileInfo], root: StorageRoot) -> bool:
+    """True when ``listing`` still holds a file as ``memo`` synced it: unchanged (the
+    same token and size), or grown from the synced bytes (MEMORY.md starting with them,
+    a log whose synced prefix has the same CRC-32), so a folder whose every file was
+    edited by hand is still known as the one this process synced."""
+    if any(
         (old := memo.synced.get(path)) is not None
         and (old.token, old.size) == (info.token, info.size)
         for path, info in listing.items()
-    )
+    ):
+        return True
+    for path, info in listing.items():
+        if path == MEMORY_FILE and memo.md and info.size >= len(memo.md):
+            try:
+                if root.read_range(path, 0, len(memo.md)) == memo.md:
+                    return True
+            except KeyNotFoundError:
+                continue
+        synced = memo.logs.get(path)
+        if synced is not None and 0 < synced[0] <= info.size:
+            try:
+                if zlib.crc32(root.read_range(path, 0, synced[0])) == synced[1]:
+                    return True
+            except KeyNotFoundError:
+                continue
+    return False
 
 
 def _memo_bytes(memo: _Memo) -> int:

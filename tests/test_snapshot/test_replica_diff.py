@@ -174,3 +174,29 @@ def test_a_bullet_appended_while_a_fold_packs_the_folder_is_saved_once(tmp_path:
     check = KnowledgeMemory(tmp_path / "check", backend=FsspecBackend(url))
     assert (tmp_path / "check" / "MEMORY.md").read_bytes() == (folder / "MEMORY.md").read_bytes()
     assert check.get_persistent_facts()["facts"].count("appended meanwhile") == 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_warm_folder_whose_every_file_was_edited_by_hand_is_still_recognised(
+    request: pytest.FixtureRequest, tmp_path: Path, kind: str
+) -> None:
+    """A same-length fix of a log line and a bullet appended to MEMORY.md, both by hand
+    before the folder is opened again: the folder is the one this process synced (its
+    bytes say so), so the fix replaces the typo instead of being merged beside it."""
+    spec = make_spec(request, kind, tmp_path)
+    folder = tmp_path / "warm"
+    km = KnowledgeMemory(folder, backend=_backend(spec))
+    km.remember("Works at the library", category="profile", persistent=True)
+    km.remember("The meeting is on Tuesdya")
+    (log,) = (folder / "logs").glob("*.jsonl")
+    before = log.read_bytes()
+    log.write_bytes(before.replace(b"Tuesdya", b"Tuesday"))
+    md = folder / "MEMORY.md"
+    md.write_bytes(md.read_bytes() + b"- Has a cat\n")
+    KnowledgeMemory(folder, backend=_backend(spec))
+    check = KnowledgeMemory(tmp_path / "check", backend=_backend(spec))
+    assert folder_files(tmp_path / "check") == folder_files(folder)
+    contents = [e.content for e in check.entries()]
+    assert "The meeting is on Tuesday" in contents
+    assert "The meeting is on Tuesdya" not in contents
+    assert "Has a cat" in check.get_persistent_facts()["profile"]

@@ -13,7 +13,7 @@ other: a restore folds the base and all deltas together, which is the merge:
 * other files: the last delta (by time) wins.
 
 **Folding is part of normal saves.** A save writes a new base (its own change included)
-instead of one more delta, and removes the folded deltas in one batched delete, when
+instead of one more delta (the backend removes folded objects one fold later), when
 
 * it is the first save after a restore that found deltas (the restorer already read
   them; folding them spares every later restore), or
@@ -38,7 +38,13 @@ process did not sync itself:
 * this process restored the folder before (a warm serverless container constructing
   ``KnowledgeMemory`` again): the changes made since its last save are kept and saved,
   and the snapshot is revalidated (a head read and a listing; the base and known deltas
-  are not downloaded again).
+  are not downloaded again). The folder is known by a file unchanged since, or grown
+  from the bytes last synced.
+
+**Diffs are proven against the synced bytes.** A save sends only an append when the
+file starts with exactly the bytes last synced (MEMORY.md is compared whole; a log's
+prefix by its CRC-32); anything else (a same-length fix of an earlier line included) is
+sent as bullet changes or as the whole file.
 
 Delta document::
 

@@ -144,7 +144,8 @@ class VectorStore:
         self._hashes: list[str] = []
         self._buffer: Any = None  # (capacity, dimension) float32; rows [0, len(_ids))
         self._loaded_upto = -1
-        # What the index looked like when its live rows were last all embedded.
+        # What the index looked like when its live rows were last all embedded: the
+        # file is read again when it changes (or when a live row lacks a vector).
         self._filled_for: tuple[int, ...] = ()
         # Index rows -> vector rows (see _sync_rows).
         self._map_epoch = -1
@@ -157,6 +158,9 @@ class VectorStore:
         self._fixed_sum: Any = None
         self._n_counted = 0
         self._centred_on: Any = None
+        self._mu: Any = None
+        self._dots: Any = None  # v . mu of every vector row
+        self._spread: Any = None  # |v - mu| of every vector row
         # For the vector rows last centred on: v . mu, |v - mu| and |v - mu| > 0, and
         # the dots they were taken from.
         self._live_dots: tuple[Any, Any, tuple[Any, Any, Any]] = (None, None, (0, 0, 0))
@@ -165,9 +169,6 @@ class VectorStore:
         # What context_of last returned, and for which live rows and timeline.
         self._context_for: tuple[Any, Any] = (None, None)
         self._context: tuple[Any, Any] = ((), ())
-        self._mu: Any = None
-        self._dots: Any = None
-        self._spread: Any = None
         # Index rows in the order their entries were written (see _timeline), and the
         # state of the index it was built from.
         self._timeline_key: tuple[int, int] = (-1, -1)

@@ -385,7 +385,8 @@ def newest_from_logs(
     is read too. TTLs and MEMORY.md claims are honoured: a persistent record is shown
     while a bullet of its category and text exists. Returns None when what is read
     holds what only the whole index can decide (the same id or the same persistent
-    fact twice, a record without an id or dated on another day than its log).
+    fact twice, a live persistent record with an expiry, a record without an id or
+    dated on another day than its log).
 
     Args:
         root: the memory root.
@@ -475,6 +476,8 @@ class _Picker:
                 if expires_us is not None and expires_us <= self._now_us:
                     continue
                 if persistent:
+                    if expires_us is not None:
+                        raise _Undecidable  # whether a bullet of its own expiry claims it
                     fact = (category, escape_line(content.strip()))
                     if fact in seen_facts:
                         raise _Undecidable  # which record a bullet belongs to

@@ -134,7 +134,7 @@ def _random_memory(url: str, seed: int) -> datetime:
                     f"note {serial} {rng.choice(['tea', 'ships', 'garden'])}",
                     category=rng.choice(["general", "work"]),
                     persistent=rng.random() < 0.25,
-                    ttl_days=rng.choice([None, None, None, 0.00002]),
+                    ttl_days=rng.choice([None, None, None, 0.00002, 1.0]),
                 )
             )
         elif roll < 0.9:

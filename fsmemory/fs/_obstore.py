@@ -1,0 +1,502 @@
+"""A bucket root over obstore (the Python bindings of Rust's ``object_store``).
+
+:class:`ObstoreRoot` serves the primitives of :class:`~fsmemory.fs._bucket.BucketRoot`
+with the synchronous functions of obstore on one store object (an ``S3Store``,
+``GCSStore`` or ``AzureStore`` for the bucket or container, built by the caller without a
+prefix of its own): the root's prefix is added to every key here, exactly as the other
+bucket roots do. The caller builds the store with obstore's own retries off
+(``retry_config={"max_retries": 0}``): fsmemory's retry policy (:mod:`fsmemory.fs.retry`)
+is the only retry layer.
+
+==============================  =====================================================
+operation                       requests
+==============================  =====================================================
+``read``                        1 ``GET`` (body and ETag from the same response)
+``read_range``                  1 ranged ``GET``
+``read_ranges``                 1 ranged ``GET`` per range, sent concurrently
+``stat``                        1 ``HEAD``
+``write``                       1 ``PUT`` (new ETag from the response)
+``write(if_version=etag)``      1 ``PUT`` with ``If-Match`` (obstore's update mode)
+``write(create_only=True)``     1 ``PUT`` with ``If-None-Match: *`` (create mode)
+``append``                      1 ``GET`` + 1 conditional ``PUT`` per attempt
+``list`` / ``list_dirs``        1 listing request per 1000 keys, never cached
+``delete``                      1 ``HEAD`` + 1 ``DELETE``
+``delete_many``/``delete_tree`` the service's batch delete (S3: 1000 keys a request)
+``list_with_cache``             the listing and the cache ``GET`` sent together
+==============================  =====================================================
+
+Errors become fsmemory's: a missing object is a ``FileNotFoundError`` (then
+:class:`~fsmemory.errors.KeyNotFoundError`), a failed precondition or create-only write
+:class:`~fsmemory.errors.ConflictError`, a missing bucket
+:class:`~fsmemory.errors.BucketNotFoundError`, a certificate the client does not trust a
+:class:`~fsmemory.errors.BackendError` saying so, a failure to connect or a timeout a
+transient :class:`ObstoreConnectionError`, and any other reply of the service an
+:class:`ObstoreHTTPError` carrying its HTTP status (retried when the status says so).
+obstore reports the status only in its message (``... status code: 503 ...``), which is
+where it is read from.
+
+A conditional write carries a random marker in its user metadata
+(``fsmemory-write``); after an ambiguous failure one ``GET`` without body (``head``)
+reads the metadata back and tells exactly whether the object is this write.
+
+Process safety: only obstore's synchronous calls are used (its async calls under a
+short-lived event loop can abort the interpreter at exit), and no thread or pool is kept
+between calls, so a forked child starts clean.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import re
+import threading
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, ClassVar, TypeVar
+
+from fsmemory.errors import (
+    BackendError,
+    BucketNotFoundError,
+    ConflictError,
+    InvalidInputError,
+    KeyNotFoundError,
+)
+from fsmemory.fs._bucket import BucketRoot
+from fsmemory.fs.base import FileInfo, Versioned
+from fsmemory.fs.paths import cache_paths
+from fsmemory.fs.retry import RetryPolicy
+
+__all__ = [
+    "WRITE_MARKER",
+    "ObstoreConnectionError",
+    "ObstoreHTTPError",
+    "ObstoreRoot",
+    "check_version",
+    "map_error",
+]
+
+_T = TypeVar("_T")
+
+logger = logging.getLogger(__name__)
+
+#: user-metadata key of the marker a conditional write carries
+WRITE_MARKER = "fsmemory-write"
+
+#: how obstore words the status of a reply it did not accept
+_STATUS = re.compile(r"status code: (\d{3})\b")
+#: service error codes of a missing bucket or container
+_MISSING_BUCKET = (
+    "<Code>NoSuchBucket</Code>",
+    "ContainerNotFound",
+    "The specified bucket does not exist",
+)
+#: words of a certificate the client refused
+_TLS_WORDS = ("certificate", "InvalidCertificate", "UnknownIssuer", "tls handshake")
+#: words of a request that never got a complete reply
+_TRANSPORT_WORDS = (
+    "error sending request",
+    "timed out",
+    "timeout",
+    "connection",
+    "error decoding response body",
+    "body write aborted",
+    "unexpected end of file",
+)
+#: most concurrent requests of one ``read_ranges``
+_MAX_THREADS = 8
+
+
+class ObstoreHTTPError(OSError):
+    """A reply of the service that obstore did not accept (``status``: its HTTP status)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class ObstoreConnectionError(ConnectionError):
+    """A request that got no complete reply (refused, reset, timed out): transient."""
+
+
+def _status(message: str) -> int | None:
+    found = _STATUS.search(message)
+    return int(found.group(1)) if found else None
+
+
+def map_error(exc: BaseException, bucket: str, service: str) -> BaseException:
+    """The exception a root raises for what obstore raised (see the module docs).
+
+    ``FileNotFoundError`` (obstore's "not found") is returned as it is, unless the reply
+    names a missing bucket; exceptions that are not obstore's are returned unchanged.
+    """
+    from obstore.exceptions import AlreadyExistsError, BaseError, PreconditionError
+
+    message = str(exc)
+    if any(code in message for code in _MISSING_BUCKET):
+        return BucketNotFoundError(bucket, service)
+    if isinstance(exc, AlreadyExistsError):
+        return ConflictError("already exists")
+    if isinstance(exc, PreconditionError):
+        if _status(message) == 404:  # If-Match on an object that is gone
+            return ConflictError("the object no longer exists")
+        return ConflictError("precondition failed (changed concurrently)")
+    if isinstance(exc, FileNotFoundError) or not isinstance(exc, BaseError):
+        return exc
+    first = message.split("\n", 1)[0]
+    status = _status(message)
+    if status == 301:
+        return BackendError(
+            f"{service} bucket {bucket!r} is in another region than the one configured "
+            f"(HTTP 301): set the region (client_kwargs={{'region_name': ...}} or "
+            f"AWS_DEFAULT_REGION): {first}"
+        )
+    if status is not None:
+        return ObstoreHTTPError(status, first)
+    lowered = message.lower()
+    if any(word.lower() in lowered for word in _TLS_WORDS):
+        return BackendError(
+            f"TLS failure talking to {service} (the server's certificate is not trusted; "
+            f"for a private CA use the s3fs route with its CA bundle): {first}"
+        )
+    if any(word in lowered for word in _TRANSPORT_WORDS):
+        return ObstoreConnectionError(first)
+    return exc
+
+
+def check_version(version: str) -> None:
+    """Refuse a version token no HTTP header may carry (a control character such as
+    CR or LF, or non-ASCII) before any request: it can never match, and it must never
+    reach a request as a header of its own.
+
+    Raises:
+        InvalidInputError: such a token.
+    """
+    if not all(" " <= ch <= "~" for ch in version):
+        raise InvalidInputError(f"version token {version!r} holds characters no header may carry")
+
+
+def _strip(etag: object) -> str:
+    return str(etag or "").strip('"')
+
+
+def _mtime(meta: dict[str, Any]) -> float | None:
+    value = meta.get("last_modified")
+    return value.timestamp() if isinstance(value, datetime) else None
+
+
+class ObstoreRoot(BucketRoot):
+    """A prefix in a bucket (or container) served by obstore.
+
+    Args:
+        store: the obstore store of the bucket (no prefix of its own; obstore's retries
+            off).
+        root: ``bucket`` or ``bucket/prefix`` (no protocol).
+        url: the URL it was opened from.
+        retry: the retry policy of this root.
+        fs_factory: builds an fsspec filesystem for :attr:`fs` on first access (for code
+            that wants one, such as export); None: :attr:`fs` is None.
+
+    Raises:
+        InvalidPathError: ``root`` names no bucket.
+    """
+
+    #: which client sends the requests (see ``S3Root.client``)
+    client: ClassVar[str] = "obstore"
+    # obstore is built with retries off; its HTTP client resends nothing it has sent.
+    _hidden_retries: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        store: Any,
+        root: str,
+        *,
+        url: str,
+        retry: RetryPolicy | None = None,
+        fs_factory: Callable[[], Any] | None = None,
+    ) -> None:
+        self.store = store
+        #: callables told ``(operation, key)`` before each obstore call (request counts
+        #: in tests: a listing counts once per 1000 keys, a batch delete once)
+        self.observers: builtins.list[Callable[[str, str], None]] = []
+        self._fs: Any = None
+        self._fs_factory = fs_factory
+        self._fs_lock = threading.Lock()
+        super().__init__(None, root, url=url, retry=retry)
+
+    @property
+    def fs(self) -> Any:
+        """An fsspec filesystem for the same bucket, built on first use (or None)."""
+        if self._fs is None and self._fs_factory is not None:
+            with self._fs_lock:
+                if self._fs is None:
+                    self._fs = self._fs_factory()
+        return self._fs
+
+    @fs.setter
+    def fs(self, value: Any) -> None:
+        self._fs = value
+
+    def storage_key(self) -> tuple[str, ...]:
+        """What identifies the files this root addresses (without building ``fs``)."""
+        return (type(self).__qualname__, self.root, str(id(self.store)))
+
+    # -- obstore calls -----------------------------------------------------------------
+    @contextmanager
+    def _mapped(self) -> Iterator[None]:
+        """obstore's errors inside the block mapped to the root's (module docs)."""
+        try:
+            yield
+        except Exception as exc:
+            mapped = map_error(exc, self.bucket, self.service)
+            if mapped is exc:
+                raise
+            raise mapped from exc
+
+    def _call(self, func: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        """``func(self.store, *args, **kwargs)`` with its errors mapped."""
+        self._observe(func.__name__, args[0] if args else None)
+        with self._mapped():
+            return func(self.store, *args, **kwargs)
+
+    def _observe(self, operation: str, target: object) -> None:
+        for observer in builtins.list(self.observers):
+            observer(operation, str(target))
+
+    def _version(self, meta: Mapping[str, Any]) -> str:
+        """The version token of an object's metadata (its ETag, unquoted)."""
+        return _strip(meta.get("e_tag"))
+
+    def _update_mode(self, version: str) -> dict[str, str]:
+        """obstore's put mode that writes only over ``version`` (``If-Match``)."""
+        return {"e_tag": version if version.startswith('"') else f'"{version}"'}
+
+    # -- plumbing ----------------------------------------------------------------------
+    def _run(self, func: Callable[..., Awaitable[_T]], *args: Any) -> _T:
+        """Run a hook of :class:`BucketRoot`: they are coroutines for the async
+        filesystems; here they never wait (obstore's calls are synchronous), so one step
+        finishes them."""
+        coro = func(*args)
+        assert isinstance(coro, Coroutine)
+        try:
+            coro.send(None)
+        except StopIteration as done:
+            result: _T = done.value
+            return result
+        coro.close()
+        raise RuntimeError("an obstore request waited on an event loop")  # pragma: no cover
+
+    def _forget_cached(self, path: str) -> None:
+        """Nothing is cached."""
+
+    def _cat_full(self, full: str) -> bytes:
+        import obstore
+
+        return bytes(self._call(obstore.get, self._split(full)[1]).bytes())
+
+    def _rm_full(self, full: str) -> None:
+        import obstore
+
+        self._call(obstore.delete, self._split(full)[1])
+
+    def _get(self, key: str, options: dict[str, Any] | None = None) -> tuple[bytes, str]:
+        import obstore
+
+        result = self._call(obstore.get, key, options=options)
+        return bytes(result.bytes()), self._version(result.meta)
+
+    # -- FsspecRoot hooks --------------------------------------------------------------
+    def _read_versioned(self, full: str, path: str) -> Versioned:
+        """One ``GET``: content and version from the same response."""
+        key = self._split(full)[1]
+        with self._translated(path):
+            data, version = self._get(key)
+        return Versioned(data, version)
+
+    def read_ranges(
+        self, requests: Sequence[tuple[str, int, int | None]]
+    ) -> builtins.list[bytes | None]:
+        """One ranged ``GET`` per range, sent concurrently from a few threads (each
+        retried on its own); a missing file gives None."""
+        for _, start, end in requests:
+            if start < 0 or (end is not None and end < 0):
+                raise ValueError("offsets must be >= 0")
+
+        def one(request: tuple[str, int, int | None]) -> bytes | None:
+            path, start, end = request
+            try:
+                return self.read_range(path, start, end)
+            except KeyNotFoundError:
+                return None
+
+        if len(requests) <= 1:
+            return [one(r) for r in requests]
+        with ThreadPoolExecutor(min(_MAX_THREADS, len(requests))) as pool:
+            return builtins.list(pool.map(one, requests))
+
+    def _put(
+        self,
+        full: str,
+        path: str,
+        data: bytes,
+        if_version: str | None,
+        create: bool,
+        *,
+        marker: str | None = None,
+    ) -> str:
+        """One ``PUT``, create-only or ``If-Match`` when asked, tagged with ``marker``."""
+        import obstore
+
+        key = self._split(full)[1]
+        mode: Any = "overwrite"
+        if create:
+            mode = "create"
+        elif if_version is not None:
+            check_version(if_version)
+            mode = self._update_mode(if_version)
+        attributes = {WRITE_MARKER: marker} if marker is not None else None
+        try:
+            with self._translated(path):
+                result = self._call(obstore.put, key, data, mode=mode, attributes=attributes)
+        except KeyNotFoundError as exc:
+            if if_version is not None:
+                raise ConflictError(f"{path!r} no longer exists (version {if_version})") from exc
+            raise
+        except ConflictError as exc:
+            if create:
+                raise ConflictError(f"{path!r} already exists") from exc
+            raise ConflictError(f"{path!r} changed since version {if_version}") from exc
+        return self._version(result)
+
+    def _write_once(
+        self, full: str, path: str, data: bytes, if_version: str | None, create: bool
+    ) -> tuple[Callable[[], str], Callable[[], tuple[bool, str]]]:
+        """A conditional write is tagged with a fresh marker; the probe reads the
+        object's metadata back (one ``GET`` without body)."""
+        if if_version is None and not create:
+            return super()._write_once(full, path, data, if_version, create)
+        import obstore
+
+        marker = uuid.uuid4().hex
+        key = self._split(full)[1]
+
+        def probe() -> tuple[bool, str]:
+            with self._translated(path):
+                head = self._call(obstore.get, key, options={"head": True})
+            mark = (head.attributes or {}).get(WRITE_MARKER)
+            return mark == marker, self._version(head.meta)
+
+        return (lambda: self._put(full, path, data, if_version, create, marker=marker)), probe
+
+    def _token(self, info: dict[str, Any]) -> str:
+        return self._version(info)
+
+    def list_with_cache(
+        self,
+        name: str,
+        load: Callable[[bytes], _T],
+        want: Callable[[builtins.list[FileInfo]], bool] | None = None,
+    ) -> tuple[builtins.list[FileInfo], _T | None]:
+        """The listing and the cache file ``name`` in one round trip: the cache's
+        ``GET`` runs on a thread while this one lists; ``load`` runs on the cache as
+        soon as the listing is in. A cache file that exists is loaded whatever ``want``
+        says; a missing one costs that one ``GET`` (404). A failed cache read is no
+        cache (logged); a failed listing raises as :meth:`list` does."""
+        with cache_paths():
+            cache_key = self._key(self._cache_path(name))
+        box: dict[str, Any] = {}
+
+        def fetch() -> None:
+            try:
+                box["data"] = self._get(cache_key)[0]
+            except BaseException as exc:
+                box["error"] = exc
+
+        thread = threading.Thread(target=fetch, name="fsmemory-cache-get", daemon=True)
+        thread.start()
+        try:
+            listing = self.list("", recursive=True)
+        finally:
+            thread.join()
+        error = box.get("error")
+        if error is None:
+            return listing, load(box["data"])
+        if not isinstance(error, FileNotFoundError | OSError | BackendError | ConflictError):
+            raise error
+        if not isinstance(error, FileNotFoundError):
+            logger.info("cache file %r of %s not read: %s", name, self, error)
+        return listing, None
+
+    # -- BucketRoot hooks --------------------------------------------------------------
+    def _list_all(
+        self, key_prefix: str, delimiter: bool
+    ) -> tuple[builtins.list[dict[str, Any]], builtins.list[str]]:
+        """obstore pages the listing itself (1000 keys a request on S3)."""
+        import obstore
+
+        prefix = key_prefix or None
+        if delimiter:
+            page = self._call(obstore.list_with_delimiter, prefix)
+            objects = [dict(o) for o in page["objects"]]
+            return objects, [p + "/" for p in page["common_prefixes"]]
+        objects = []
+        with self._mapped():
+            for batch in obstore.list(self.store, prefix, chunk_size=1000):
+                self._observe("list", prefix)
+                objects.extend(dict(o) for o in batch)
+        if not objects:
+            self._observe("list", prefix)
+        return objects, []
+
+    def _key_of(self, obj: dict[str, Any]) -> str:
+        return str(obj["path"])
+
+    def _info_of(self, rel: str, obj: dict[str, Any]) -> FileInfo:
+        return FileInfo(rel, int(obj.get("size") or 0), _mtime(obj), self._version(obj))
+
+    async def _head(self, key: str) -> dict[str, Any]:
+        import obstore
+
+        meta: dict[str, Any] = dict(self._call(obstore.head, key))
+        return meta
+
+    async def _get_range(self, key: str, start: int, end: int | None) -> bytes:
+        options: dict[str, Any] = {"range": {"offset": start}}
+        if end is not None:
+            options = {"range": (start, end)}
+        try:
+            return self._get(key, options)[0]
+        except ObstoreHTTPError as exc:
+            if exc.status == 416:  # the object ends before ``start``
+                return b""
+            raise
+
+    async def _bucket_exists(self) -> bool:
+        import obstore
+
+        try:
+            self._observe("list", "")
+            with self._mapped():
+                for _ in obstore.list(self.store, None, chunk_size=1):
+                    break
+        except BucketNotFoundError:
+            return False
+        except FileNotFoundError:
+            return False
+        return True
+
+    async def _delete_object(self, key: str) -> None:
+        """``HEAD`` (a delete of a missing key succeeds silently) then ``DELETE``."""
+        import obstore
+
+        self._call(obstore.head, key)
+        self._call(obstore.delete, key)
+
+    async def _delete_keys(self, keys: builtins.list[str]) -> int:
+        """The service's batch delete (S3: ``DeleteObjects``, 1000 keys a request)."""
+        import obstore
+
+        self._call(obstore.delete, keys)
+        return len(keys)

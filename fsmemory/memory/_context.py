@@ -19,7 +19,7 @@ import logging
 import re
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from datetime import datetime
-from functools import partial
+from functools import cache, partial
 from operator import itemgetter
 from typing import Any
 
@@ -248,11 +248,14 @@ def _earliest(current: datetime | None, candidate: datetime) -> datetime:
     return candidate if current is None or candidate < current else current
 
 
-# The start of a log line exactly as fsmemory writes it (after the line break before it):
-# its id, then its timestamp in the one fixed-width form of the log's date (so the
-# strings sort as the moments do).
-_HEAD = rb'\n\{"id":"([^"\\]+)","timestamp":"(%s)"'
-_STAMP = rb"T\d\d:\d\d:\d\d\.\d{6}Z"
+@cache
+def _head() -> re.Pattern[bytes]:
+    """The start of a log line exactly as fsmemory writes it (after the line break
+    before it): its id, then its timestamp in the one fixed-width form (so the strings
+    sort as the moments do). Compiled on first use."""
+    return re.compile(
+        rb'\n\{"id":"([^"\\]+)","timestamp":"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z)"'
+    )
 
 
 class _LogScan:
@@ -284,10 +287,11 @@ def _scan_log(path: str, data: bytes, date: str) -> _LogScan | None:
     lines = body.split(b"\n")
     lines.pop()
     scan = _LogScan(path, lines)
-    head = re.compile(_HEAD % (date.encode() + _STAMP))
+    head = _head()
     heads = head.findall(body)  # (the lines after the first)
     if lines:
         heads[:0] = head.findall(b"\n" + lines[0] + b"\n")
+    day = f"{date}T".encode()
     if (
         len(heads) == len(lines)
         and b'"op"' not in body
@@ -300,10 +304,11 @@ def _scan_log(path: str, data: bytes, date: str) -> _LogScan | None:
         # the heads say all that recency needs.
         scan.ids = [h[0] for h in heads]
         in_line = scan.stamps = [h[1] for h in heads]
+        if in_line and not min(in_line)[:11] == day == max(in_line)[:11]:
+            return None
         scan.order = sorted(range(len(in_line)), key=in_line.__getitem__)  # (linear in order)
         scan.order.reverse()
         return scan
-    day = f"{date}T".encode()
     ids: dict[int, bytes] = {}
     stamps: dict[int, bytes] = {}
     for i, raw in enumerate(lines):
@@ -506,6 +511,9 @@ def _decode(raw: bytes, entry_id: bytes, stamp: bytes) -> tuple[Recent, bool] | 
     if _key(rec.id) != entry_id or rec.created_us is None:
         raise _Undecidable
     created = datetime_of(rec.created_us)
-    if format_timestamp(created).encode() != stamp:
+    written = record.get("timestamp")
+    if not (type(written) is str and written.encode() == stamp) and (
+        format_timestamp(created).encode() != stamp
+    ):
         raise _Undecidable
     return (created, rec.category, rec.content, rec.expires_us), rec.persistent

@@ -1,6 +1,8 @@
-"""Fixtures for the cloud backends: moto (S3) and fake-gcs-server (GCS) on loopback.
+"""Fixtures for the cloud backends: moto (S3), fake-gcs-server (GCS) and Azurite (Azure
+Blob) on loopback.
 
-Each emulator starts once per session, on first use; every test gets a fresh bucket.
+Each emulator starts once per session, on first use; every test gets a fresh bucket
+(container).
 A service that cannot start skips the tests needing it, unless
 ``FSMEMORY_REQUIRE_SERVICES=1``.
 """
@@ -17,8 +19,10 @@ import pytest
 from fsmemory.fs.gcs import GCSRoot
 from fsmemory.fs.s3 import S3Root
 from fsmemory.testing.cloud_services import (
+    AzuriteService,
     FakeGCSService,
     MotoService,
+    start_azurite,
     start_fake_gcs,
     start_moto,
 )
@@ -82,3 +86,34 @@ def gcs_root_url(gcs_storage_options: dict[str, Any]) -> str:
     bucket = _bucket_name()
     GCSRoot.from_url(f"gs://{bucket}", gcs_storage_options).fs.mkdir(bucket)
     return f"gs://{bucket}/root"
+
+
+@pytest.fixture(scope="session")
+def azurite_service() -> Iterator[AzuriteService]:
+    """Azurite's blob service, one per session."""
+    service = start_or_skip(start_azurite)
+    try:
+        yield service
+    finally:
+        service.stop()
+
+
+@pytest.fixture(scope="session")
+def azure_storage_options(azurite_service: AzuriteService) -> dict[str, Any]:
+    """Storage options reaching the session's Azurite (a connection string with the
+    development account's key: the obstore route)."""
+    return azurite_service.azure_storage_options()
+
+
+@pytest.fixture(scope="session")
+def azure_adlfs_storage_options(azure_storage_options: dict[str, Any]) -> dict[str, Any]:
+    """The same, forced through adlfs (the fallback route: lease-based CAS)."""
+    return {**azure_storage_options, "client": "adlfs"}
+
+
+@pytest.fixture
+def azure_root_url(azurite_service: AzuriteService) -> str:
+    """``az://<fresh container>/root`` (the container is created, the prefix is empty)."""
+    container = _bucket_name()
+    azurite_service.create_container(container)
+    return f"az://{container}/root"

@@ -26,6 +26,9 @@ ROOT_CLASSES: dict[str | None, tuple[str, str | None]] = {
     "s3a": ("fsmemory.fs.s3:S3Root", "s3"),
     "gs": ("fsmemory.fs.gcs:GCSRoot", "gcs"),
     "gcs": ("fsmemory.fs.gcs:GCSRoot", "gcs"),
+    "az": ("fsmemory.fs.azure:AzureRoot", "azure"),
+    "abfs": ("fsmemory.fs.azure:AzureRoot", "azure"),
+    "abfss": ("fsmemory.fs.azure:AzureRoot", "azure"),
     "redis": ("fsmemory.fs.redis:RedisRoot", "redis"),
     "rediss": ("fsmemory.fs.redis:RedisRoot", "redis"),
 }

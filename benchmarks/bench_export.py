@@ -34,6 +34,15 @@ Usage::
     python benchmarks/bench_export.py --fleet [--quick] [--repeat R] [--dir PATH]
     python benchmarks/bench_export.py --fleet --shards-only --repeat 5
     python benchmarks/bench_export.py --fleet --quick --s3-only [--tenants 200]
+    python benchmarks/bench_export.py --fleet --tricks [--repeat R] [--tenants N]
+
+``--tricks`` measures what each speed trick of the export command saves: ``fsmemory
+export --full`` processes of the 2,000-tenant fleet, interleaved, with the public
+``pyarrow.compute`` (``FSMEMORY_NO_SPEEDUPS=1``) or the private ``pyarrow._compute``,
+with or without the command's process setup (Arrow's system allocator, one BLAS
+thread), and with the tricks earlier versions had (pyarrow loaded with numpy held back;
+a library call switching Arrow's process-wide pool, which ``ARROW_DEFAULT_MEMORY_POOL``
+stands for here).
 """
 
 from __future__ import annotations
@@ -215,7 +224,7 @@ def _child(task: str, args: list[str]) -> None:
         # pyarrow is imported.
         from fsmemory._cli_export import _prepare_process
 
-        _prepare_process()
+        _prepare_process(own_process=True)
     import pyarrow as pa
 
     tasks: dict[str, Callable[..., dict[str, Any]]] = {
@@ -660,6 +669,96 @@ def _shard_rows(
         )
 
 
+#: ``fsmemory export`` processes of ``--tricks``: label, extra environment, code run
+#: before the command (``{default}``: Arrow's default allocator here).
+_NUMPY_HELD_BACK = (
+    "sys.modules['numpy'] = None\n"
+    "import pyarrow, pyarrow._compute, pyarrow.json, pyarrow.parquet\n"
+    "del sys.modules['numpy']\n"
+)
+_TRICKS: list[tuple[str, dict[str, str], str]] = [
+    ("public compute, no process setup", {"FSMEMORY_NO_SPEEDUPS": "1"}, ""),
+    ("private compute, no process setup", {}, ""),
+    ("public compute + system allocator", {"FSMEMORY_NO_SPEEDUPS": "1", "POOL": "system"}, ""),
+    ("public compute + 1 BLAS thread", {"FSMEMORY_NO_SPEEDUPS": "1", "BLAS": "1"}, ""),
+    ("public compute + numpy held back", {"FSMEMORY_NO_SPEEDUPS": "1"}, _NUMPY_HELD_BACK),
+    ("private compute, as the command runs", {"POOL": "system", "BLAS": "1"}, ""),
+    ("all old tricks (+ numpy held back)", {"POOL": "system", "BLAS": "1"}, _NUMPY_HELD_BACK),
+]
+
+
+def _trick_env(extra: dict[str, str], default_pool: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "FSMEMORY_NO_SPEEDUPS"}
+    # Set explicitly either way: the command only fills in what is unset.
+    env["ARROW_DEFAULT_MEMORY_POOL"] = extra.get("POOL", default_pool)
+    env["OPENBLAS_NUM_THREADS"] = extra.get("BLAS", str(os.cpu_count() or 1))
+    if "FSMEMORY_NO_SPEEDUPS" in extra:
+        env["FSMEMORY_NO_SPEEDUPS"] = extra["FSMEMORY_NO_SPEEDUPS"]
+    return env
+
+
+def tricks(args: argparse.Namespace, work: str) -> None:
+    """What each speed trick of the export command saves (see the module docstring)."""
+    tenants = args.tenants or 2000
+    src = os.path.join(work, f"fleet-{tenants}x{args.days}")
+    shutil.rmtree(src, ignore_errors=True)
+    generate_fleet(src, tenants, args.days)
+    default_pool = subprocess.run(
+        [sys.executable, "-c", "import pyarrow; print(pyarrow.default_memory_pool().backend_name)"],
+        env={k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"},
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    samples: dict[str, list[dict[str, Any]]] = {label: [] for label, _, _ in _TRICKS}
+    floors = []
+    dest = os.path.join(work, "out-tricks")
+    for _ in range(args.repeat):
+        shutil.rmtree(dest, ignore_errors=True)
+        floors.append(run("fleet-floor", src, dest))
+        for label, extra, before in _TRICKS:
+            shutil.rmtree(dest, ignore_errors=True)
+            samples[label].append(
+                _trick_process(src, dest, _trick_env(extra, default_pool), before)
+            )
+    shutil.rmtree(dest, ignore_errors=True)
+    base = samples[_TRICKS[0][0]]
+    title = f"export --full process, {tenants:,} x {args.days}"
+    header = f"{title:<44} {'wall s':>7} {'CPU s':>6} {'RSS MiB':>8}  vs first row"
+    print(header)
+    print("-" * len(header))
+    floor = _median(floors, "seconds")
+    floor_rss = _mib(max(r["maxrss"] for r in floors))
+    name = "floor (in-process, read+parse+1 write)"
+    print(f"{name:<44} {floor:>7.3f} {_median(floors, 'cpu'):>6.2f} {floor_rss:>8}")
+    for label, runs in samples.items():
+        wall, cpu = _median(runs, "seconds"), _median(runs, "cpu")
+        rss = statistics.median(r["maxrss"] for r in runs)
+        base_rss = statistics.median(r["maxrss"] for r in base)
+        note = (
+            f"{wall - _median(base, 'seconds'):+.3f} s wall, "
+            f"{cpu - _median(base, 'cpu'):+.3f} s CPU, {(rss - base_rss) / 2**20:+.1f} MiB RSS"
+        )
+        print(f"{label:<44} {wall:>7.3f} {cpu:>6.2f} {_mib(rss):>8}  {note}")
+    print(
+        f"\nMedians of {args.repeat} interleaved rounds; each row is a whole `fsmemory export "
+        "--full` process (interpreter start to exit: wall, CPU of all threads, peak RSS "
+        f"median). Arrow's default allocator here: {default_pool}. "
+        f"Load average: {os.getloadavg()[0]:.1f}."
+    )
+
+
+def _trick_process(src: str, dest: str, env: dict[str, str], before: str) -> dict[str, Any]:
+    code = "import sys\n" + before + _CLI_PROCESS
+    t = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", code, "export", src, dest, "--json", "--no-progress", "--full"],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    wall = time.perf_counter() - t
+    measured = json.loads(done.stdout.strip().splitlines()[-1])
+    return {"seconds": wall, "cpu": measured["cpu"], "maxrss": measured["maxrss"],
+            "rows": measured["report"]["rows"]}  # fmt: skip
+
+
 def _uncompiled_modules() -> int:
     """fsmemory modules whose cached bytecode is missing or older than the source, when
     this interpreter will not write it (0 otherwise)."""
@@ -774,6 +873,9 @@ def main() -> None:
         help="--fleet: moto requests straight to its S3 app (default) or through its "
         "dispatcher of every service, as the test suite runs it",
     )
+    parser.add_argument(
+        "--tricks", action="store_true", help="--fleet: what each speed trick saves"
+    )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -782,7 +884,7 @@ def main() -> None:
     if args.fleet:
         work = args.dir or tempfile.mkdtemp(prefix="bench_export_")
         try:
-            fleet(args, work)
+            (tricks if args.tricks else fleet)(args, work)
         finally:
             if args.dir is None:
                 shutil.rmtree(work, ignore_errors=True)

@@ -148,80 +148,29 @@ class _ProgressBar:
             self.stream.flush()
 
 
-#: Set to ``1`` to let ``fsmemory export`` load numpy with pyarrow (see
-#: :func:`_prepare_process`).
-NUMPY_ENV = "FSMEMORY_EXPORT_NUMPY"
-
-
-#: The first pyarrow that runs without numpy (older ones need it to import at all).
-_PYARROW_WITHOUT_NUMPY = 16
-
-
-def _pyarrow_major() -> int:
-    """The installed pyarrow's major version without importing it (its generated
-    version file; ``importlib.metadata`` alone costs ~25 ms), 0 when unknown."""
-    import importlib.util
-    import re
-
-    try:
-        spec = importlib.util.find_spec("pyarrow")
-        folder = spec.submodule_search_locations if spec is not None else None
-        if not folder:
-            return 0
-        path = os.path.join(next(iter(folder)), "_generated_version.py")
-        with open(path, encoding="utf-8") as f:
-            found = re.search(r"version_tuple = \((\d+),", f.read())
-    except (OSError, ImportError, ValueError):
-        return 0
-    return int(found.group(1)) if found else 0
-
-
 def _prepare_process(*, own_process: bool = False) -> None:
-    """Set up this process for an export before pyarrow (and numpy) first load.
+    """Set up the command's own process for an export, before pyarrow first loads.
 
-    * Arrow uses the C library's allocator unless told otherwise: Arrow reads
-      ``ARROW_DEFAULT_MEMORY_POOL`` once, when pyarrow is first imported, and the export
-      of many small logs keeps about 35 MiB less resident with the system allocator
-      than with the bundled one, at the same speed.
-    * numpy's OpenBLAS (pyarrow imports numpy when it is installed) starts one thread
-      per core at import, which burns about 0.1 s of CPU while they settle; an export
-      never multiplies matrices, so ``OPENBLAS_NUM_THREADS`` is 1 unless told otherwise.
-      With many shard processes on a few cores, that CPU is time taken from the others.
+    Only with ``own_process`` (the process was started as ``fsmemory ...``, so the
+    export is all it does); called from a host program (``main(argv)``), the command
+    leaves the host's environment alone. A value already set is kept, and so is the
+    setting of a library imported before the command ran.
 
-    * With ``own_process`` (the process was started as ``fsmemory ...``, so the export
-      is all it does), pyarrow's modules are loaded here without numpy: pyarrow
-      imports numpy when it is installed, about half of pyarrow's import (~70 ms of
-      CPU in every shard process), and the export never hands numpy objects to Arrow.
-      pyarrow works without numpy (it is an optional dependency); a later
-      ``import numpy`` in the process still works, only pyarrow then does not convert
-      numpy objects. ``FSMEMORY_EXPORT_NUMPY=1`` loads numpy as usual, and so does a
-      pyarrow older than 16 (which needs numpy) or of unknown version.
+    * ``ARROW_DEFAULT_MEMORY_POOL=system``: Arrow reads it once, when pyarrow is first
+      imported; an export of many small logs keeps less resident with the C library's
+      allocator than with the bundled one, at the same speed.
+    * ``OPENBLAS_NUM_THREADS=1``: numpy's OpenBLAS (pyarrow imports numpy when it is
+      installed) starts one thread per core at import, CPU taken from the other shard
+      processes on a few cores; an export never multiplies matrices.
 
-    A value already set is kept, and so is the setting of a library imported before
-    the command ran.
+    ``benchmarks/bench_export.py --fleet --tricks`` measures what each saves.
     """
+    if not own_process:
+        return
     if "pyarrow" not in sys.modules:
         os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     if "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    if (
-        own_process
-        and "pyarrow" not in sys.modules
-        and "numpy" not in sys.modules
-        and os.environ.get(NUMPY_ENV) != "1"
-        and _pyarrow_major() >= _PYARROW_WITHOUT_NUMPY
-    ):
-        sys.modules["numpy"] = None  # type: ignore[assignment] # ``import numpy`` fails
-        try:
-            import pyarrow
-            import pyarrow._compute
-            import pyarrow.json
-            import pyarrow.parquet  # noqa: F401 - loaded while numpy is held back
-        except ImportError:
-            pass  # no pyarrow: the export reports it with its pip install line
-        finally:
-            if sys.modules.get("numpy", 0) is None:
-                del sys.modules["numpy"]
 
 
 def run_export_command(args: argparse.Namespace) -> int:

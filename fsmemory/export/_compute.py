@@ -1,13 +1,13 @@
-"""The Arrow compute kernels the export calls, without importing ``pyarrow.compute``.
+"""The Arrow compute kernels the export calls, each through ``call_function``.
 
-``import pyarrow.compute`` builds a Python wrapper, with a generated signature and a
-docstring scraped from the options classes, for every one of Arrow's ~300 kernels: about
-30 ms per process, a visible part of every ``fsmemory export --shard i/n`` process. The
-kernels and their options classes live in ``pyarrow._compute``; each wrapper ends in its
-``call_function(name, args, options)``, and so do the functions here, with the same
-default options. Methods of Arrow objects that would import ``pyarrow.compute`` on
-first use (``Array.cast``, ``RecordBatch.filter``, ``Array.is_valid`` ...) have their
-counterpart here too.
+Every wrapper of ``pyarrow.compute`` ends in ``call_function(name, args, options)``,
+and so do the functions here, with the same default options. ``call_function`` and the
+option classes come from :func:`fsmemory._speedups.arrow_compute`: from
+``pyarrow._compute`` (which spares the process ``pyarrow.compute``'s generated
+wrappers), or from the public ``pyarrow.compute`` when ``FSMEMORY_NO_SPEEDUPS=1``; both
+are the same objects, so the results are too. Methods of Arrow objects that would
+import ``pyarrow.compute`` on first use (``Array.cast``, ``RecordBatch.filter``,
+``Array.is_valid`` ...) have their counterpart here.
 
 Import this module only where pyarrow is needed: it imports pyarrow.
 """
@@ -18,13 +18,15 @@ from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
-from pyarrow._compute import (
-    CastOptions,
-    IndexOptions,
-    SplitPatternOptions,
-    StrftimeOptions,
-    call_function,
-)
+
+from fsmemory._speedups import arrow_compute
+
+_arrow = arrow_compute()
+call_function: Callable[..., Any] = _arrow.call_function
+CastOptions: Any = _arrow.CastOptions
+IndexOptions: Any = _arrow.IndexOptions
+SplitPatternOptions: Any = _arrow.SplitPatternOptions
+StrftimeOptions: Any = _arrow.StrftimeOptions
 
 __all__ = [
     "add",

@@ -151,6 +151,25 @@ def sweep(
     for path in manifest.trash:
         if dst.delete(path) and not path.startswith(SEGMENTS_DIR):
             removed += 1
+    candidates = _leftovers(dst, manifest, run_id)
+    if not candidates:
+        return removed
+    dead, protected, expired = _judge(dst, shard, map_fn)
+    for path, run in candidates:
+        # No lease at all: a run that is long gone (its lease is written first).
+        ours = run in dead or (shard is None and run not in protected)
+        if ours and dst.delete(path):
+            logger.info("deleted %s, left by an export run that did not commit", path)
+            if not path.startswith(SEGMENTS_DIR):
+                removed += 1
+    for path in expired:
+        dst.delete(path)
+    return removed
+
+
+def _leftovers(dst: StorageRoot, manifest: Manifest, run_id: str) -> list[tuple[str, str]]:
+    """``(path, run)`` of every part and segment file named after another run that
+    ``manifest`` does not list."""
     # List parts and segment files before leases: a run's lease is written before any
     # of its files.
     candidates = []
@@ -166,16 +185,24 @@ def sweep(
         run = segment_run(info.path)
         if run is not None and is_run_id(run) and info.path not in live:
             candidates.append((info.path, run))
-    if not candidates:
-        return removed
+    return candidates
+
+
+def _judge(
+    dst: StorageRoot,
+    shard: Shard | None,
+    map_fn: Mapper[FileInfo, tuple[str, str, float, Shard | None] | None],
+) -> tuple[set[str], set[str], list[str]]:
+    """Read every lease: the runs whose leftovers this sweep deletes, the runs whose
+    files stay, and the expired lease files to delete afterwards."""
     now = time.time()
     leases = [
         info
         for info in dst.list(RUNS_DIR)
         if info.path.endswith(".json") and is_run_id(info.path.rsplit("/", 1)[-1][:-5])
     ]
-    dead: set[str] = set()  # runs whose leftovers this sweep deletes
-    protected: set[str] = set()  # runs whose files stay
+    dead: set[str] = set()
+    protected: set[str] = set()
     expired: list[str] = []
     for info, lease in zip(leases, map_fn(lambda i: _read(dst, i), leases), strict=True):
         if lease is None:
@@ -190,13 +217,4 @@ def sweep(
         dead.add(run)
         if expires <= now:
             expired.append(info.path)
-    for path, run in candidates:
-        # No lease at all: a run that is long gone (its lease is written first).
-        ours = run in dead or (shard is None and run not in protected)
-        if ours and dst.delete(path):
-            logger.info("deleted %s, left by an export run that did not commit", path)
-            if not path.startswith(SEGMENTS_DIR):
-                removed += 1
-    for path in expired:
-        dst.delete(path)
-    return removed
+    return dead, protected, expired

@@ -288,16 +288,7 @@ class MemoryParser(_Base):
             importance = 0.5
         importance = min(1.0, max(0.0, importance))
         ttl = _number(record.get("ttl_days"))
-        expires_raw = record.get("expires_at")
-        expires: int | None = None
-        if isinstance(expires_raw, str):
-            expires = _ts_us(expires_raw)
-            if expires is None:
-                raise ValueError(f"invalid expires_at {expires_raw[:40]!r}")
-        elif ttl is not None and ts is not None and ttl == ttl:
-            expires = ts + int(ttl * _US_PER_DAY) if abs(ttl) < 1e300 else None
-            if expires is not None and not _MIN_US <= expires <= _MAX_US:
-                expires = None
+        expires = _expires(record.get("expires_at"), ttl, ts)
         metadata = record.get("metadata")
         meta_text = _jsonutil.dumps(metadata).decode() if isinstance(metadata, dict) else None
         persistent = bool(record.get("persistent"))
@@ -670,3 +661,21 @@ class EventParser(_Base):
             if dropped:
                 batch, days = pc.filter(batch, keep), pc.filter(days, keep)
         return Parsed(batch, dates=days, stop=stop, out_of_window=dropped)
+
+
+def _expires(raw: Any, ttl: float | None, ts: int | None) -> int | None:
+    """A record's expiry in microseconds: its ``expires_at``, else ``timestamp +
+    ttl_days`` (None when that leaves the timestamp range).
+
+    Raises:
+        ValueError: ``expires_at`` is a string but not a timestamp.
+    """
+    if isinstance(raw, str):
+        expires = _ts_us(raw)
+        if expires is None:
+            raise ValueError(f"invalid expires_at {raw[:40]!r}")
+        return expires
+    if ttl is None or ts is None or ttl != ttl or abs(ttl) >= 1e300:
+        return None
+    expires = ts + int(ttl * _US_PER_DAY)
+    return expires if _MIN_US <= expires <= _MAX_US else None

@@ -1,16 +1,15 @@
-"""Arrow's allocator during an export: the system one, and the caller's pool restored."""
+"""Arrow's allocator and the process setup: a library call leaves the host's pool and
+environment alone; the command sets up only a process of its own."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-import threading
 
 import pytest
 
 from fsmemory.export import export_parquet
-from fsmemory.export._schema import system_memory_pool
 from fsmemory.fs import open_root
 
 from .conftest import lines, read_rows, record, write_log
@@ -19,53 +18,45 @@ pa = pytest.importorskip("pyarrow")
 pytest.importorskip("pyarrow.parquet")
 
 
-def test_export_runs_on_the_system_pool_and_restores_the_callers(
-    local_dirs: tuple[str, str],
-) -> None:
+def test_an_export_leaves_the_callers_memory_pool_alone(local_dirs: tuple[str, str]) -> None:
+    """A library call does not switch Arrow's process-wide pool: another thread of the
+    host allocating while the export runs gets the pool the host chose."""
     src, dest = local_dirs
     write_log(open_root(src), "2026-03-10", lines([record("one"), record("two", n=1)]))
-    before = pa.default_memory_pool()
+    before = pa.default_memory_pool().backend_name
     seen: list[str] = []
     report = export_parquet(
         src, dest, progress=lambda _p: seen.append(pa.default_memory_pool().backend_name)
     )
     assert report.rows == 2
-    assert seen and set(seen) == {"system"}
-    assert pa.default_memory_pool().backend_name == before.backend_name
+    assert seen and set(seen) == {before}
+    assert pa.default_memory_pool().backend_name == before
     assert sorted(r["content"] for r in read_rows(dest)) == ["one", "two"]
 
 
-def test_overlapping_exports_restore_the_pool_once_the_last_leaves() -> None:
-    before = pa.default_memory_pool().backend_name
-    inside, leave = threading.Event(), threading.Event()
-    seen: list[str] = []
-
-    def other() -> None:
-        with system_memory_pool(pa):
-            inside.set()
-            leave.wait(30)
-            seen.append(pa.default_memory_pool().backend_name)
-
-    thread = threading.Thread(target=other)
-    thread.start()
-    assert inside.wait(30)
-    with system_memory_pool(pa):
+def test_an_export_leaves_a_pool_the_host_set_alone(local_dirs: tuple[str, str]) -> None:
+    src, dest = local_dirs
+    write_log(open_root(src), "2026-03-10", lines([record("one")]))
+    host_pool = pa.default_memory_pool()
+    try:
+        pa.set_memory_pool(pa.system_memory_pool())
+        seen: list[str] = []
+        export_parquet(
+            src, dest, progress=lambda _p: seen.append(pa.default_memory_pool().backend_name)
+        )
+        assert set(seen) == {"system"}
         assert pa.default_memory_pool().backend_name == "system"
-    # The other export is still running: its pool stays.
-    assert pa.default_memory_pool().backend_name == "system"
-    leave.set()
-    thread.join(30)
-    assert seen == ["system"]
-    assert pa.default_memory_pool().backend_name == before
+    finally:
+        pa.set_memory_pool(host_pool)
 
 
-def _after_setup(env: dict[str, str], before: str, probe: str) -> str:
+def _after_setup(env: dict[str, str], before: str, probe: str, own_process: bool = True) -> str:
     """What ``probe`` prints in a fresh process that ran ``before`` and then the export
-    command's process setup."""
+    command's process setup (as the command's own process, or called by a host)."""
     code = (
         f"{before}\n"
         "from fsmemory._cli_export import _prepare_process\n"
-        "_prepare_process()\n"
+        f"_prepare_process(own_process={own_process})\n"
         f"{probe}\n"
     )
     out = subprocess.run(
@@ -114,8 +105,18 @@ def test_the_command_runs_blas_on_one_thread_unless_told_otherwise() -> None:
     assert _blas_threads(env, import_first=True) == "-"
 
 
-def test_the_pyarrow_version_is_read_without_importing_it() -> None:
-    """The command holds numpy back only from a pyarrow that runs without it (16+)."""
-    from fsmemory._cli_export import _pyarrow_major
-
-    assert _pyarrow_major() == int(pa.__version__.split(".")[0])
+def test_called_by_a_host_the_command_leaves_its_environment_alone() -> None:
+    """``main(argv)`` from a host program (not the console script): no environment
+    variable of the host is set, and its Arrow keeps the default allocator."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENBLAS_NUM_THREADS", "ARROW_DEFAULT_MEMORY_POOL")
+    }
+    probe = (
+        "import os\n"
+        "print(os.environ.get('OPENBLAS_NUM_THREADS', '-'), "
+        "os.environ.get('ARROW_DEFAULT_MEMORY_POOL', '-'))"
+    )
+    assert _after_setup(env, "", probe, own_process=False) == "- -"
+    assert _after_setup(env, "", probe) == "1 system"

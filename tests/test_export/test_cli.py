@@ -111,29 +111,48 @@ def test_an_export_process_loads_neither_the_memory_layer_nor_mcp(
     local_dirs: tuple[str, str],
 ) -> None:
     """``fsmemory export ...`` (one of many shard processes, say) builds only the export
-    command's parser: what the other commands need is never imported, nor
-    ``pyarrow.compute``, nor (in a process of its own) numpy, while the fast and the
-    reference parser both run (one line is corrupt); the report and the exit status are
-    those of the full command line."""
+    command's parser: what the other commands need is never imported, nor (with the
+    speed-ups on) ``pyarrow.compute``, while the fast and the reference parser both run
+    (one line is corrupt); the report and the exit status are those of the full command
+    line. numpy loads with pyarrow as usual, so pyarrow converts numpy objects."""
     pytest.importorskip("numpy")
     src, dest = local_dirs
     _source(src)
+    env = {k: v for k, v in os.environ.items() if k != "FSMEMORY_NO_SPEEDUPS"}
+    expected = ["numpy"] if "numpy" in _loaded_by_pyarrow() else []
     # As the console script runs it: the process is the command's own.
-    report, seen = _export_process(src, dest, "main()")
-    assert seen == {"status": 0, "loaded": []} and report["rows"] == 3
-    # Called with arguments (a library use of the command): numpy loads as usual, so
-    # the caller's pyarrow still converts numpy objects.
-    report, seen = _export_process(src, dest, "main(sys.argv[1:])")
-    assert seen == {"status": 0, "loaded": ["numpy"]} and report["rows"] == 3
-    env = {**os.environ, "FSMEMORY_EXPORT_NUMPY": "1"}
     report, seen = _export_process(src, dest, "main()", env)
-    assert seen == {"status": 0, "loaded": ["numpy"]} and report["rows"] == 3
+    assert seen == {"status": 0, "loaded": expected} and report["rows"] == 3
+    # Called with arguments (a library use of the command).
+    report, seen = _export_process(src, dest, "main(sys.argv[1:])", env)
+    assert seen == {"status": 0, "loaded": expected} and report["rows"] == 3
     assert sorted(r["content"] for r in read_rows(dest)) == ["a", "b", "c"]
     # The full command line still lists every command (and its help names export).
     from fsmemory import cli
 
     usage = cli.build_parser().format_help()
     assert all(name in usage for name in ("export", "mcp", "remember", "recall"))
+
+
+def _loaded_by_pyarrow() -> list[str]:
+    import subprocess
+    import sys
+
+    code = "import sys, pyarrow, pyarrow.parquet, pyarrow.json; print('numpy' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return ["numpy"] if done.stdout.strip() == "True" else []
+
+
+def test_the_switch_takes_the_public_compute_path(local_dirs: tuple[str, str]) -> None:
+    """``FSMEMORY_NO_SPEEDUPS=1``: the export's kernels come from the public
+    ``pyarrow.compute`` (imported), and the export gives the same rows."""
+    src, dest = local_dirs
+    _source(src)
+    env = {**os.environ, "FSMEMORY_NO_SPEEDUPS": "1"}
+    report, seen = _export_process(src, dest, "main()", env)
+    assert seen["status"] == 0 and "pyarrow.compute" in seen["loaded"]
+    assert report["rows"] == 3
+    assert sorted(r["content"] for r in read_rows(dest)) == ["a", "b", "c"]
 
 
 def test_progress_bar_on_a_terminal(

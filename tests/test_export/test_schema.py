@@ -68,7 +68,13 @@ def test_missing_pyarrow_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> Non
     assert "fsmemory[parquet]" in str(info.value)
 
 
-ALLOWED = ("fsmemory.fs", "fsmemory.memory", "fsmemory.errors", "fsmemory._jsonutil")
+ALLOWED = (
+    "fsmemory.fs",
+    "fsmemory.memory",
+    "fsmemory.errors",
+    "fsmemory._jsonutil",
+    "fsmemory._speedups",
+)
 
 
 def test_export_imports_only_lower_layers() -> None:

@@ -16,6 +16,8 @@ BACKENDS = [
     "memory",
     pytest.param("s3", marks=pytest.mark.s3),
     pytest.param("gcs", marks=pytest.mark.gcs),
+    pytest.param("azure", marks=pytest.mark.azure),
+    pytest.param("azure-adlfs", marks=pytest.mark.azure),
     pytest.param("redis", marks=pytest.mark.redis),
 ]
 
@@ -47,6 +49,14 @@ def backend_location(
     if backend == "gcs":
         return request.getfixturevalue("gcs_root_url"), request.getfixturevalue(
             "gcs_storage_options"
+        )
+    if backend == "azure":
+        return request.getfixturevalue("azure_root_url"), request.getfixturevalue(
+            "azure_storage_options"
+        )
+    if backend == "azure-adlfs":
+        return request.getfixturevalue("azure_root_url"), request.getfixturevalue(
+            "azure_adlfs_storage_options"
         )
     if backend == "redis":
         return f"{request.getfixturevalue('redis_url')}/0/{name}", {}

@@ -16,6 +16,8 @@ BACKENDS = [
     "memory",
     pytest.param("s3", marks=pytest.mark.s3),
     pytest.param("gcs", marks=pytest.mark.gcs),
+    pytest.param("azure", marks=pytest.mark.azure),
+    pytest.param("azure-adlfs", marks=pytest.mark.azure),
     pytest.param("redis-fs", marks=pytest.mark.redis),
     pytest.param("redis-native", marks=pytest.mark.redis),
 ]
@@ -45,6 +47,10 @@ def make_spec(request: pytest.FixtureRequest, kind: str, tmp_path: Any) -> Spec:
     if kind == "gcs":
         url = request.getfixturevalue("gcs_root_url")
         return kind, f"{url}/{name}.snapshot", request.getfixturevalue("gcs_storage_options")
+    if kind in ("azure", "azure-adlfs"):
+        url = request.getfixturevalue("azure_root_url")
+        fixture = "azure_storage_options" if kind == "azure" else "azure_adlfs_storage_options"
+        return kind, f"{url}/{name}.snapshot", request.getfixturevalue(fixture)
     redis_url = request.getfixturevalue("redis_url")
     if kind == "redis-fs":
         return kind, f"{redis_url}/0/snapshots/{name}.snapshot", {}

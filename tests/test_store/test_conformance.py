@@ -135,3 +135,35 @@ class TestGcsStore(KnowledgeStoreTests):
         return FsspecKnowledgeStore(
             gcs_root_url, poll_interval=0.2, storage_options=gcs_storage_options
         )
+
+
+@pytest.mark.azure
+class TestAzureStore(KnowledgeStoreTests):
+    """Azure Blob (Azurite) through obstore: appends and CAS through conditional PUTs."""
+
+    appenders = 4
+    appends_each = 5
+
+    @pytest.fixture
+    def store(
+        self, azure_root_url: str, azure_storage_options: dict[str, Any]
+    ) -> FsspecKnowledgeStore:
+        return FsspecKnowledgeStore(
+            azure_root_url, poll_interval=0.2, storage_options=azure_storage_options
+        )
+
+
+@pytest.mark.azure
+class TestAzureStoreThroughAdlfs(KnowledgeStoreTests):
+    """Azure Blob (Azurite) through adlfs: CAS under a lease object."""
+
+    appenders = 4
+    appends_each = 5
+
+    @pytest.fixture
+    def store(
+        self, azure_root_url: str, azure_adlfs_storage_options: dict[str, Any]
+    ) -> FsspecKnowledgeStore:
+        return FsspecKnowledgeStore(
+            azure_root_url, poll_interval=0.2, storage_options=azure_adlfs_storage_options
+        )

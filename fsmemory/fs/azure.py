@@ -54,7 +54,8 @@ operation                       requests
 ``write(create_only=True)``     1 ``Put Blob`` with ``If-None-Match: *``
 ``append``                      1 ``Get Blob`` + 1 conditional ``Put Blob`` per attempt
 ``list`` / ``list_dirs``        1 ``List Blobs`` per 5000 names, never cached
-``delete``                      1 ``Blob Batch`` delete (404 means it did not exist)
+``delete``                      1 ``Get Blob Properties`` + 1 ``Delete Blob``
+``delete_many``/``delete_tree`` 1 ``Delete Blob`` each, 8 at a time
 ==============================  =====================================================
 
 The version token is the blob's ETag without quotes. Azure answers a failed ``If-Match``
@@ -73,13 +74,16 @@ from __future__ import annotations
 import builtins
 import os
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from fsmemory.errors import (
     BackendError,
+    BucketNotFoundError,
     ConflictError,
     InvalidInputError,
     InvalidPathError,
@@ -87,7 +91,7 @@ from fsmemory.errors import (
     MissingDependencyError,
 )
 from fsmemory.fs._obstore import ObstoreConnectionError, ObstoreRoot, check_version
-from fsmemory.fs.base import StorageRoot
+from fsmemory.fs.base import FileInfo, StorageRoot, Versioned
 from fsmemory.fs.errors import http_status
 from fsmemory.fs.generic import FsspecRoot
 from fsmemory.fs.retry import RetryPolicy, policy_from_options
@@ -109,6 +113,9 @@ __all__ = [
 CLIENT_OPTION = "client"
 CLIENT_ENV = "FSMEMORY_AZURE_CLIENT"
 _CLIENT_CHOICES = ("auto", "obstore", "adlfs")
+
+#: concurrent single deletes of one batch
+_DELETE_THREADS = 8
 
 #: seconds one request may take as a whole on the obstore route, and to connect
 REQUEST_TIMEOUT = 30.0
@@ -421,23 +428,22 @@ class AzureRoot(ObstoreRoot):
         return data[start - lo :]
 
     async def _delete_keys(self, keys: builtins.list[str]) -> int:
-        """Batched deletes (``Blob Batch``, 256 a request); Azure fails a batch whose
-        blob is already gone, so then each is deleted on its own (gone ones skipped)."""
+        """One ``Delete Blob`` per blob, a few at a time; blobs already gone do not
+        count. Not obstore's blob batch: Azure fails a whole batch when one blob of it
+        is gone (after deleting the others), so it cannot tell what it deleted."""
         import obstore
 
-        try:
-            self._call(obstore.delete, keys)
-            return len(keys)
-        except FileNotFoundError:
-            pass
-        count = 0
-        for key in keys:
+        def one(key: str) -> bool:
             try:
                 self._call(obstore.delete, key)
-                count += 1
             except FileNotFoundError:
-                continue
-        return count
+                return False
+            return True
+
+        if len(keys) == 1:
+            return int(one(keys[0]))
+        with ThreadPoolExecutor(min(_DELETE_THREADS, len(keys))) as pool:
+            return sum(pool.map(one, keys))
 
 
 def _path_of(url: str) -> str:
@@ -497,9 +503,72 @@ class AdlfsRoot(FsspecRoot):
       path as a name (:func:`_exact_names_class`).
     * a range starting past the end of a blob fails with HTTP 416 in adlfs; here it
       reads as ``b""``, as on every other root.
+    * adlfs answers a missing container as a missing file (an empty memory that can
+      never be written); here the first "not found" (or empty listing) checks the
+      container once and raises :class:`~fsmemory.errors.BucketNotFoundError` naming it.
 
     Args: those of :class:`~fsmemory.fs.generic.FsspecRoot`.
     """
+
+    def __init__(
+        self, fs: Any, root: str, *, url: str | None = None, retry: RetryPolicy | None = None
+    ) -> None:
+        super().__init__(fs, root, url=url, retry=retry)
+        self._container_seen = False
+
+    def _check_container(self) -> None:
+        """Raise BucketNotFoundError when the container is missing (checked until it is
+        seen once; a check that fails says nothing)."""
+        if self._container_seen:
+            return
+        container = self.root.split("/", 1)[0]
+        try:
+            exists = bool(self.fs.exists(container))
+        except Exception:
+            return
+        if not exists:
+            raise BucketNotFoundError(container, "Azure Blob")
+        self._container_seen = True
+
+    @contextmanager
+    def _container_known(self) -> Iterator[None]:
+        try:
+            yield
+        except KeyNotFoundError:
+            self._check_container()
+            raise
+
+    def _read_versioned(self, full: str, path: str) -> Versioned:
+        with self._container_known():
+            return super()._read_versioned(full, path)
+
+    def stat(self, path: str) -> FileInfo | None:
+        """See :meth:`FsspecRoot.stat` (a missing container raises)."""
+        info = super().stat(path)
+        if info is None:
+            self._check_container()
+        return info
+
+    def list(self, prefix: str = "", *, recursive: bool = False) -> builtins.list[FileInfo]:
+        """See :meth:`FsspecRoot.list` (a missing container raises)."""
+        found = super().list(prefix, recursive=recursive)
+        if not found:
+            self._check_container()
+        return found
+
+    def list_names(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:
+        """See :meth:`FsspecRoot.list_names` (a missing container raises)."""
+        files, dirs = super().list_names(prefix)
+        if not files and not dirs:
+            self._check_container()
+        return files, dirs
+
+    def write(
+        self, path: str, data: bytes, *, if_version: str | None = None, create_only: bool = False
+    ) -> str:
+        """See :meth:`FsspecRoot.write` (a missing container raises)."""
+        with self._container_known():
+            return super().write(path, data, if_version=if_version, create_only=create_only)
 
     @classmethod
     def _connect(cls, url: str, options: dict[str, Any]) -> tuple[Any, str]:
@@ -515,7 +584,8 @@ class AdlfsRoot(FsspecRoot):
     def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
         """See :meth:`FsspecRoot.read_range`; a range past the end reads as ``b""``."""
         try:
-            return super().read_range(path, start, end)
+            with self._container_known():
+                return super().read_range(path, start, end)
         except BackendError as exc:
             if http_status(exc) == _RANGE_NOT_SATISFIABLE:
                 return b""

@@ -318,7 +318,7 @@ class AzureRoot(ObstoreRoot):
             try:
                 import obstore  # noqa: F401
             except ImportError as exc:
-                if forced == "obstore":
+                if forced == "obstore" or not _installed("adlfs"):
                     raise MissingDependencyError("obstore", "azure") from exc
                 route = _adlfs("obstore is not installed")
         if route.client == "adlfs":
@@ -444,6 +444,15 @@ class AzureRoot(ObstoreRoot):
             return int(one(keys[0]))
         with ThreadPoolExecutor(min(_DELETE_THREADS, len(keys))) as pool:
             return sum(pool.map(one, keys))
+
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported (imports it)."""
+    try:
+        __import__(module)
+    except ImportError:
+        return False
+    return True
 
 
 def _path_of(url: str) -> str:

@@ -293,3 +293,75 @@ def test_batch_delete_with_a_blob_already_gone(
     assert deleted == 2 if route == "obstore" else deleted in (2, 3)
     assert root.list("d") == []
     assert root.read_bytes("keep") == b"keep"
+
+
+# -- missing packages -------------------------------------------------------------------
+
+_HIDE = """
+import sys
+for name in {hidden!r}:
+    sys.modules[name] = None
+from fsmemory.errors import MissingDependencyError
+from fsmemory.fs import open_root
+
+def refused(url, options):
+    try:
+        open_root(url, options)
+    except MissingDependencyError as exc:
+        return exc
+    raise AssertionError("no MissingDependencyError")
+"""
+
+
+def _hidden(hidden: list[str], body: str, env: dict[str, str] | None = None) -> None:
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    code = _HIDE.format(hidden=hidden) + textwrap.dedent(body)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("AZURE_")}
+    environ["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    environ.update(env or {})
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=environ
+    )
+    assert result.returncode == 0, result.stderr
+
+
+KEYED = {"account_name": "acct", "account_key": "a2V5"}
+
+
+def test_without_obstore_or_adlfs_the_extra_is_named() -> None:
+    _hidden(
+        ["obstore", "adlfs"],
+        f"""
+        exc = refused("az://c/p", {KEYED!r})
+        assert exc.extra == "azure", exc
+        assert "pip install 'fsmemory[azure]'" in str(exc)
+        """,
+    )
+
+
+def test_without_obstore_a_key_falls_back_to_adlfs_unless_obstore_is_forced() -> None:
+    _hidden(
+        ["obstore"],
+        f"""
+        from fsmemory.fs.azure import AdlfsRoot
+        assert isinstance(open_root("az://c/p", {KEYED!r}), AdlfsRoot)
+        exc = refused("az://c/p", {{**{KEYED!r}, "client": "obstore"}})
+        assert exc.extra == "azure", exc
+        """,
+    )
+
+
+def test_without_adlfs_entra_id_says_to_install_adlfs() -> None:
+    _hidden(
+        ["adlfs"],
+        """
+        exc = refused("az://c/p", {"account_name": "acct"})
+        assert exc.module == "adlfs" and "pip install adlfs" in str(exc), exc
+        from fsmemory.fs.azure import AzureRoot
+        assert isinstance(open_root("az://c/p", {"account_name": "acct", "sas_token": "sv=1"}), AzureRoot)
+        """,
+    )

@@ -365,3 +365,44 @@ def test_without_adlfs_entra_id_says_to_install_adlfs() -> None:
         assert isinstance(open_root("az://c/p", {"account_name": "acct", "sas_token": "sv=1"}), AzureRoot)
         """,
     )
+
+
+# -- the emulator launcher --------------------------------------------------------------
+
+
+@pytest.mark.azure
+def test_azurite_starts_serves_and_stops() -> None:
+    """A fresh Azurite answers blob requests and is gone, with its folder, after stop()."""
+    import socket
+
+    from fsmemory.testing.cloud_services import start_azurite
+    from fsmemory.testing.services import start_or_skip
+
+    service = start_or_skip(start_azurite)
+    workdir = service.workdir
+    try:
+        service.create_container("launcher")
+        root = open_root("az://launcher/x", service.azure_storage_options())
+        root.write("k", b"v", create_only=True)
+        assert root.read_bytes("k") == b"v"
+    finally:
+        service.stop()
+    assert not service.running
+    assert workdir is not None and not workdir.exists()
+    with pytest.raises(OSError), socket.create_connection((service.host, service.port), 0.5):
+        pass
+    service.stop()  # idempotent
+
+
+def test_missing_azurite_skips_or_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A missing azurite-blob skips, unless FSMEMORY_REQUIRE_SERVICES=1 makes it an error."""
+    from fsmemory.testing.cloud_services import AZURITE_ENV, start_azurite
+    from fsmemory.testing.services import ServiceUnavailableError, start_or_skip
+
+    monkeypatch.setenv(AZURITE_ENV, "/nonexistent/azurite-blob")
+    monkeypatch.delenv("FSMEMORY_REQUIRE_SERVICES", raising=False)
+    with pytest.raises(pytest.skip.Exception):
+        start_or_skip(start_azurite)
+    monkeypatch.setenv("FSMEMORY_REQUIRE_SERVICES", "1")
+    with pytest.raises(ServiceUnavailableError, match="azurite"):
+        start_or_skip(start_azurite)

@@ -406,3 +406,49 @@ def test_missing_azurite_skips_or_fails(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("FSMEMORY_REQUIRE_SERVICES", "1")
     with pytest.raises(ServiceUnavailableError, match="azurite"):
         start_or_skip(start_azurite)
+
+
+@pytest.mark.azure
+@pytest.mark.parametrize("route", ["obstore", "adlfs"])
+def test_sas_token_from_a_connection_string(
+    azurite_service: AzuriteService, azure_root_url: str, route: str
+) -> None:
+    """A container SAS with read/write/delete/list works, compare-and-swap included; a
+    read-only SAS reads, and its writes fail as a final BackendError leaving the blob
+    byte for byte as it was."""
+    from datetime import UTC, datetime, timedelta
+
+    from azure.storage.blob import ContainerSasPermissions, generate_container_sas
+
+    from fsmemory.errors import BackendError, ConflictError
+    from fsmemory.testing.cloud_services import AZURITE_ACCOUNT
+
+    container = azure_root_url.split("/")[2]
+
+    def options(permission: str) -> dict[str, Any]:
+        sas = generate_container_sas(
+            AZURITE_ACCOUNT,
+            container,
+            account_key=AZURITE_KEY,
+            permission=ContainerSasPermissions.from_string(permission),
+            expiry=datetime.now(UTC) + timedelta(hours=1),
+        )
+        cs = (
+            f"AccountName={AZURITE_ACCOUNT};SharedAccessSignature={sas};"
+            f"BlobEndpoint={azurite_service.blob_endpoint};"
+        )
+        return {"connection_string": cs, "client": route}
+
+    writer = open_root(azure_root_url, options("rwdlc"))
+    assert isinstance(writer, AzureRoot if route == "obstore" else AdlfsRoot)
+    v1 = writer.write("s.txt", b"one", create_only=True)
+    v2 = writer.write("s.txt", b"two", if_version=v1)
+    with pytest.raises(ConflictError):
+        writer.write("s.txt", b"three", if_version=v1)
+    assert [i.path for i in writer.list("")] == ["s.txt"]
+    reader = open_root(azure_root_url, options("rl"))
+    assert reader.read("s.txt").data == b"two"
+    with pytest.raises(BackendError):
+        reader.write("s.txt", b"forbidden")
+    got = writer.read("s.txt")
+    assert got.data == b"two" and got.version == v2

@@ -39,10 +39,11 @@ Usage::
 ``--tricks`` measures what each speed trick of the export command saves: ``fsmemory
 export --full`` processes of the 2,000-tenant fleet, interleaved, with the public
 ``pyarrow.compute`` (``FSMEMORY_NO_SPEEDUPS=1``) or the private ``pyarrow._compute``,
-with or without the command's process setup (Arrow's system allocator, one BLAS
-thread), and with the tricks earlier versions had (pyarrow loaded with numpy held back;
-a library call switching Arrow's process-wide pool, which ``ARROW_DEFAULT_MEMORY_POOL``
-stands for here).
+with or without the command's process setup (Arrow's system allocator), and with the
+tricks earlier versions had (pyarrow loaded with numpy held back; numpy's BLAS on one
+thread; a library call switching Arrow's process-wide pool, which
+``ARROW_DEFAULT_MEMORY_POOL`` stands for here); then 4 ``--shard i/4`` processes at
+once with the public and the private compute module.
 """
 
 from __future__ import annotations
@@ -220,7 +221,7 @@ def _child(task: str, args: list[str]) -> None:
     import resource
 
     if task in ("export", "fleet-export"):
-        # The process setup of `fsmemory export` (allocator, BLAS threads), before
+        # The process setup of `fsmemory export` (the allocator), before
         # pyarrow is imported.
         from fsmemory._cli_export import _prepare_process
 
@@ -379,7 +380,12 @@ print(json.dumps({"report": json.loads(out.getvalue()),
 
 
 def _cli_processes(
-    src: str, dest: str, flags: list[list[str]], *, sessions: bool = False
+    src: str,
+    dest: str,
+    flags: list[list[str]],
+    *,
+    sessions: bool = False,
+    env: dict[str, str] | None = None,
 ) -> tuple[float, list[dict[str, Any]]]:
     """Run one ``fsmemory export SRC DEST --json <flags>`` process per entry of ``flags``,
     all at once; returns the wall time from the first start to the last exit and each
@@ -389,7 +395,11 @@ def _cli_processes(
     command = [sys.executable, "-c", _CLI_PROCESS, "export", src, dest, "--json", "--no-progress"]
     procs = [
         subprocess.Popen(
-            [*command, *extra], stdout=subprocess.PIPE, text=True, start_new_session=sessions
+            [*command, *extra],
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=sessions,
+            env=env,
         )
         for extra in flags
     ]
@@ -553,7 +563,8 @@ def fleet(args: argparse.Namespace, work: str) -> None:
         if not args.s3_only:
             _shard_rows(table, label, src, work, rounds, args.sessions)
         # S3 (moto server on loopback).
-        s3 = None if args.shards_only else _s3_fleet(src, tenants, args.moto_dispatch)
+        skip_s3 = args.shards_only or args.no_s3
+        s3 = None if skip_s3 else _s3_fleet(src, tenants, args.moto_dispatch)
         if s3 is not None:
             service, url, options = s3
             try:
@@ -682,7 +693,7 @@ _TRICKS: list[tuple[str, dict[str, str], str]] = [
     ("public compute + system allocator", {"FSMEMORY_NO_SPEEDUPS": "1", "POOL": "system"}, ""),
     ("public compute + 1 BLAS thread", {"FSMEMORY_NO_SPEEDUPS": "1", "BLAS": "1"}, ""),
     ("public compute + numpy held back", {"FSMEMORY_NO_SPEEDUPS": "1"}, _NUMPY_HELD_BACK),
-    ("private compute, as the command runs", {"POOL": "system", "BLAS": "1"}, ""),
+    ("private compute, as the command runs", {"POOL": "system"}, ""),
     ("all old tricks (+ numpy held back)", {"POOL": "system", "BLAS": "1"}, _NUMPY_HELD_BACK),
 ]
 
@@ -719,6 +730,20 @@ def tricks(args: argparse.Namespace, work: str) -> None:
             samples[label].append(
                 _trick_process(src, dest, _trick_env(extra, default_pool), before)
             )
+    # 4 shard processes at once, public against private compute (as the command runs).
+    shards: dict[str, list[dict[str, Any]]] = {"public": [], "private": []}
+    flags = [["--shard", f"{i}/4"] for i in range(4)]
+    for _ in range(args.repeat):
+        for mode in shards:
+            extra = {"POOL": "system"}
+            if mode == "public":
+                extra["FSMEMORY_NO_SPEEDUPS"] = "1"
+            shutil.rmtree(dest, ignore_errors=True)
+            wall, runs = _cli_processes(src, dest, flags, env=_trick_env(extra, default_pool))
+            shards[mode].append(
+                {"seconds": wall, "cpu": sum(r["cpu"] for r in runs),
+                 "maxrss": max(r["maxrss"] for r in runs), "rows": sum(r["rows"] for r in runs)}
+            )  # fmt: skip
     shutil.rmtree(dest, ignore_errors=True)
     base = samples[_TRICKS[0][0]]
     title = f"export --full process, {tenants:,} x {args.days}"
@@ -738,6 +763,18 @@ def tricks(args: argparse.Namespace, work: str) -> None:
             f"{cpu - _median(base, 'cpu'):+.3f} s CPU, {(rss - base_rss) / 2**20:+.1f} MiB RSS"
         )
         print(f"{label:<44} {wall:>7.3f} {cpu:>6.2f} {_mib(rss):>8}  {note}")
+    for mode, runs in shards.items():
+        wall, cpu = _median(runs, "seconds"), _median(runs, "cpu")
+        rss = statistics.median(r["maxrss"] for r in runs)
+        note = ""
+        if mode == "private":
+            pub = shards["public"]
+            note = (
+                f"{wall - _median(pub, 'seconds'):+.3f} s wall, "
+                f"{cpu - _median(pub, 'cpu'):+.3f} s CPU (4 processes) vs public"
+            )
+        print(f"{'4 shard processes, ' + mode + ' compute':<44} {wall:>7.3f} {cpu:>6.2f} "
+              f"{_mib(rss):>8}  {note}")  # fmt: skip
     print(
         f"\nMedians of {args.repeat} interleaved rounds; each row is a whole `fsmemory export "
         "--full` process (interpreter start to exit: wall, CPU of all threads, peak RSS "
@@ -876,6 +913,7 @@ def main() -> None:
     parser.add_argument(
         "--tricks", action="store_true", help="--fleet: what each speed trick saves"
     )
+    parser.add_argument("--no-s3", action="store_true", help="--fleet: no S3 rows")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:

@@ -9,6 +9,9 @@ are the same objects, so the results are too. Methods of Arrow objects that woul
 import ``pyarrow.compute`` on first use (``Array.cast``, ``RecordBatch.filter``,
 ``Array.is_valid`` ...) have their counterpart here.
 
+Kernels whose names are Python keywords or builtins end in ``_`` (``and_``, ``any_``,
+``filter_``, ``sum_``), so the module never shadows a builtin.
+
 Import this module only where pyarrow is needed: it imports pyarrow.
 """
 
@@ -32,7 +35,7 @@ __all__ = [
     "add",
     "add_checked",
     "and_",
-    "any",
+    "any_",
     "binary_length",
     "cast",
     "coalesce",
@@ -40,7 +43,7 @@ __all__ = [
     "equal",
     "fill_null",
     "fill_null_forward",
-    "filter",
+    "filter_",
     "greater",
     "greater_equal",
     "if_else",
@@ -59,7 +62,7 @@ __all__ = [
     "split_pattern",
     "strftime",
     "subtract",
-    "sum",
+    "sum_",
     "take",
     "trunc",
     "unique",
@@ -81,13 +84,13 @@ def _kernel(name: str) -> Callable[..., Any]:
 add = _kernel("add")
 add_checked = _kernel("add_checked")
 and_ = _kernel("and")
-any = _kernel("any")
+any_ = _kernel("any")
 binary_length = _kernel("binary_length")
 coalesce = _kernel("coalesce")
 cumulative_sum = _kernel("cumulative_sum")
 equal = _kernel("equal")
 fill_null_forward = _kernel("fill_null_forward")
-filter = _kernel("filter")
+filter_ = _kernel("filter")
 greater = _kernel("greater")
 greater_equal = _kernel("greater_equal")
 if_else = _kernel("if_else")
@@ -103,7 +106,7 @@ multiply = _kernel("multiply")
 or_ = _kernel("or")
 or_kleene = _kernel("or_kleene")
 subtract = _kernel("subtract")
-sum = _kernel("sum")
+sum_ = _kernel("sum")
 take = _kernel("take")
 trunc = _kernel("trunc")
 unique = _kernel("unique")

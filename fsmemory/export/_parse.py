@@ -382,7 +382,7 @@ class MemoryParser(_Base):
         if op.null_count < n:
             op = pc.fill_null(op, "remember")
             is_forget = pc.equal(op, "forget")
-            if pc.any(is_forget).as_py():
+            if pc.any_(is_forget).as_py():
                 forget = is_forget
         else:
             op = pa.repeat(pa.scalar("remember"), n)
@@ -401,7 +401,7 @@ class MemoryParser(_Base):
                 pc.and_(remember, pc.or_kleene(pc.is_null(ids), pc.equal(ids, ""))),
             ]
         for check in checks:
-            if pc.any(check).as_py():
+            if pc.any_(check).as_py():
                 return None  # absent ids need byte offsets; the rest is corrupt or odd
         ts = t["timestamp"]
         category = pc.fill_null(t["category"], "general")
@@ -429,7 +429,7 @@ class MemoryParser(_Base):
         None when Arrow cannot compute it (the reference path decides)."""
         pa, pc = self.pa, self.pc
         need = pc.and_(pc.and_(pc.is_null(expires_at), pc.is_valid(ttl)), pc.is_valid(ts))
-        if not pc.any(need).as_py():
+        if not pc.any_(need).as_py():
             return expires_at
         try:
             ttl_needed = pc.if_else(need, ttl, pa.nulls(len(ttl), ttl.type))
@@ -648,7 +648,7 @@ class EventParser(_Base):
         stop = None
         if self.until is not None:
             after = pc.greater(days, self.until)
-            if pc.any(after).as_py():
+            if pc.any_(after).as_py():
                 first = pc.index(after, True).as_py()
                 stop = (start_of(first), batch.column("line")[first].as_py())
                 batch, days = batch.slice(0, first), days.slice(0, first)
@@ -657,9 +657,9 @@ class EventParser(_Base):
         dropped = 0
         if self.since is not None and len(days):
             keep = pc.greater_equal(days, self.since)
-            dropped = len(days) - pc.sum(pc.cast(keep, pa.int64())).as_py()
+            dropped = len(days) - pc.sum_(pc.cast(keep, pa.int64())).as_py()
             if dropped:
-                batch, days = pc.filter(batch, keep), pc.filter(days, keep)
+                batch, days = pc.filter_(batch, keep), pc.filter_(days, keep)
         return Parsed(batch, dates=days, stop=stop, out_of_window=dropped)
 
 

@@ -397,7 +397,7 @@ class Stream:
                     pc.equal(batch.column("source_file"), source_file),
                 )
                 mask = hit if mask is None else pc.or_(mask, hit)
-            kept = pc.filter(batch, pc.invert(mask)) if mask is not None else batch
+            kept = pc.filter_(batch, pc.invert(mask)) if mask is not None else batch
             if kept.num_rows:
                 yield kept
 
@@ -459,7 +459,7 @@ class Stream:
             self.pipe.submit(sink.write, unique[0], parsed.batch, (key,))
             return
         for day in sorted(unique):
-            self.pipe.submit(sink.write, day, pc.filter(parsed.batch, pc.equal(days, day)), (key,))
+            self.pipe.submit(sink.write, day, pc.filter_(parsed.batch, pc.equal(days, day)), (key,))
 
     def _parsed_blocks(self, work: Work, parser: MemoryParser | EventParser) -> Iterator[Parsed]:
         """Read ``work``'s file from its start in blocks and parse them, advancing

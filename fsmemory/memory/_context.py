@@ -347,6 +347,8 @@ def _scan_log(path: str, data: bytes, date: str) -> _LogScan | None:
 def _tail_forgets(block: bytes, whole: bool) -> set[bytes]:
     """The ids named by forget records in ``block``, the end of a log (``whole``: the
     block starts the file)."""
+    if b'"op"' not in block and b"\\u" not in block:
+        return set()
     lines = block.split(b"\n")
     if not whole:
         lines.pop(0)  # (a partial line)

@@ -41,16 +41,23 @@ reads the metadata back and tells exactly whether the object is this write.
 
 Process safety: only obstore's synchronous calls are used (its async calls under a
 short-lived event loop can abort the interpreter at exit), and no thread or pool is kept
-between calls, so a forked child starts clean.
+between calls. obstore's tokio runtime does not survive ``fork()``: in a child forked
+from a process that used obstore, every obstore call would hang. So, in such a child,
+a root built with a ``fork_class`` becomes an instance of that class (S3: the s3fs root
+of the same URL and options, its filesystem built on first use), and any other obstore
+root raises :class:`~fsmemory.errors.BackendError` saying so instead of hanging;
+:func:`obstore_usable` tells a constructor to pick another route from the start.
 """
 
 from __future__ import annotations
 
 import builtins
 import logging
+import os
 import re
 import threading
 import uuid
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -76,6 +83,7 @@ __all__ = [
     "ObstoreRoot",
     "check_version",
     "map_error",
+    "obstore_usable",
 ]
 
 _T = TypeVar("_T")
@@ -107,6 +115,34 @@ _TRANSPORT_WORDS = (
 )
 #: most concurrent requests of one ``read_ranges``
 _MAX_THREADS = 8
+
+
+#: the process whose obstore runtime started (None: obstore not used yet)
+_runtime_pid: int | None = None
+#: the live obstore roots (a forked child turns them into their ``fork_class``)
+_LIVE: weakref.WeakSet[ObstoreRoot] = weakref.WeakSet()
+
+
+def obstore_usable() -> bool:
+    """False in a child forked from a process that used obstore (its runtime is gone)."""
+    return _runtime_pid is None or _runtime_pid == os.getpid()
+
+
+def _mark_used() -> None:
+    global _runtime_pid
+    if _runtime_pid is None:
+        _runtime_pid = os.getpid()
+
+
+def _after_fork_in_child() -> None:
+    if _runtime_pid is None:
+        return
+    for root in builtins.list(_LIVE):
+        root._leave_obstore()
+
+
+if hasattr(os, "register_at_fork"):  # pragma: no branch - POSIX
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class ObstoreHTTPError(OSError):
@@ -147,7 +183,7 @@ def map_error(exc: BaseException, bucket: str, service: str) -> BaseException:
         return exc
     first = message.split("\n", 1)[0]
     status = _status(message)
-    if status == 301:
+    if status == 301 or "redirect without LOCATION" in message:
         return BackendError(
             f"{service} bucket {bucket!r} is in another region than the one configured "
             f"(HTTP 301): set the region (client_kwargs={{'region_name': ...}} or "
@@ -175,7 +211,9 @@ def check_version(version: str) -> None:
         InvalidInputError: such a token.
     """
     if not all(" " <= ch <= "~" for ch in version):
-        raise InvalidInputError(f"version token {version!r} holds characters no header may carry")
+        raise InvalidInputError(
+            f"if-match version token {version!r} holds characters no header may carry"
+        )
 
 
 def _strip(etag: object) -> str:
@@ -198,6 +236,9 @@ class ObstoreRoot(BucketRoot):
         retry: the retry policy of this root.
         fs_factory: builds an fsspec filesystem for :attr:`fs` on first access (for code
             that wants one, such as export); None: :attr:`fs` is None.
+        fork_class: the :class:`BucketRoot` class this root becomes in a forked child
+            (see the module docs): its ``fs`` must come from ``_fs``, built by
+            ``_fs_factory`` on first use. None: such a child gets errors.
 
     Raises:
         InvalidPathError: ``root`` names no bucket.
@@ -216,8 +257,10 @@ class ObstoreRoot(BucketRoot):
         url: str,
         retry: RetryPolicy | None = None,
         fs_factory: Callable[[], Any] | None = None,
+        fork_class: type[BucketRoot] | None = None,
     ) -> None:
         self.store = store
+        self._fork_class = fork_class
         #: callables told ``(operation, key)`` before each obstore call (request counts
         #: in tests: a listing counts once per 1000 keys, a batch delete once)
         self.observers: builtins.list[Callable[[str, str], None]] = []
@@ -225,6 +268,14 @@ class ObstoreRoot(BucketRoot):
         self._fs_factory = fs_factory
         self._fs_lock = threading.Lock()
         super().__init__(None, root, url=url, retry=retry)
+        _mark_used()
+        _LIVE.add(self)
+
+    def _leave_obstore(self) -> None:
+        """In a forked child: become an instance of the fork class (which reads its
+        filesystem from ``_fs``, built by ``_fs_factory`` on first use)."""
+        if self._fork_class is not None:
+            self.__class__ = self._fork_class  # type: ignore[assignment]
 
     @property
     def fs(self) -> Any:
@@ -247,6 +298,11 @@ class ObstoreRoot(BucketRoot):
     @contextmanager
     def _mapped(self) -> Iterator[None]:
         """obstore's errors inside the block mapped to the root's (module docs)."""
+        if not obstore_usable():
+            raise BackendError(
+                f"{self.url}: obstore cannot run in a process forked after it was used "
+                "(its tokio runtime does not survive fork); start workers with 'spawn'"
+            )
         try:
             yield
         except Exception as exc:

@@ -1,89 +1,75 @@
-"""S3 storage root: native compare-and-swap, through fsmemory's built-in S3 client or
-through s3fs.
+"""S3 storage root: native compare-and-swap, through obstore or through s3fs.
 
-**Which client.** :meth:`S3Root.from_url` decides once, when the root is built:
+**Which route.** :meth:`S3Root.from_url` decides once, when the root is built, and the
+root it returns sends every request one way:
 
-* the **built-in client** (:mod:`fsmemory.fs._s3client`: the standard library only --
-  SigV4 signing, kept-alive HTTP/1.1 connections, a thread pool for batches) whenever it
-  can serve the storage options itself: credentials from the options (``key``,
-  ``secret``, ``token``, or ``anon=True``), from ``AWS_ACCESS_KEY_ID`` /
-  ``AWS_SECRET_ACCESS_KEY`` / ``AWS_SESSION_TOKEN`` (what AWS Lambda sets), or static keys
-  in the shared credentials/config files (``profile``, ``AWS_PROFILE``); region from
-  ``client_kwargs={"region_name": ...}``, ``AWS_REGION`` / ``AWS_DEFAULT_REGION`` or the
-  config file (else ``us-east-1``, following S3's redirect to the bucket's region); the
-  endpoint from ``endpoint_url`` / ``client_kwargs={"endpoint_url": ...}`` /
-  ``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL`` (path-style addressing there);
-  ``config_kwargs`` ``connect_timeout`` / ``read_timeout``. A cold process then imports
-  neither s3fs nor aiobotocore nor aiohttp, and builds no aiobotocore session.
-* **s3fs** otherwise, exactly as before: credentials only botocore's providers give (SSO,
-  ``role_arn``, ``credential_process``, web identity, the instance metadata service,
-  container credentials), an HTTP proxy, or any storage option the built-in client does
-  not understand (``requester_pays``, ``version_aware=True``, ``s3_additional_kwargs``,
-  ``session``, other ``client_kwargs``/``config_kwargs`` ...).
-* The storage option ``client`` forces the choice: ``"s3fs"`` (always s3fs), ``"builtin"``
-  (the built-in client, or :class:`~fsmemory.errors.InvalidInputError` saying why it
-  cannot), ``"auto"`` (the default). The environment variable ``FSMEMORY_S3_CLIENT`` sets
-  the default for a whole process. :attr:`S3Root.client` tells which one a root uses.
+* **obstore** (:class:`S3ObstoreRoot`, over :class:`~fsmemory.fs._obstore.ObstoreRoot`)
+  when it resolves the configuration exactly as botocore would (:func:`obstore_config`):
+  credentials from the options (``key``/``secret``/``token``, or ``anon=True``), from
+  ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_SESSION_TOKEN`` (what AWS Lambda
+  sets), or -- when no shared config or credentials file exists -- web identity (EKS)
+  and container (ECS/EKS) credentials; the region from
+  ``client_kwargs={"region_name": ...}``, ``AWS_DEFAULT_REGION`` or the active profile
+  of the config file; the endpoint from ``endpoint_url`` /
+  ``client_kwargs={"endpoint_url": ...}`` / ``AWS_ENDPOINT_URL_S3`` /
+  ``AWS_ENDPOINT_URL`` (path-style addressing there); ``config_kwargs``
+  ``connect_timeout``/``read_timeout``.
+* **s3fs** (:class:`S3fsRoot`) for everything else, as botocore resolves it: profiles
+  whose config section holds more than ``region``/``output``, static keys only in the
+  shared files, SSO, ``credential_process``, role chains, the instance metadata service,
+  FIPS and dual-stack endpoints (``AWS_USE_FIPS_ENDPOINT``, ...), a CA bundle
+  (``AWS_CA_BUNDLE``), proxies (``HTTPS_PROXY``, ...), any other ``AWS_*`` variable
+  obstore does not model, no region at all on AWS (botocore follows S3's redirect to
+  the bucket's region; obstore cannot), China and isolated partitions, and any storage
+  option obstore does not model (``requester_pays``, ``version_aware``, ``session``,
+  ``s3_additional_kwargs``, other ``client_kwargs``/``config_kwargs``, ...).
+* The storage option ``client`` forces a route: ``"s3fs"``, ``"obstore"`` (or
+  :class:`~fsmemory.errors.InvalidInputError` saying why it cannot), ``"auto"`` (the
+  default); ``"builtin"`` is an older name of ``"obstore"``. The environment variable
+  ``FSMEMORY_S3_CLIENT`` sets the default for a whole process. :attr:`S3Root.client`
+  tells which route a root takes.
 
 ``root.fs`` is an ``s3fs.S3FileSystem`` either way (for code that wants a filesystem,
-such as export): with the built-in client it is built from the same storage options on
+such as export): on the obstore route it is built from the same storage options on
 first access, so a root that never touches it never imports s3fs.
 
-Every primitive is one S3 request:
+The requests of each primitive are those of :mod:`fsmemory.fs._obstore` (obstore) and
+of the table below (s3fs); the version token is the object's ETag without quotes on
+both routes, so a version read through one route is a valid ``if_version`` on the other.
 
 ==============================  =====================================================
-operation                       requests
+operation (s3fs)                requests
 ==============================  =====================================================
 ``read``                        1 ``GetObject`` (body and ETag from the same response)
 ``read_range``                  1 ranged ``GetObject``
-``read_ranges``                 1 ``GetObject`` per range, sent concurrently
 ``stat``                        1 ``HeadObject``
-``write``                       1 ``PutObject`` (new ETag from the response)
 ``write(if_version=etag)``      1 ``PutObject`` with ``If-Match: <etag>``
 ``write(create_only=True)``     1 ``PutObject`` with ``If-None-Match: *``
 ``append``                      1 ``GetObject`` + 1 conditional ``PutObject`` per attempt
 ``list`` / ``list_dirs``        1 ``ListObjectsV2`` per 1000 keys, never cached
 ``delete``                      1 ``HeadObject`` + 1 ``DeleteObject``
-``delete_tree``                 listing + 1 ``DeleteObjects`` per 1000 keys
-``delete_many``                 1 ``DeleteObjects`` per 1000 keys
+``delete_many``/``delete_tree`` 1 ``DeleteObjects`` per 1000 keys
 ==============================  =====================================================
 
-The version token is the object's ETag (without quotes). S3 answers a failed
-``If-Match``/``If-None-Match`` with HTTP 412, which becomes
-:class:`~fsmemory.errors.ConflictError`. An ``If-Match`` on a missing key answers 404,
-which is also a conflict (the version the caller saw is gone). Both clients' errors map
-to the same fsmemory errors (:mod:`fsmemory.fs.errors`).
-
-Listings are never cached: with s3fs they bypass its directory cache, which never
-expires by default and would hide objects written by other processes; the filesystem is
-also created with ``use_listings_cache=False`` (unless the caller sets it) so code that
-uses ``root.fs`` directly does not see stale listings either.
-
-Retries: neither client retries by itself, except that each resends a request once when a
-kept-alive connection turns out to be closed (aiohttp for a ``PUT``; the built-in client
-for any request on a reused connection that failed before a complete reply). s3fs's
-and botocore's own retries are switched off (the filesystem is a subclass of s3fs's
-that tries each request once, and botocore gets ``retries={"total_max_attempts": 1}``
-unless ``config_kwargs`` says otherwise). Every request is retried by the root's
-:class:`~fsmemory.fs.retry.RetryPolicy` instead (storage option ``retry``), with backoff
-and a total deadline. A blind retry of a conditional ``PutObject`` whose reply was lost
-would get 412 and report a conflict for a write that landed -- and so would the hidden
-resends above. So every conditional ``PutObject`` carries a random marker in its user
-metadata (``x-amz-meta-fsmemory-write``) and, after an ambiguous failure or a 412, one
-``HeadObject`` tells exactly whether the object is this write (see
-:mod:`fsmemory.fs.retry`). Each request is bounded by a connect timeout (5 s) and a read
-timeout (15 s), s3fs's defaults, which ``config_kwargs`` may change for both clients.
+Retries: neither route retries by itself (obstore is built with ``max_retries=0``;
+s3fs's and botocore's retries are switched off, except that aiohttp resends a ``PUT``
+once on a dropped kept-alive connection). Every request is retried by the root's
+:class:`~fsmemory.fs.retry.RetryPolicy` (storage option ``retry``). A conditional
+``PutObject`` carries a random marker in its user metadata (``x-amz-meta-fsmemory-write``)
+so that, after an ambiguous failure, one metadata request tells exactly whether the
+object is this write. Timeouts: a connect timeout (5 s) and a read timeout (15 s),
+s3fs's defaults, which ``config_kwargs`` may change; on obstore the whole request is
+bounded by their sum.
 """
 
 from __future__ import annotations
 
 import builtins
-import logging
+import configparser
 import os
-import threading
-import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from typing import Any, ClassVar, TypeVar
+from collections.abc import Callable, Mapping
+from datetime import timedelta
+from typing import Any, ClassVar
 
 from fsmemory.errors import (
     ConflictError,
@@ -93,42 +79,69 @@ from fsmemory.errors import (
     MissingDependencyError,
 )
 from fsmemory.fs._bucket import BucketRoot, single_try_subclass
-from fsmemory.fs._s3client import (
-    Pending,
-    Reply,
-    S3Client,
-    S3Error,
-    check_headers,
-    client_for,
-    list_page,
-    resolve_config,
-)
+from fsmemory.fs._obstore import WRITE_MARKER, ObstoreRoot, check_version, obstore_usable
 from fsmemory.fs.base import FileInfo, Versioned
 from fsmemory.fs.generic import _mtime
 from fsmemory.fs.open import split_protocol
-from fsmemory.fs.paths import cache_paths
-from fsmemory.fs.retry import RetryPolicy, policy_from_options
+from fsmemory.fs.retry import policy_from_options
 
-__all__ = ["CLIENT_ENV", "CLIENT_OPTION", "S3Root"]
+__all__ = ["CLIENT_ENV", "CLIENT_OPTION", "S3ObstoreRoot", "S3Root", "S3fsRoot", "obstore_config"]
 
-_T = TypeVar("_T")
-
-logger = logging.getLogger(__name__)
-
-#: the storage option that picks the client, and its values
+#: the storage option that picks the route, and its values ("builtin": older name)
 CLIENT_OPTION = "client"
-CLIENT_CHOICES = frozenset({"auto", "builtin", "s3fs"})
+CLIENT_CHOICES = frozenset({"auto", "obstore", "builtin", "s3fs"})
 #: the environment variable giving the default of :data:`CLIENT_OPTION`
 CLIENT_ENV = "FSMEMORY_S3_CLIENT"
-
 
 #: ``DeleteObjects`` takes at most this many keys per request.
 _DELETE_BATCH = 1000
 
-#: user-metadata key of the marker a conditional PutObject carries
-WRITE_MARKER = "fsmemory-write"
-
 _SINGLE_TRY_NAME = "S3FileSystemSingleTry"
+
+#: s3fs's default timeouts (seconds), kept on the obstore route
+CONNECT_TIMEOUT = 5.0
+READ_TIMEOUT = 15.0
+
+#: storage options the obstore route understands (the rest need s3fs)
+_OPTIONS = frozenset(
+    {"key", "secret", "token", "anon", "endpoint_url", "client_kwargs", "config_kwargs"}
+    | {"use_listings_cache", "skip_instance_cache"}
+)
+_CLIENT_KWARGS = frozenset({"endpoint_url", "region_name"})
+_CONFIG_KWARGS = frozenset({"connect_timeout", "read_timeout", "retries"})
+#: keys of a config-file profile that change nothing obstore would do
+_PROFILE_KEYS = frozenset({"region", "output"})
+#: ``AWS_*`` variables whose meaning the obstore route reproduces (others: s3fs)
+_ENV_KNOWN = frozenset(
+    {
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "AWS_ENDPOINT_URL",
+        "AWS_ENDPOINT_URL_S3",
+        "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE",
+        "AWS_CONFIG_FILE",
+        "AWS_SHARED_CREDENTIALS_FILE",
+        "AWS_EXECUTION_ENV",
+        "AWS_MAX_ATTEMPTS",
+        "AWS_RETRY_MODE",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_ROLE_ARN",
+        "AWS_ROLE_SESSION_NAME",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+        "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+        "AWS_CA_BUNDLE",  # only as the system's bundle, see obstore_config
+    }
+)
+#: prefixes of ``AWS_*`` variables that configure no client (Lambda's, X-Ray's)
+_ENV_IGNORED = ("AWS_LAMBDA_", "AWS_XRAY_")
+#: variables that change how botocore connects (proxies, CA bundles)
+_ENV_CONNECTION = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 
 
 def _single_try_class() -> Any:
@@ -156,57 +169,189 @@ def _quote_etag(version: str) -> str:
     return version if version.startswith('"') else f'"{version}"'
 
 
+def _env(environ: Mapping[str, str], name: str) -> str | None:
+    value = environ.get(name, "").strip()
+    return value or None
+
+
+def _same_file(a: str, b: str | None) -> bool:
+    try:
+        return b is not None and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _config_profile(
+    environ: Mapping[str, str], profile: str | None
+) -> tuple[dict[str, str] | None, bool, str | None]:
+    """``(active profile's settings, whether a config or credentials file exists, why
+    the files cannot be used)`` as botocore would read them."""
+    home = os.path.expanduser("~")
+    config_file = _env(environ, "AWS_CONFIG_FILE") or os.path.join(home, ".aws", "config")
+    cred_file = _env(environ, "AWS_SHARED_CREDENTIALS_FILE") or os.path.join(
+        home, ".aws", "credentials"
+    )
+    files = [f for f in (config_file, cred_file) if os.path.isfile(f) and os.path.getsize(f)]
+    name = profile or _env(environ, "AWS_DEFAULT_PROFILE") or _env(environ, "AWS_PROFILE")
+    if not os.path.isfile(config_file) or not os.path.getsize(config_file):
+        return {}, bool(files), None
+    parser = configparser.RawConfigParser()
+    try:
+        parser.read(config_file, encoding="utf-8")
+    except (configparser.Error, OSError, UnicodeDecodeError) as exc:
+        return None, True, f"the AWS config file cannot be read ({exc})"
+    wanted = name or "default"
+    section = "default" if wanted == "default" else f"profile {wanted}"
+    if not parser.has_section(section):
+        return {}, True, None
+    return dict(parser.items(section)), True, None
+
+
+def obstore_config(
+    options: Mapping[str, Any], environ: Mapping[str, str] | None = None
+) -> tuple[dict[str, Any] | None, str]:
+    """The obstore ``S3Store`` settings equivalent to what botocore would use for these
+    storage options in this environment: ``(settings, "")``, or ``(None, reason)`` when
+    obstore cannot reproduce it (the s3fs route then serves it).
+
+    The settings are ``{"config": ..., "client_options": ..., "bucket_style": ...}``
+    (``bucket_style``: ``"virtual"`` on AWS for names without dots, ``"path"``
+    otherwise).
+    """
+    env = os.environ if environ is None else environ
+    unknown = sorted(set(options) - _OPTIONS)
+    if unknown:
+        return None, f"storage option(s) {', '.join(unknown)}"
+    client_kwargs = dict(options.get("client_kwargs") or {})
+    config_kwargs = dict(options.get("config_kwargs") or {})
+    if set(client_kwargs) - _CLIENT_KWARGS:
+        return None, f"client_kwargs {sorted(set(client_kwargs) - _CLIENT_KWARGS)}"
+    if set(config_kwargs) - _CONFIG_KWARGS:
+        return None, f"config_kwargs {sorted(set(config_kwargs) - _CONFIG_KWARGS)}"
+    for name in sorted(env):
+        if not name.startswith("AWS_") or not env[name].strip():
+            continue
+        if name not in _ENV_KNOWN and not name.startswith(_ENV_IGNORED):
+            return None, f"environment variable {name}"
+    for name in _ENV_CONNECTION:
+        if _env(env, name) or _env(env, name.lower()):
+            return None, f"environment variable {name} (proxy or CA settings)"
+    bundle = _env(env, "AWS_CA_BUNDLE")
+    if bundle and not _same_file(bundle, _env(env, "SSL_CERT_FILE")):
+        # botocore trusts that bundle alone; obstore trusts the system's certificates
+        # (SSL_CERT_FILE): equal only when they are the same file.
+        return None, "AWS_CA_BUNDLE names another bundle than SSL_CERT_FILE"
+    profile_settings, files_exist, problem = _config_profile(env, options.get("profile"))
+    if profile_settings is None:
+        return None, problem or "the AWS config file"
+    extra = sorted(set(profile_settings) - _PROFILE_KEYS)
+    if extra:
+        return None, f"the AWS config profile sets {', '.join(extra)}"
+
+    config: dict[str, Any] = {}
+    key, secret, token = options.get("key"), options.get("secret"), options.get("token")
+    if options.get("anon"):
+        config["skip_signature"] = True
+    elif key and secret:
+        config.update(access_key_id=str(key), secret_access_key=str(secret))
+        if token:
+            config["session_token"] = str(token)
+    elif key or secret:
+        return None, "only one of key and secret"
+    elif _env(env, "AWS_ACCESS_KEY_ID") and _env(env, "AWS_SECRET_ACCESS_KEY"):
+        config["access_key_id"] = _env(env, "AWS_ACCESS_KEY_ID")
+        config["secret_access_key"] = _env(env, "AWS_SECRET_ACCESS_KEY")
+        if _env(env, "AWS_SESSION_TOKEN"):
+            config["session_token"] = _env(env, "AWS_SESSION_TOKEN")
+    elif files_exist:
+        return None, "credentials from the shared AWS files (profiles, SSO, processes)"
+    elif _env(env, "AWS_WEB_IDENTITY_TOKEN_FILE") and _env(env, "AWS_ROLE_ARN"):
+        pass  # obstore reads web identity from the environment
+    elif _env(env, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") or _env(
+        env, "AWS_CONTAINER_CREDENTIALS_FULL_URI"
+    ):
+        pass  # obstore reads container credentials from the environment
+    else:
+        return None, "no credentials in the options or the environment (instance metadata)"
+
+    endpoint = (
+        options.get("endpoint_url")
+        or client_kwargs.get("endpoint_url")
+        or _env(env, "AWS_ENDPOINT_URL_S3")
+        or _env(env, "AWS_ENDPOINT_URL")
+    )
+    region = (
+        client_kwargs.get("region_name")
+        or _env(env, "AWS_DEFAULT_REGION")
+        or profile_settings.get("region")
+    )
+    if not region:
+        if not endpoint:
+            return None, "no region (botocore follows S3's redirect to the bucket's region)"
+        region = "us-east-1"
+    region = str(region)
+    if region.startswith(("cn-", "us-iso", "eu-isoe")):
+        return None, f"region {region} (another AWS partition)"
+    config["region"] = region
+    # An integrity checksum on every PUT (buckets with Object Lock refuse writes without).
+    config["checksum_algorithm"] = "sha256"
+    client_options: dict[str, Any] = {}
+    connect = float(config_kwargs.get("connect_timeout", CONNECT_TIMEOUT))
+    read = float(config_kwargs.get("read_timeout", READ_TIMEOUT))
+    client_options["connect_timeout"] = timedelta(seconds=connect)
+    client_options["timeout"] = timedelta(seconds=connect + read)
+    if endpoint:
+        endpoint = str(endpoint).rstrip("/")
+        config["endpoint"] = endpoint
+        if endpoint.startswith("http://"):
+            client_options["allow_http"] = True
+        style = "path"
+    else:
+        style = "virtual"
+    return {"config": config, "client_options": client_options, "bucket_style": style}, ""
+
+
+def _store(bucket: str, settings: dict[str, Any]) -> Any:
+    """An obstore ``S3Store`` for ``bucket`` with these settings and no retries."""
+    from obstore.store import S3Store
+
+    config = dict(settings["config"])
+    config["virtual_hosted_style_request"] = (
+        settings["bucket_style"] == "virtual" and "." not in bucket
+    )
+    return S3Store(
+        bucket,
+        config=config,  # type: ignore[arg-type]
+        client_options=settings["client_options"],
+        retry_config={"max_retries": 0, "retry_timeout": timedelta(seconds=0)},
+    )
+
+
 class S3Root(BucketRoot):
     """A prefix in an S3 bucket (``s3://bucket/prefix``) with native compare-and-swap.
 
-    Built by :meth:`from_url`, which picks the client once (see the module docs).
-
-    Args:
-        fs: an ``s3fs.S3FileSystem`` (the s3fs client), or None with ``client``.
-        root: ``bucket`` or ``bucket/prefix`` (no protocol).
-        url: the URL it was opened from.
-        retry: the retry policy of this root.
-        client: fsmemory's built-in client; ``root.fs`` is then built on first use by
-            ``fs_factory``.
-        fs_factory: builds the s3fs filesystem for ``root.fs`` (with ``client``).
+    :meth:`from_url` returns one of the two routes (see the module docs):
+    :class:`S3ObstoreRoot` or :class:`S3fsRoot`.
     """
 
     service = "S3"
-
-    # aiohttp resends a PUT once on a dropped kept-alive connection, and so does the
-    # built-in client on a kept-alive connection the server had closed (module docs).
-    _hidden_retries: ClassVar[bool] = True
-
-    def __init__(
-        self,
-        fs: Any,
-        root: str,
-        *,
-        url: str | None = None,
-        retry: RetryPolicy | None = None,
-        client: S3Client | None = None,
-        fs_factory: Callable[[], Any] | None = None,
-    ) -> None:
-        self._client = client
-        self._fs: Any = None
-        self._fs_factory = fs_factory
-        self._fs_lock = threading.Lock()
-        super().__init__(fs, root, url=url or f"s3://{root}", retry=retry)
+    #: which client sends this root's requests: ``"obstore"`` or ``"s3fs"``
+    client: ClassVar[str] = "s3fs"
 
     @classmethod
     def from_url(cls, url: str, options: Mapping[str, Any] | None = None) -> S3Root:
         """Open ``url`` with storage options: s3fs's (``key``, ``secret``, ``token``,
         ``anon``, ``endpoint_url``, ``client_kwargs={"endpoint_url": ...,
         "region_name": ...}``, ``config_kwargs``, ``profile``, ...) plus ``retry``
-        (:meth:`FsspecRoot.from_url`) and ``client``: ``"auto"`` (default: the built-in
-        client when it can serve the options, else s3fs), ``"s3fs"`` or ``"builtin"``.
-        The environment variable ``FSMEMORY_S3_CLIENT`` sets the default.
+        (:meth:`FsspecRoot.from_url`) and ``client``: ``"auto"`` (default),
+        ``"obstore"`` or ``"s3fs"``. The environment variable ``FSMEMORY_S3_CLIENT``
+        sets the default.
 
         Raises:
             InvalidInputError: a malformed ``retry`` or ``client`` option, or
-                ``client="builtin"`` with options only s3fs can serve.
+                ``client="obstore"`` with a configuration only s3fs can serve.
             InvalidPathError: the URL names no bucket.
-            MissingDependencyError: s3fs is needed but not installed
+            MissingDependencyError: the route's package is not installed
                 (``pip install 'fsmemory[s3]'``).
         """
         opts = dict(options or {})
@@ -218,56 +363,36 @@ class S3Root(BucketRoot):
             )
         _, rest = split_protocol(url)
         path = rest.strip("/")
-        if not path.split("/", 1)[0]:
+        bucket = path.split("/", 1)[0]
+        if not bucket:
             raise InvalidPathError(f"S3 URLs need a bucket: {url!r}")
         if choice != "s3fs":
-            config, reason = resolve_config(opts)
-            if config is not None:
+            settings, reason = obstore_config(opts)
+            if not obstore_usable():
+                settings, reason = None, "a process forked after obstore was used"
+            if settings is not None:
+                try:
+                    store = _store(bucket, settings)
+                except ImportError as exc:
+                    if choice != "auto":
+                        raise MissingDependencyError("obstore", "s3") from exc
+                else:
 
-                def factory() -> Any:
-                    return cls._connect(url, dict(opts))[0]
+                    def factory() -> Any:
+                        return S3fsRoot._connect(url, dict(opts))[0]
 
-                return cls(
-                    None,
-                    path,
-                    url=url,
-                    retry=policy,
-                    client=client_for(config),
-                    fs_factory=factory,
-                )
-            if choice == "builtin":
-                raise InvalidInputError(f"the built-in S3 client cannot be used: {reason}")
-        fs, full = cls._connect(url, opts)
-        return cls(fs, full, url=url, retry=policy)
-
-    @property
-    def fs(self) -> Any:
-        """The s3fs filesystem of this root (built on first use when the built-in client
-        sends the root's own requests; code such as export may use it directly).
-
-        Raises:
-            MissingDependencyError: s3fs is not installed.
-        """
-        if self._fs is None and self._fs_factory is not None:
-            with self._fs_lock:
-                if self._fs is None:
-                    self._fs = self._fs_factory()
-        return self._fs
-
-    @fs.setter
-    def fs(self, value: Any) -> None:
-        self._fs = value
-
-    @property
-    def client(self) -> str:
-        """Which client sends this root's requests: ``"builtin"`` or ``"s3fs"``."""
-        return "builtin" if self._client is not None else "s3fs"
-
-    def storage_key(self) -> tuple[str, ...]:
-        """What identifies the files this root addresses (without building ``fs``)."""
-        if self._client is not None:
-            return (type(self).__qualname__, self.root, str(id(self._client)))
-        return super().storage_key()
+                    return S3ObstoreRoot(
+                        store,
+                        path,
+                        url=url,
+                        retry=policy,
+                        fs_factory=factory,
+                        fork_class=_ForkedS3fsRoot,
+                    )
+            elif choice != "auto":
+                raise InvalidInputError(f"the obstore route cannot serve this S3 root: {reason}")
+        fs, full = S3fsRoot._connect(url, opts)
+        return S3fsRoot(fs, full, url=url, retry=policy)
 
     @staticmethod
     def _fs_class() -> Any:
@@ -285,55 +410,26 @@ class S3Root(BucketRoot):
         config.setdefault("retries", {"total_max_attempts": 1, "mode": "standard"})
         opts["config_kwargs"] = config
 
+
+class S3ObstoreRoot(ObstoreRoot, S3Root):
+    """The obstore route of :class:`S3Root` (see :mod:`fsmemory.fs._obstore`)."""
+
+    client: ClassVar[str] = "obstore"
+
+
+class S3fsRoot(S3Root):
+    """The s3fs route of :class:`S3Root`: ``fs`` is an ``s3fs.S3FileSystem``."""
+
+    # aiohttp resends a PUT once on a dropped kept-alive connection (module docs).
+    _hidden_retries: ClassVar[bool] = True
+
     # -- plumbing ----------------------------------------------------------------------
     def _split(self, full: str) -> tuple[str, str]:
-        if self._client is not None:
-            return super()._split(full)
         bucket, key, _ = self.fs.split_path(full)
         return bucket, key
 
-    def _run(self, func: Callable[..., Awaitable[_T]], *args: Any) -> _T:
-        """Run one of the root's request coroutines: on s3fs's event loop, or -- with
-        the built-in client, whose requests never wait on an event loop -- right here."""
-        if self._client is None:
-            return super()._run(func, *args)
-        coro = func(*args)
-        assert isinstance(coro, Coroutine)
-        try:
-            coro.send(None)
-        except StopIteration as done:
-            result: _T = done.value
-            return result
-        coro.close()
-        raise RuntimeError("a built-in S3 request waited on an event loop")  # pragma: no cover
-
-    def _forget_cached(self, path: str) -> None:
-        if self._fs is not None:
-            self._fs.invalidate_cache(path)
-
-    def _cat_full(self, full: str) -> bytes:
-        if self._client is None:
-            return super()._cat_full(full)
-        bucket, key = self._split(full)
-        try:
-            return self._client.get_object(bucket, key).body
-        except S3Error as exc:
-            if exc.status == 404:
-                raise FileNotFoundError(full) from exc
-            raise
-
-    def _rm_full(self, full: str) -> None:
-        if self._client is None:
-            super()._rm_full(full)
-            return
-        self._client.delete_object(*self._split(full))
-
     async def _get(self, bucket: str, key: str, byte_range: str | None) -> tuple[bytes, str, bool]:
         """``(data, etag, whole)``; ``whole`` is False when a range was served."""
-        if self._client is not None:
-            reply = self._client.get_object(bucket, key, byte_range)
-            etag = _strip_etag(reply.headers.get("etag", ""))
-            return reply.body, etag, "content-range" not in reply.headers
         extra = {"Range": byte_range} if byte_range else {}
 
         async def once() -> tuple[bytes, str, bool]:
@@ -354,7 +450,7 @@ class S3Root(BucketRoot):
         return result
 
     async def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
-        """One s3fs request (the s3fs client only)."""
+        """One s3fs request."""
         result: dict[str, Any] = await self.fs._call_s3(operation, **kwargs)
         return result
 
@@ -365,27 +461,6 @@ class S3Root(BucketRoot):
         with self._translated(path):
             data, etag, _ = self._run(self._get, bucket, key, None)
         return Versioned(data, etag)
-
-    def read_ranges(
-        self, requests: Sequence[tuple[str, int, int | None]]
-    ) -> builtins.list[bytes | None]:
-        """One GET per range, sent concurrently (s3fs: one ``cat_ranges``; the built-in
-        client: its thread pool, each range retried on its own); a missing file gives
-        None."""
-        if self._client is None:
-            return super().read_ranges(requests)
-        for _, start, end in requests:
-            if start < 0 or (end is not None and end < 0):
-                raise ValueError("offsets must be >= 0")
-
-        def one(request: tuple[str, int, int | None]) -> bytes | None:
-            path, start, end = request
-            try:
-                return self.read_range(path, start, end)
-            except KeyNotFoundError:
-                return None
-
-        return self._client.map(one, builtins.list(requests))
 
     def _put(
         self,
@@ -398,48 +473,26 @@ class S3Root(BucketRoot):
         marker: str | None = None,
     ) -> str:
         """One ``PutObject``, conditional on ``If-Match``/``If-None-Match`` when asked,
-        tagged with ``marker`` in its user metadata when given.
-
-        Raises:
-            InvalidInputError: ``if_version`` holds a character no header may carry
-                (CR, LF, NUL, another control character, non-ASCII); nothing is sent.
-        """
+        tagged with ``marker`` in its user metadata when given."""
         bucket, key = self._split(full)
-        metadata = {WRITE_MARKER: marker} if marker is not None else None
-        if_none_match = "*" if create else None
-        if_match = _quote_etag(if_version) if if_version is not None else None
-        if if_match is not None:  # before any request, whichever client sends it
-            check_headers({"if-match": if_match})
+        kwargs: dict[str, Any] = {}
+        if marker is not None:
+            kwargs["Metadata"] = {WRITE_MARKER: marker}
+        if create:
+            kwargs["IfNoneMatch"] = "*"
+        if if_version is not None:
+            check_version(if_version)
+            kwargs["IfMatch"] = _quote_etag(if_version)
         try:
             with self._translated(path):
-                if self._client is not None:
-                    etag = self._client.put_object(
-                        bucket,
-                        key,
-                        data,
-                        metadata=metadata,
-                        if_match=if_match,
-                        if_none_match=if_none_match,
-                    )
-                else:
-                    kwargs: dict[str, Any] = {}
-                    if metadata is not None:
-                        kwargs["Metadata"] = metadata
-                    if if_none_match is not None:
-                        kwargs["IfNoneMatch"] = if_none_match
-                    if if_match is not None:
-                        kwargs["IfMatch"] = if_match
-                    resp = self.fs.call_s3(
-                        "put_object", Bucket=bucket, Key=key, Body=data, **kwargs
-                    )
-                    etag = resp["ETag"]
+                resp = self.fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, **kwargs)
         except KeyNotFoundError as exc:
             if if_version is not None:
                 raise ConflictError(f"{path!r} no longer exists (version {if_version})") from exc
             raise
         finally:
             self._forget_cached(full)
-        return _strip_etag(etag)
+        return _strip_etag(resp["ETag"])
 
     def _write_once(
         self, full: str, path: str, data: bytes, if_version: str | None, create: bool
@@ -448,6 +501,8 @@ class S3Root(BucketRoot):
         the object holds this write exactly when it carries the marker."""
         if if_version is None and not create:
             return super()._write_once(full, path, data, if_version, create)
+        import uuid
+
         marker = uuid.uuid4().hex
         bucket, key = self._split(full)
 
@@ -462,72 +517,10 @@ class S3Root(BucketRoot):
     def _token(self, info: dict[str, Any]) -> str:
         return _strip_etag(info.get("ETag") or info.get("etag") or "")
 
-    def list_with_cache(
-        self,
-        name: str,
-        load: Callable[[bytes], _T],
-        want: Callable[[builtins.list[FileInfo]], bool] | None = None,
-    ) -> tuple[builtins.list[FileInfo], _T | None]:
-        """The listing and the cache file ``name`` in one round trip (the built-in
-        client; s3fs: one after the other, see :meth:`StorageRoot.list_with_cache`).
-
-        The cache's ``GetObject`` is sent first and the listing's ``ListObjectsV2``
-        right behind it, each on a connection of its own; ``load`` runs on the cache
-        as soon as it arrives, while the service is still answering the listing. A
-        cache file that exists is loaded whatever ``want`` says (it is already here);
-        a missing one costs that one ``GetObject`` (404), sent with the listing. Any
-        failure of the two requests falls back to the ordinary, retried requests.
-        """
-        client = self._client
-        if client is None:
-            return super().list_with_cache(name, load, want)
-        with cache_paths():
-            cache_key = self._key(self._cache_path(name))
-        query = client.list_query(self._dir_key(""), False, None)
-        try:
-            get = client.start("GET", self.bucket, cache_key)
-        except OSError:
-            return super().list_with_cache(name, load, want)
-        try:
-            listing_sent: Pending | None = client.start("GET", self.bucket, query=query)
-        except OSError:
-            listing_sent = None
-        try:
-            try:
-                reply: Reply | None = client.finish(get, ok=(200, 404))
-            except (OSError, S3Error) as exc:
-                logger.info("cache file %r of %s not read: %s", name, self, exc)
-                reply = None
-            loaded = load(reply.body) if reply is not None and reply.status == 200 else None
-        except BaseException:
-            if listing_sent is not None:
-                client.abandon(listing_sent)
-            raise
-        listing = None if listing_sent is None else self._first_page(listing_sent)
-        if listing is None:  # not sent, failed, or more than one page: the usual way
-            listing = self.list("", recursive=True)
-        return listing, loaded
-
-    def _first_page(self, sent: Pending) -> builtins.list[FileInfo] | None:
-        """The listing of a root whose ``ListObjectsV2`` :meth:`list_with_cache` sent,
-        or None when it failed or has more pages."""
-        assert self._client is not None
-        try:
-            objects, _, following = list_page(self._client.finish(sent).body)
-        except (OSError, S3Error, ValueError) as exc:
-            logger.info("listing of %s sent with its cache failed: %s", self, exc)
-            return None
-        if following:
-            return None
-        self._bucket_seen = True
-        return self._infos(objects)
-
     # -- BucketRoot hooks --------------------------------------------------------------
     async def _list_page(
         self, key_prefix: str, delimiter: bool, token: str | None
     ) -> tuple[builtins.list[dict[str, Any]], builtins.list[str], str | None]:
-        if self._client is not None:
-            return self._client.list_objects(self.bucket, key_prefix, delimiter, token)
         kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": key_prefix}
         if delimiter:
             kwargs["Delimiter"] = "/"
@@ -546,8 +539,6 @@ class S3Root(BucketRoot):
         return FileInfo(rel, int(size or 0), _mtime(obj), _strip_etag(obj.get("ETag", "")))
 
     async def _head_in(self, bucket: str, key: str) -> dict[str, Any]:
-        if self._client is not None:
-            return self._client.head_object(bucket, key)
         return await self._call("head_object", Bucket=bucket, Key=key)
 
     async def _head(self, key: str) -> dict[str, Any]:
@@ -560,8 +551,6 @@ class S3Root(BucketRoot):
         return data[start:end] if whole else data
 
     async def _bucket_exists(self) -> bool:
-        if self._client is not None:
-            return self._client.head_bucket(self.bucket)
         try:
             await self._call("head_bucket", Bucket=self.bucket)
         except FileNotFoundError:
@@ -572,32 +561,44 @@ class S3Root(BucketRoot):
     async def _delete_object(self, key: str) -> None:
         """``HeadObject`` (S3 deletes missing keys silently) then ``DeleteObject``."""
         await self._head(key)
-        if self._client is not None:
-            self._client.delete_object(self.bucket, key)
-            return
         await self._call("delete_object", Bucket=self.bucket, Key=key)
 
     async def _delete_keys(self, keys: builtins.list[str]) -> int:
         """``DeleteObjects`` batches of 1000 keys, sent concurrently."""
-        batches = [keys[i : i + _DELETE_BATCH] for i in range(0, len(keys), _DELETE_BATCH)]
-        if self._client is not None:
-            client = self._client
-            results = client.map(lambda batch: client.delete_objects(self.bucket, batch), batches)
-            errors = [e for r in results for e in r]
-        else:
-            import asyncio
+        import asyncio
 
-            replies = await asyncio.gather(
-                *(
-                    self._call(
-                        "delete_objects",
-                        Bucket=self.bucket,
-                        Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True},
-                    )
-                    for batch in batches
+        batches = [keys[i : i + _DELETE_BATCH] for i in range(0, len(keys), _DELETE_BATCH)]
+        replies = await asyncio.gather(
+            *(
+                self._call(
+                    "delete_objects",
+                    Bucket=self.bucket,
+                    Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True},
                 )
+                for batch in batches
             )
-            errors = [e for r in replies for e in r.get("Errors", [])]
+        )
+        errors = [e for r in replies for e in r.get("Errors", [])]
         if errors:
             raise OSError(f"DeleteObjects failed for {len(errors)} keys: {errors[:3]}")
         return len(keys)
+
+
+class _ForkedS3fsRoot(S3fsRoot):
+    """What an :class:`S3ObstoreRoot` becomes in a forked child (obstore's runtime does
+    not survive fork): the s3fs route of the same URL and options, its filesystem
+    built on first use."""
+
+    _fs: Any
+    _fs_factory: Callable[[], Any]
+
+    @property  # type: ignore[override]
+    def fs(self) -> Any:
+        """The s3fs filesystem, built on first use."""
+        if self._fs is None:
+            self._fs = self._fs_factory()
+        return self._fs
+
+    @fs.setter
+    def fs(self, value: Any) -> None:
+        self._fs = value

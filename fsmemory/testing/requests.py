@@ -1,7 +1,8 @@
 """Count the requests a storage root sends to its service (for tests and benchmarks).
 
-* S3: every HTTP request really sent: by fsmemory's built-in client (its observers) or
-  by botocore (a ``before-send`` hook); retries count.
+* S3 (and other obstore roots): every obstore call (the root's observers; a listing
+  counts once per 1000 keys, a batch delete once), or every HTTP request botocore
+  really sends (a ``before-send`` hook) on the s3fs route; retries count.
 * GCS: every request gcsfs issues through ``_request``.
 * Redis: round trips (commands the client sends; a Lua script is one).
 """
@@ -35,17 +36,17 @@ def count_requests(root: StorageRoot) -> Iterator[RequestCounter]:
         TypeError: the root's backend cannot be counted (local folders, memory).
     """
     counter = RequestCounter()
-    client = getattr(root, "_client", None)
-    if client is not None and hasattr(client, "observers"):  # S3Root's built-in client
+    observers = getattr(root, "observers", None)
+    if isinstance(observers, list):  # an obstore root (fsmemory.fs._obstore)
 
         def observe(method: str, url: str) -> None:
             counter.calls.append(f"{method} {url}")
 
-        client.observers.append(observe)
+        observers.append(observe)
         try:
             yield counter
         finally:
-            client.observers.remove(observe)
+            observers.remove(observe)
         return
     protocol = root.fs.protocol
     protocols = (protocol,) if isinstance(protocol, str) else tuple(protocol)

@@ -29,7 +29,7 @@ from typing import Any
 from urllib.parse import parse_qs, quote_plus, unquote, urlsplit
 from xml.sax.saxutils import escape, unescape
 
-__all__ = ["AwsListingRelay", "HostileServer", "aws_url_encode"]
+__all__ = ["AwsListingRelay", "HostileServer", "PairingRelay", "aws_url_encode"]
 
 #: hop-by-hop headers a relay must not pass on (and the length, which it sets)
 _HOP = frozenset(
@@ -191,3 +191,34 @@ class HostileServer:
     def close(self) -> None:
         """Stop listening."""
         self.sock.close()
+
+
+class PairingRelay(AwsListingRelay):
+    """An :class:`AwsListingRelay` that holds each request until a second one is in
+    flight (or ``wait`` seconds passed) before relaying it: requests a client sends
+    together pass as a pair; requests sent one after another each wait alone.
+
+    Attributes:
+        paired: how many requests met a partner in time.
+        alone: how many requests waited alone for ``wait`` seconds.
+    """
+
+    def __init__(self, upstream: str, wait: float = 1.0) -> None:
+        self.paired = 0
+        self.alone = 0
+        self._wait = wait
+        self._barrier = threading.Barrier(2)
+        self._count_lock = threading.Lock()
+        super().__init__(upstream)
+
+    def _answer(self, handler: BaseHTTPRequestHandler) -> None:
+        try:
+            self._barrier.wait(timeout=self._wait)
+        except threading.BrokenBarrierError:
+            with self._count_lock:
+                self.alone += 1
+                self._barrier.reset()
+        else:
+            with self._count_lock:
+                self.paired += 1
+        super()._answer(handler)

@@ -38,28 +38,23 @@ class TestLocalRoot(StorageRootTests):
 
 @pytest.mark.s3
 class TestS3Root(StorageRootTests):
-    """S3 through fsmemory's built-in client (the default) against moto's server."""
+    """S3 against moto's server on both routes: obstore (the default here) and s3fs
+    (storage option ``client="s3fs"``, fewer concurrent operations to keep it short)."""
 
     concurrency_ops = 10
 
-    @pytest.fixture
-    def root(self, s3_root_url: str, s3_storage_options: dict[str, Any]) -> StorageRoot:
-        root = open_root(s3_root_url, s3_storage_options)
-        assert isinstance(root, S3Root) and root.client == "builtin"
-        return root
-
-
-@pytest.mark.s3
-class TestS3RootThroughS3fs(StorageRootTests):
-    """S3 through s3fs (storage option ``client="s3fs"``), with fewer concurrent
-    operations to keep the suite short."""
-
-    concurrency_ops = 4
-
-    @pytest.fixture
-    def root(self, s3_root_url: str, s3_storage_options: dict[str, Any]) -> StorageRoot:
-        root = open_root(s3_root_url, {**s3_storage_options, "client": "s3fs"})
-        assert isinstance(root, S3Root) and root.client == "s3fs"
+    @pytest.fixture(params=["obstore", "s3fs"])
+    def root(
+        self,
+        request: pytest.FixtureRequest,
+        s3_root_url: str,
+        s3_storage_options: dict[str, Any],
+    ) -> StorageRoot:
+        route = request.param
+        if route == "s3fs":
+            self.concurrency_ops = 4
+        root = open_root(s3_root_url, {**s3_storage_options, "client": route})
+        assert isinstance(root, S3Root) and root.client == route
         return root
 
 
@@ -98,9 +93,7 @@ class TestAzureRootThroughAdlfs(StorageRootTests):
     concurrency_ops = 4
 
     @pytest.fixture
-    def root(
-        self, azure_root_url: str, azure_adlfs_storage_options: dict[str, Any]
-    ) -> StorageRoot:
+    def root(self, azure_root_url: str, azure_adlfs_storage_options: dict[str, Any]) -> StorageRoot:
         from fsmemory.fs.azure import AzureRoot
 
         root = open_root(azure_root_url, azure_adlfs_storage_options)

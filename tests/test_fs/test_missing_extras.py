@@ -99,8 +99,8 @@ def test_without_an_object_store_client(module: str, url: str, extra: str) -> No
 
 
 def test_s3_with_static_keys_needs_no_s3fs() -> None:
-    """Without s3fs, an S3 root whose credentials the built-in client finds opens; only
-    ``root.fs`` (and forcing s3fs) names the extra."""
+    """Without s3fs, an S3 root that obstore can serve opens; only ``root.fs`` (and
+    forcing s3fs) names the extra."""
     _run(
         ["s3fs"],
         """
@@ -108,9 +108,25 @@ def test_s3_with_static_keys_needs_no_s3fs() -> None:
 
         options = {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": "http://127.0.0.1:9"}}
         root = open_root("s3://bucket/agent", options)
-        assert root.client == "builtin", root.client
+        assert root.client == "obstore", root.client
         expect(lambda: root.fs, "s3")
         expect(lambda: open_root("s3://bucket/agent", {**options, "client": "s3fs"}), "s3")
+        """,
+        NO_AWS,
+    )
+
+
+def test_s3_without_obstore_takes_s3fs() -> None:
+    """Without obstore, S3 roots take the s3fs route; forcing obstore names the extra."""
+    _run(
+        ["obstore", "obstore.store"],
+        """
+        from fsmemory import open_root
+
+        options = {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": "http://127.0.0.1:9"}}
+        root = open_root("s3://bucket/agent", options)
+        assert root.client == "s3fs", root.client
+        expect(lambda: open_root("s3://bucket/agent", {**options, "client": "obstore"}), "s3")
         """,
         NO_AWS,
     )

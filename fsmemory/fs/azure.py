@@ -29,12 +29,11 @@ options and the environment, resolving credentials exactly as adlfs would:
   nothing else: managed identity, workload identity, Azure CLI, ...), anonymous access,
   ``UseDevelopmentStorage=true``, an account in the URL host
   (``abfs://container@account.dfs.core.windows.net/...``), any option adlfs knows and
-  obstore does not model, or obstore not installed. adlfs has no conditional write
-  fsmemory can use there, so compare-and-swap and appends take a lease object
-  (``.fsmemory.lease-*``, created with adlfs's atomic create-only write): correct, but
-  slower under contention, and a crashed writer holds its lease until it expires (30 s).
-  :class:`AdlfsRoot` also fixes two adlfs quirks (names holding ``?``, ranges past the
-  end of a blob).
+  obstore does not model, or obstore not installed. Its conditional writes are native
+  too (adlfs hands ``If-Match`` / ``If-None-Match`` through to azure-storage-blob), but
+  each request costs more (azure-core's pipeline, adlfs's event-loop thread).
+  :class:`AdlfsRoot` also fixes three adlfs quirks (names holding ``?``, ranges past
+  the end of a blob, a missing container read as a missing file).
 
 The storage option ``client`` (``"auto"``, ``"obstore"``, ``"adlfs"``) or the environment
 variable ``FSMEMORY_AZURE_CLIENT`` forces the choice; forcing ``"obstore"`` for a
@@ -91,8 +90,8 @@ from fsmemory.errors import (
     MissingDependencyError,
 )
 from fsmemory.fs._obstore import ObstoreConnectionError, ObstoreRoot, check_version
-from fsmemory.fs.base import FileInfo, StorageRoot, Versioned
-from fsmemory.fs.errors import http_status
+from fsmemory.fs.base import Capabilities, FileInfo, StorageRoot, Versioned
+from fsmemory.fs.errors import http_status, translated
 from fsmemory.fs.generic import FsspecRoot
 from fsmemory.fs.retry import RetryPolicy, policy_from_options
 
@@ -503,8 +502,21 @@ def __getattr__(name: str) -> Any:
 
 
 class AdlfsRoot(FsspecRoot):
-    """The adlfs route: the generic fsspec root over adlfs's filesystem (compare-and-swap
-    and appends under a lease object), with two adlfs quirks fixed:
+    """The adlfs route: an fsspec root over adlfs's filesystem with native
+    compare-and-swap (no lease object), and three adlfs quirks fixed.
+
+    Conditional writes are one ``Put Blob`` through adlfs's ``pipe_file``, which hands
+    its keywords to azure-storage-blob's ``upload_blob``: create-only is
+    ``If-None-Match: *`` (``mode="create"``), compare-and-swap ``If-Match: <etag>``
+    (``etag=..., match_condition=IfNotModified``); a versioned read is one ``Get Blob``
+    through adlfs's blob client, content and ETag from the same response. Those calls ask
+    azure-core for no retries of its own (``retry_total=0``), so a conflict on a first
+    try is a lost race, and after an ambiguous failure fsmemory's retry policy tells a
+    landed write by the blob's content (adlfs sets the blob's metadata itself, so no
+    marker can ride along). adlfs's other calls (listings, deletes: idempotent) keep
+    azure-core's retries, which adlfs does not let a caller switch off.
+
+    Quirks fixed:
 
     * adlfs parses every path as a URL, so a name holding ``?`` followed by ``#`` (or
       ending in ``?``) would be written to **another** blob (``a?#b`` to ``a#b``,
@@ -519,11 +531,65 @@ class AdlfsRoot(FsspecRoot):
     Args: those of :class:`~fsmemory.fs.generic.FsspecRoot`.
     """
 
+    capabilities = Capabilities(conditional_write=True, native_append=False)
+
     def __init__(
         self, fs: Any, root: str, *, url: str | None = None, retry: RetryPolicy | None = None
     ) -> None:
         super().__init__(fs, root, url=url, retry=retry)
         self._container_seen = False
+
+    # -- native conditional writes -------------------------------------------------------
+    def _read_versioned(self, full: str, path: str) -> Versioned:
+        """One ``Get Blob``: content and ETag from the same response."""
+        from fsspec.asyn import sync
+
+        container, blob, _ = self.fs.split_path(full)
+
+        async def get() -> tuple[bytes, str]:
+            async with self.fs.service_client.get_blob_client(
+                container=container, blob=blob
+            ) as client:
+                stream = await client.download_blob(retry_total=0)
+                data = await stream.readall()
+                return bytes(data), str(stream.properties.etag)
+
+        with self._container_known(), translated(path):
+            data, etag = sync(self.fs.loop, get)
+        return Versioned(data, etag.strip('"'))
+
+    def _put(self, full: str, path: str, data: bytes, if_version: str | None, create: bool) -> str:
+        """One ``Put Blob``, with ``If-None-Match: *`` or ``If-Match`` when asked."""
+        options: dict[str, Any] = {"retry_total": 0}
+        if create:
+            options["mode"] = "create"
+        elif if_version is not None:
+            from azure.core import MatchConditions
+
+            check_version(if_version)
+            options.update(etag=f'"{if_version}"', match_condition=MatchConditions.IfNotModified)
+        try:
+            with translated(path):
+                result = self.fs.pipe_file(full, data, **options)
+        except ConflictError as exc:
+            if create:
+                raise ConflictError(f"{path!r} already exists") from exc
+            raise ConflictError(f"{path!r} changed since version {if_version}") from exc
+        except KeyNotFoundError as exc:
+            if if_version is not None:
+                raise ConflictError(f"{path!r} no longer exists (version {if_version})") from exc
+            raise
+        return str((result or {}).get("etag") or "").strip('"')
+
+    def _create_exclusive(self, full: str, data: bytes) -> bool:
+        try:
+            self._put(full, full, data, None, True)
+        except ConflictError:
+            return False
+        return True
+
+    def _token(self, info: dict[str, Any]) -> str:
+        return str(info.get("etag") or "").strip('"') or super()._token(info)
 
     def _check_container(self) -> None:
         """Raise BucketNotFoundError when the container is missing (checked until it is
@@ -546,10 +612,6 @@ class AdlfsRoot(FsspecRoot):
         except KeyNotFoundError:
             self._check_container()
             raise
-
-    def _read_versioned(self, full: str, path: str) -> Versioned:
-        with self._container_known():
-            return super()._read_versioned(full, path)
 
     def stat(self, path: str) -> FileInfo | None:
         """See :meth:`FsspecRoot.stat` (a missing container raises)."""
@@ -606,7 +668,7 @@ _RANGE_NOT_SATISFIABLE = 416
 
 
 def _adlfs_root(url: str, options: dict[str, Any], policy: RetryPolicy) -> AdlfsRoot:
-    """The adlfs route's root (lease-based compare-and-swap).
+    """The adlfs route's root.
 
     Raises:
         MissingDependencyError: adlfs is not installed.

@@ -109,3 +109,33 @@ def test_a_killed_writer_does_not_stall_the_others(
 
     keys = [o["path"] for batch in obstore.list(root.store, root.prefix) for o in batch]
     assert not [k for k in keys if ".fsmemory.lease" in k], keys
+
+
+@pytest.mark.parametrize("route", ["obstore", "adlfs"])
+def test_a_lease_left_by_a_crashed_writer_holds_nobody_up(
+    request: pytest.FixtureRequest, azure_root_url: str, route: str
+) -> None:
+    """Both routes write with native conditions, never under a lease: lease blobs such
+    as a crashed writer of the old lease-based adlfs route left (fresh, for MEMORY.md and
+    today's log) hold no remember() up, and the lease blobs are left alone."""
+    options = _options(request, route)
+    km = KnowledgeMemory(azure_root_url, storage_options=options)
+    km.remember("before", persistent=True)
+    assert km.root.capabilities.conditional_write
+    day = time.strftime("%Y-%m-%d", time.gmtime())
+    lease = f'{{"owner": "crashed", "expires": {time.time() + 120}}}'.encode()
+    raw = open_root(azure_root_url, request.getfixturevalue("azure_storage_options"))
+    assert isinstance(raw, AzureRoot)
+    import obstore
+
+    leases = [f"{raw.prefix}/.fsmemory.lease-file-MEMORY.md"]
+    leases.append(f"{raw.prefix}/.fsmemory.lease-file-logs_{day}.jsonl")
+    for key in leases:
+        obstore.put(raw.store, key, lease)
+    started = time.monotonic()
+    km.remember("after a crash", persistent=True)
+    km.remember("after a crash, not persistent")
+    assert time.monotonic() - started < 2.0
+    assert {"before", "after a crash"} <= {e.content for e in km.entries()}
+    for key in leases:
+        assert bytes(obstore.get(raw.store, key).bytes()) == lease

@@ -87,8 +87,8 @@ class TestAzureRoot(StorageRootTests):
 
 @pytest.mark.azure
 class TestAzureRootThroughAdlfs(StorageRootTests):
-    """Azure Blob through adlfs (``client="adlfs"``): the generic root, CAS under a
-    lease object."""
+    """Azure Blob through adlfs (``client="adlfs"``): If-Match / If-None-Match handed
+    through adlfs to azure-storage-blob."""
 
     concurrency_ops = 4
 

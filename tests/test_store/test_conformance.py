@@ -155,7 +155,7 @@ class TestAzureStore(KnowledgeStoreTests):
 
 @pytest.mark.azure
 class TestAzureStoreThroughAdlfs(KnowledgeStoreTests):
-    """Azure Blob (Azurite) through adlfs: CAS under a lease object."""
+    """Azure Blob (Azurite) through adlfs: CAS through conditional PUTs too."""
 
     appenders = 4
     appends_each = 5

@@ -474,8 +474,8 @@ def _s3_fleet(src: str, tenants: int, dispatch: str) -> tuple[Any, str, dict[str
     from fsmemory.fs import open_root
 
     options = service.s3_storage_options()
-    root: Any = open_root("s3://fleet", options)  # an S3Root on the built-in client
-    root._client.request("PUT", "fleet")  # CreateBucket
+    root: Any = open_root("s3://fleet", options)  # an S3Root on obstore
+    root.fs.mkdir("fleet")  # CreateBucket
     files = [
         (f"users/{name}/logs/{log}", os.path.join(src, name, "logs", log))
         for name in sorted(os.listdir(src))[:tenants]
@@ -495,19 +495,21 @@ def _s3_fleet(src: str, tenants: int, dispatch: str) -> tuple[Any, str, dict[str
 
 def task_s3_floor(url: str, options: str, concurrency: str) -> dict[str, Any]:
     """The raw floor of an S3 export's reads: one listing, then one GET per object with
-    the built-in client (no retry layer, no parsing), ``concurrency`` in flight."""
+    obstore directly (no retry layer, no parsing), ``concurrency`` in flight."""
     from concurrent.futures import ThreadPoolExecutor
+
+    import obstore
 
     from fsmemory.fs import open_root
 
-    root: Any = open_root(url, json.loads(options))  # an S3Root on the built-in client
-    client = root._client
-    bucket, _, prefix = root.root.partition("/")
+    root: Any = open_root(url, json.loads(options))  # an S3Root on obstore
+    store = root.store
+    _, _, prefix = root.root.partition("/")
     cpu = _cpu()
     t = time.perf_counter()
     keys = [f"{prefix}/{info.path}" for info in root.list("", recursive=True)]
     with ThreadPoolExecutor(int(concurrency)) as pool:
-        size = sum(pool.map(lambda key: len(client.get_object(bucket, key).body), keys))
+        size = sum(pool.map(lambda key: len(obstore.get(store, key).bytes()), keys))
     return {
         "seconds": time.perf_counter() - t,
         "cpu": _cpu() - cpu,

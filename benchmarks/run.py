@@ -734,14 +734,14 @@ class Suite:
         table.notes = [
             "Each cell is a new process. `open + first recall` excludes `import fsmemory` "
             "(shown apart) but includes importing the backend's client library (S3: "
-            "fsmemory's built-in client, or s3fs where forced with the storage option "
+            "obstore, or s3fs where forced with the storage option "
             "`client='s3fs'`; gcsfs, redis), which fsmemory loads on first use. The floor "
             "(s3fs, gcsfs, redis), in its own fresh "
             "process, lists the memory and fetches every file with one fsspec `cat_ranges` "
             "from offset 0 (one GET per object, concurrent on s3fs/gcsfs); `one GET` is "
             "the round trip of a 1 KiB read on a warm connection (median of 9), through "
             "whichever client is faster: fsspec's (`cat_ranges` from 0, no HEAD first) or "
-            "fsmemory's root (on S3 its built-in client)."
+            "fsmemory's root (on S3 through obstore)."
         ]
         self.emit(table)
 

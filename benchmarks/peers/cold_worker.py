@@ -136,7 +136,7 @@ def mode_cold_floor(params: dict[str, Any]) -> dict[str, Any]:
         return sorted(times)[len(times) // 2]
 
     # One GET round trip, the faster of two clients: fsspec's (a ranged read from 0, no
-    # HEAD first) and fsmemory's own root (on S3 its built-in client).
+    # HEAD first) and fsmemory's own root (on S3 through obstore).
     from fsmemory import open_root
 
     root = open_root(params["url"], params.get("storage_options"))

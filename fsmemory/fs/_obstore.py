@@ -95,12 +95,10 @@ WRITE_MARKER = "fsmemory-write"
 
 #: how obstore words the status of a reply it did not accept
 _STATUS = re.compile(r"status code: (\d{3})\b")
-#: service error codes of a missing bucket or container
-_MISSING_BUCKET = (
-    "<Code>NoSuchBucket</Code>",
-    "ContainerNotFound",
-    "The specified bucket does not exist",
-)
+#: a URL in obstore's message (it holds the key, which must not steer the mapping)
+_URL = re.compile(r"https?://\S+")
+#: service error codes of a missing bucket or container (in the reply's body)
+_MISSING_BUCKET = ("<Code>NoSuchBucket</Code>", "<Code>ContainerNotFound</Code>")
 #: words of a certificate the client refused
 _TLS_WORDS = ("certificate", "InvalidCertificate", "UnknownIssuer", "tls handshake")
 #: words of a request that never got a complete reply
@@ -171,7 +169,10 @@ def map_error(exc: BaseException, bucket: str, service: str) -> BaseException:
     from obstore.exceptions import AlreadyExistsError, BaseError, PreconditionError
 
     message = str(exc)
-    if any(code in message for code in _MISSING_BUCKET):
+    # The reply's body: after the last "status code:" of the message proper (the key
+    # is quoted before it, and again raw in the "Debug source" that follows).
+    body = message.partition("\n\nDebug source:")[0].rpartition("status code:")[2]
+    if any(code in body for code in _MISSING_BUCKET):
         return BucketNotFoundError(bucket, service)
     if isinstance(exc, AlreadyExistsError):
         return ConflictError("already exists")
@@ -183,7 +184,8 @@ def map_error(exc: BaseException, bucket: str, service: str) -> BaseException:
         return exc
     first = message.split("\n", 1)[0]
     status = _status(message)
-    if status == 301 or "redirect without LOCATION" in message:
+    text = _URL.sub("", message)
+    if status == 301 or "redirect without LOCATION" in text:
         return BackendError(
             f"{service} bucket {bucket!r} is in another region than the one configured "
             f"(HTTP 301): set the region (client_kwargs={{'region_name': ...}} or "
@@ -191,7 +193,7 @@ def map_error(exc: BaseException, bucket: str, service: str) -> BaseException:
         )
     if status is not None:
         return ObstoreHTTPError(status, first)
-    lowered = message.lower()
+    lowered = text.lower()
     if any(word.lower() in lowered for word in _TLS_WORDS):
         return BackendError(
             f"TLS failure talking to {service} (the server's certificate is not trusted; "

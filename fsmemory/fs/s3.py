@@ -33,23 +33,11 @@ root it returns sends every request one way:
 such as export): on the obstore route it is built from the same storage options on
 first access, so a root that never touches it never imports s3fs.
 
-The requests of each primitive are those of :mod:`fsmemory.fs._obstore` (obstore) and
-of the table below (s3fs); the version token is the object's ETag without quotes on
-both routes, so a version read through one route is a valid ``if_version`` on the other.
-
-==============================  =====================================================
-operation (s3fs)                requests
-==============================  =====================================================
-``read``                        1 ``GetObject`` (body and ETag from the same response)
-``read_range``                  1 ranged ``GetObject``
-``stat``                        1 ``HeadObject``
-``write(if_version=etag)``      1 ``PutObject`` with ``If-Match: <etag>``
-``write(create_only=True)``     1 ``PutObject`` with ``If-None-Match: *``
-``append``                      1 ``GetObject`` + 1 conditional ``PutObject`` per attempt
-``list`` / ``list_dirs``        1 ``ListObjectsV2`` per 1000 keys, never cached
-``delete``                      1 ``HeadObject`` + 1 ``DeleteObject``
-``delete_many``/``delete_tree`` 1 ``DeleteObjects`` per 1000 keys
-==============================  =====================================================
+Both routes send the same requests for each primitive (the table of
+:mod:`fsmemory.fs._obstore`: ``GetObject``, ``HeadObject``, ``PutObject`` with
+``If-Match``/``If-None-Match``, one ``ListObjectsV2`` or ``DeleteObjects`` per 1000 keys);
+the version token is the object's ETag without quotes on both, so a version read through
+one route is a valid ``if_version`` on the other.
 
 Retries: neither route retries by itself (obstore is built with ``max_retries=0``;
 s3fs's and botocore's retries are switched off, except that aiohttp resends a ``PUT``
@@ -113,30 +101,13 @@ _CONFIG_KWARGS = frozenset({"connect_timeout", "read_timeout", "retries"})
 _PROFILE_KEYS = frozenset({"region", "output"})
 #: ``AWS_*`` variables whose meaning the obstore route reproduces (others: s3fs)
 _ENV_KNOWN = frozenset(
-    {
-        "AWS_ACCESS_KEY_ID",
-        "AWS_SECRET_ACCESS_KEY",
-        "AWS_SESSION_TOKEN",
-        "AWS_REGION",
-        "AWS_DEFAULT_REGION",
-        "AWS_ENDPOINT_URL",
-        "AWS_ENDPOINT_URL_S3",
-        "AWS_PROFILE",
-        "AWS_DEFAULT_PROFILE",
-        "AWS_CONFIG_FILE",
-        "AWS_SHARED_CREDENTIALS_FILE",
-        "AWS_EXECUTION_ENV",
-        "AWS_MAX_ATTEMPTS",
-        "AWS_RETRY_MODE",
-        "AWS_WEB_IDENTITY_TOKEN_FILE",
-        "AWS_ROLE_ARN",
-        "AWS_ROLE_SESSION_NAME",
-        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-        "AWS_CONTAINER_AUTHORIZATION_TOKEN",
-        "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
-        "AWS_CA_BUNDLE",  # only as the system's bundle, see obstore_config
-    }
+    """AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_REGION
+    AWS_DEFAULT_REGION AWS_ENDPOINT_URL AWS_ENDPOINT_URL_S3 AWS_PROFILE AWS_DEFAULT_PROFILE
+    AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE AWS_EXECUTION_ENV AWS_MAX_ATTEMPTS
+    AWS_RETRY_MODE AWS_WEB_IDENTITY_TOKEN_FILE AWS_ROLE_ARN AWS_ROLE_SESSION_NAME
+    AWS_CONTAINER_CREDENTIALS_RELATIVE_URI AWS_CONTAINER_CREDENTIALS_FULL_URI
+    AWS_CONTAINER_AUTHORIZATION_TOKEN AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE
+    AWS_CA_BUNDLE""".split()  # noqa: SIM905 - AWS_CA_BUNDLE: see obstore_config
 )
 #: prefixes of ``AWS_*`` variables that configure no client (Lambda's, X-Ray's)
 _ENV_IGNORED = ("AWS_LAMBDA_", "AWS_XRAY_")

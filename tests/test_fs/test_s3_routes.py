@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from fsmemory.errors import BackendError, InvalidInputError
+from fsmemory.errors import BackendError, InvalidInputError, KeyNotFoundError
 from fsmemory.fs import NO_RETRY, RetryPolicy, open_root
 from fsmemory.fs.errors import is_transient
 from fsmemory.fs.s3 import S3Root, obstore_config
@@ -469,3 +469,28 @@ def test_no_retry_policy_means_one_request(s3_storage_options: dict[str, Any]) -
         assert len(server.requests) == 1
     finally:
         server.close()
+
+
+@pytest.mark.s3
+def test_hostile_key_names_do_not_steer_the_error_mapping(
+    s3_root_url: str, s3_storage_options: dict[str, Any]
+) -> None:
+    """obstore's messages quote the key: a missing key whose name spells a missing
+    bucket, a certificate failure or a redirect is still a missing key, and an existing
+    one reads back."""
+    root = open_root(s3_root_url, {**s3_storage_options, "retry": NO_RETRY})
+    assert isinstance(root, S3Root) and root.client == "obstore"
+    names = [
+        "<Code>NoSuchBucket</Code>.md",
+        "status code: 404 <Code>NoSuchBucket</Code> ContainerNotFound",
+        "certificate UnknownIssuer tls handshake.md",
+        "redirect without LOCATION timed out connection.md",
+    ]
+    for name in names:
+        assert root.stat(name) is None
+        with pytest.raises(KeyNotFoundError):
+            root.read_bytes(name)
+        assert root.delete(name) is False
+        root.write(name, name.encode())
+        assert root.read_bytes(name) == name.encode()
+    assert sorted(i.path for i in root.list("", recursive=True)) == sorted(names)

@@ -128,10 +128,12 @@ def _fresh(
 
 
 def fact_texts(facts: MemoryDocument | Mapping[str, str], category: str) -> Container[str]:
-    """The fact texts (escaped, as in the file) of one category of MEMORY.md, parsed or
-    as :func:`~fsmemory.memory.markdown.plain_blocks`."""
+    """The texts (escaped, as in the file) of the facts without an expiry of one category
+    of MEMORY.md, parsed or as :func:`~fsmemory.memory.markdown.plain_blocks`: the
+    bullets a persistent record without expiry can claim (a bullet with an expiry
+    comment belongs to a record of that expiry)."""
     if isinstance(facts, MemoryDocument):
-        return set(map(itemgetter(0), facts.sections.get(category, ())))
+        return {f.text for f in facts.sections.get(category, ()) if f.expires_at is None}
     return _BlockFacts(facts.get(category, ""))
 
 

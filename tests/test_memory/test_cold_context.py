@@ -290,3 +290,22 @@ def test_clear_deletes_a_leftover_section_cache(writer: KnowledgeMemory, make_km
     writer.clear()
     assert writer.root.read_cache("context") is None
     assert make_km().build_context() == ""
+
+
+@pytest.mark.parametrize("later", [timedelta(0), timedelta(hours=1)])
+def test_a_record_without_expiry_never_claims_a_bullet_with_one(
+    make_km: Make, later: timedelta
+) -> None:
+    """The same fact remembered with a TTL and again without; a person deletes the plain
+    bullet. The bullet left has an expiry comment: it is the TTL record's, not the other
+    one's, in the cold path as in the index (at the expiry moment and after)."""
+    start = datetime(2026, 3, 13, 23, 40, tzinfo=UTC)
+    writer = make_km(clock=FakeClock(start))
+    writer.remember("an ordinary note")
+    writer.remember("tok0007x gamma", category="notes", persistent=True, ttl_days=1)
+    writer.remember("tok0007x gamma", category="notes", persistent=True)
+    data = writer.root.read_bytes("MEMORY.md")
+    assert data.count(b"- tok0007x gamma\n") == 1
+    writer.root.write("MEMORY.md", data.replace(b"- tok0007x gamma\n", b""))
+    text = _same_everywhere(writer.root.url, start + timedelta(days=1) + later)
+    assert "tok0007x" not in text and "an ordinary note" in text

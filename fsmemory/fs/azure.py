@@ -505,16 +505,18 @@ class AdlfsRoot(FsspecRoot):
     """The adlfs route: an fsspec root over adlfs's filesystem with native
     compare-and-swap (no lease object), and three adlfs quirks fixed.
 
-    Conditional writes are one ``Put Blob`` through adlfs's ``pipe_file``, which hands
-    its keywords to azure-storage-blob's ``upload_blob``: create-only is
-    ``If-None-Match: *`` (``mode="create"``), compare-and-swap ``If-Match: <etag>``
-    (``etag=..., match_condition=IfNotModified``); a versioned read is one ``Get Blob``
-    through adlfs's blob client, content and ETag from the same response. Those calls ask
-    azure-core for no retries of its own (``retry_total=0``), so a conflict on a first
-    try is a lost race, and after an ambiguous failure fsmemory's retry policy tells a
-    landed write by the blob's content (adlfs sets the blob's metadata itself, so no
-    marker can ride along). adlfs's other calls (listings, deletes: idempotent) keep
-    azure-core's retries, which adlfs does not let a caller switch off.
+    Writes are one ``Put Blob`` through adlfs's blob client (azure-storage-blob's
+    ``upload_blob``): create-only is ``If-None-Match: *``, compare-and-swap
+    ``If-Match: <etag>``; a versioned read is one ``Get Blob``, content and ETag from the
+    same response. azure-core's own retries are off for both (``retry_total=0``), but
+    aiohttp resends a ``PUT`` once by itself when a kept-alive connection drops, which
+    Azure then answers with 412. So a conditional write carries a random marker in the
+    blob's metadata (:data:`WRITE_MARKER`, beside the ``is_directory`` adlfs writes) and
+    any conflict or ambiguous failure is resolved exactly by reading it back (one
+    ``Get Blob Properties``). adlfs's other calls (listings, ``stat``, deletes: all
+    idempotent) keep azure-storage-blob's own retries (3, after pauses of 15 s and
+    more), which adlfs does not let a caller switch off: under a failing service they
+    take longer to give up than the retry policy's deadline says.
 
     Quirks fixed:
 
@@ -532,6 +534,8 @@ class AdlfsRoot(FsspecRoot):
     """
 
     capabilities = Capabilities(conditional_write=True, native_append=False)
+    # aiohttp resends a PUT once on a dropped kept-alive connection: probe every conflict
+    _hidden_retries = True
 
     def __init__(
         self, fs: Any, root: str, *, url: str | None = None, retry: RetryPolicy | None = None
@@ -558,19 +562,49 @@ class AdlfsRoot(FsspecRoot):
             data, etag = sync(self.fs.loop, get)
         return Versioned(data, etag.strip('"'))
 
-    def _put(self, full: str, path: str, data: bytes, if_version: str | None, create: bool) -> str:
-        """One ``Put Blob``, with ``If-None-Match: *`` or ``If-Match`` when asked."""
-        options: dict[str, Any] = {"retry_total": 0}
-        if create:
-            options["mode"] = "create"
-        elif if_version is not None:
+    def _blob_call(self, full: str, method: str, *args: Any, **kwargs: Any) -> Any:
+        """``await <blob client of full>.<method>(*args, **kwargs)`` on adlfs's loop."""
+        from fsspec.asyn import sync
+
+        container, blob, _ = self.fs.split_path(full)
+
+        async def call() -> Any:
+            async with self.fs.service_client.get_blob_client(
+                container=container, blob=blob
+            ) as client:
+                try:
+                    return await getattr(client, method)(*args, **kwargs)
+                except Exception as exc:
+                    if getattr(exc, "status_code", None) == 409 and method == "upload_blob":
+                        raise FileExistsError(full) from exc  # create-only: it exists
+                    raise
+
+        return sync(self.fs.loop, call)
+
+    def _put(
+        self,
+        full: str,
+        path: str,
+        data: bytes,
+        if_version: str | None,
+        create: bool,
+        *,
+        marker: str | None = None,
+    ) -> str:
+        """One ``Put Blob``, with ``If-None-Match: *`` or ``If-Match`` when asked, tagged
+        with ``marker`` in the blob's metadata."""
+        metadata = {"is_directory": "false"}  # what adlfs writes on every blob
+        if marker is not None:
+            metadata[WRITE_MARKER] = marker
+        options: dict[str, Any] = {"overwrite": not create, "metadata": metadata}
+        if if_version is not None:
             from azure.core import MatchConditions
 
             check_version(if_version)
             options.update(etag=f'"{if_version}"', match_condition=MatchConditions.IfNotModified)
         try:
             with translated(path):
-                result = self.fs.pipe_file(full, data, **options)
+                result = self._blob_call(full, "upload_blob", data, retry_total=0, **options)
         except ConflictError as exc:
             if create:
                 raise ConflictError(f"{path!r} already exists") from exc
@@ -580,6 +614,23 @@ class AdlfsRoot(FsspecRoot):
                 raise ConflictError(f"{path!r} no longer exists (version {if_version})") from exc
             raise
         return str((result or {}).get("etag") or "").strip('"')
+
+    def _write_once(
+        self, full: str, path: str, data: bytes, if_version: str | None, create: bool
+    ) -> tuple[Callable[[], str], Callable[[], tuple[bool, str]]]:
+        """A conditional write is tagged with a fresh marker; the probe reads the blob's
+        metadata back (one ``Get Blob Properties``)."""
+        if if_version is None and not create:
+            return super()._write_once(full, path, data, if_version, create)
+        marker = uuid.uuid4().hex
+
+        def probe() -> tuple[bool, str]:
+            with self._container_known(), translated(path):
+                props = self._blob_call(full, "get_blob_properties", retry_total=0)
+            mark = (props.metadata or {}).get(WRITE_MARKER)
+            return mark == marker, str(props.etag).strip('"')
+
+        return (lambda: self._put(full, path, data, if_version, create, marker=marker)), probe
 
     def _create_exclusive(self, full: str, data: bytes) -> bool:
         try:

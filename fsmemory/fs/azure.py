@@ -66,6 +66,12 @@ storage option ``retry``, is the one retry layer); each request is bounded as a 
 
 ``root.fs`` is an adlfs filesystem built from the same options on first access (for code
 that wants a filesystem); a root that never touches it never imports adlfs.
+
+Processes: obstore's runtime does not survive ``fork()``. A root of the obstore route
+used before a fork becomes an :class:`AdlfsRoot` of the same URL and options in the
+child (adlfs needed there), and roots opened in such a child take adlfs; an
+:class:`AdlfsRoot` builds a new filesystem in a forked child (adlfs's refuse to work
+across fork). Workers started with ``spawn`` use obstore as usual.
 """
 
 from __future__ import annotations
@@ -89,7 +95,12 @@ from fsmemory.errors import (
     KeyNotFoundError,
     MissingDependencyError,
 )
-from fsmemory.fs._obstore import ObstoreConnectionError, ObstoreRoot, check_version
+from fsmemory.fs._obstore import (
+    ObstoreConnectionError,
+    ObstoreRoot,
+    check_version,
+    obstore_usable,
+)
 from fsmemory.fs.base import Capabilities, FileInfo, StorageRoot, Versioned
 from fsmemory.fs.errors import http_status, translated
 from fsmemory.fs.generic import FsspecRoot
@@ -313,6 +324,8 @@ class AzureRoot(ObstoreRoot):
         forced = str(opts.get(CLIENT_OPTION) or os.environ.get(CLIENT_ENV) or "").lower()
         route = resolve_route(url, opts)
         opts.pop(CLIENT_OPTION, None)
+        if route.client == "obstore" and not obstore_usable():
+            route = _adlfs("a process forked after obstore was used")
         if route.client == "obstore":
             try:
                 import obstore  # noqa: F401
@@ -345,7 +358,10 @@ class AzureRoot(ObstoreRoot):
             return _adlfs_root(url, dict(opts), policy).fs
 
         root = f"{container}/{prefix.strip('/')}".rstrip("/")
-        return cls(store, root, url=url, retry=policy, fs_factory=factory)
+        # fork_class: an AdlfsRoot is no BucketRoot, but all the switch needs of it is
+        # the _fs / _fs_factory pair both classes keep
+        fork_class: Any = AdlfsRoot
+        return cls(store, root, url=url, retry=policy, fs_factory=factory, fork_class=fork_class)
 
     # -- writes: the marker under a name Azure accepts ----------------------------------
     def _put(
@@ -536,12 +552,41 @@ class AdlfsRoot(FsspecRoot):
     capabilities = Capabilities(conditional_write=True, native_append=False)
     # aiohttp resends a PUT once on a dropped kept-alive connection: probe every conflict
     _hidden_retries = True
+    _container_seen = False
+    #: the filesystem, the process that built it, and how to build it again (in a
+    #: forked child: adlfs's filesystems refuse to work across fork); an
+    #: :class:`AzureRoot` forked after obstore was used becomes an AdlfsRoot, keeping
+    #: these three attributes
+    _fs: Any = None
+    _fs_pid: int | None = None
+    _fs_factory: Callable[[], Any] | None = None
 
     def __init__(
-        self, fs: Any, root: str, *, url: str | None = None, retry: RetryPolicy | None = None
+        self,
+        fs: Any,
+        root: str,
+        *,
+        url: str | None = None,
+        retry: RetryPolicy | None = None,
+        fs_factory: Callable[[], Any] | None = None,
     ) -> None:
+        self._fs_factory = fs_factory
         super().__init__(fs, root, url=url, retry=retry)
-        self._container_seen = False
+
+    @property  # type: ignore[override]
+    def fs(self) -> Any:
+        """adlfs's filesystem; in a process forked after it was built, a new one."""
+        if self._fs is None or self._fs_pid != os.getpid():
+            if self._fs_factory is None:
+                return self._fs
+            self._fs = self._fs_factory()
+            self._fs_pid = os.getpid()
+        return self._fs
+
+    @fs.setter
+    def fs(self, value: Any) -> None:
+        self._fs = value
+        self._fs_pid = os.getpid()
 
     # -- native conditional writes -------------------------------------------------------
     def _read_versioned(self, full: str, path: str) -> Versioned:
@@ -734,4 +779,8 @@ def _adlfs_root(url: str, options: dict[str, Any], policy: RetryPolicy) -> Adlfs
             "'fsmemory[azure]' installs obstore, which serves account keys and SAS tokens)",
         ) from exc
     fs, path = AdlfsRoot._connect(url, dict(options))
-    return AdlfsRoot(fs, path, url=url, retry=policy)
+
+    def factory() -> Any:
+        return AdlfsRoot._connect(url, dict(options))[0]
+
+    return AdlfsRoot(fs, path, url=url, retry=policy, fs_factory=factory)

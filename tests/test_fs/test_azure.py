@@ -455,3 +455,67 @@ def test_sas_token_from_a_connection_string(
         reader.write("s.txt", b"forbidden")
     got = writer.read("s.txt")
     assert got.data == b"two" and got.version == v2
+
+
+# -- processes ----------------------------------------------------------------------------
+
+
+@pytest.mark.azure
+@pytest.mark.parametrize("route", ["obstore", "adlfs"])
+def test_a_forked_child_reads_and_writes(
+    azure_root_url: str, azurite_service: AzuriteService, route: str
+) -> None:
+    """A child forked after the parent used the root (obstore's tokio runtime, adlfs's
+    event-loop thread) reads and writes through the same root object and exits 0; the
+    parent goes on working."""
+    import os
+
+    options = {**azurite_service.azure_storage_options(), "client": route}
+    root = open_root(azure_root_url, options)
+    root.write("f.txt", b"before the fork")
+    assert root.read_bytes("f.txt") == b"before the fork"
+    pids = []
+    for i in range(2):
+        pid = os.fork()
+        if pid == 0:  # the child: no pytest machinery, only the exit status counts
+            code = 1
+            try:
+                ok = root.read_bytes("f.txt") == b"before the fork"
+                root.write(f"child-{i}.txt", b"from a child", create_only=True)
+                code = 0 if ok else 2
+            finally:
+                os._exit(code)
+        pids.append(pid)
+    for pid in pids:
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    assert root.read_bytes("child-0.txt") == root.read_bytes("child-1.txt") == b"from a child"
+    assert [i.path for i in root.list("")] == ["child-0.txt", "child-1.txt", "f.txt"]
+
+
+@pytest.mark.azure
+@pytest.mark.parametrize("route", ["obstore", "adlfs"])
+def test_the_interpreter_exits_cleanly(
+    azure_root_url: str, azurite_service: AzuriteService, route: str
+) -> None:
+    """Fresh interpreters that remember into an az:// memory and return exit 0, with
+    nothing on stderr (no abort at exit, no unclosed-session warnings)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    options = {**azurite_service.azure_storage_options(), "client": route}
+    code = textwrap.dedent(
+        f"""
+        from fsmemory import KnowledgeMemory
+        km = KnowledgeMemory({azure_root_url!r}, storage_options={options!r})
+        km.remember("from a short-lived process", persistent=True)
+        assert km.recall("short-lived")
+        """
+    )
+    for _ in range(4):
+        result = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stderr == "", result.stderr

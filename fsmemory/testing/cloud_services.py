@@ -24,7 +24,8 @@ log file, readiness wait, clean stop):
   ``devstoreaccount1``. It enforces ``If-None-Match: *`` and ``If-Match``.
 
 All return a running service once it answers HTTP; ``.url`` is its endpoint, and
-``s3_storage_options()`` / ``gcs_storage_options()`` / ``azure_storage_options()`` give the fsspec options to reach it.
+``s3_storage_options()`` / ``gcs_storage_options()`` / ``azure_storage_options()`` give
+the fsspec options to reach it.
 Use :func:`~fsmemory.testing.services.start_or_skip` in a pytest fixture: a service that
 cannot start skips, or fails when ``FSMEMORY_REQUIRE_SERVICES=1``.
 

@@ -238,6 +238,8 @@ class ObstoreRoot(BucketRoot):
         retry: the retry policy of this root.
         fs_factory: builds an fsspec filesystem for :attr:`fs` on first access (for code
             that wants one, such as export); None: :attr:`fs` is None.
+        observers: the list of :attr:`observers` (roots sharing a store may share it);
+            None: a list of its own.
         fork_class: the :class:`BucketRoot` class this root becomes in a forked child
             (see the module docs): its ``fs`` must come from ``_fs``, built by
             ``_fs_factory`` on first use. None: such a child gets errors.
@@ -259,13 +261,14 @@ class ObstoreRoot(BucketRoot):
         url: str,
         retry: RetryPolicy | None = None,
         fs_factory: Callable[[], Any] | None = None,
+        observers: builtins.list[Callable[[str, str], None]] | None = None,
         fork_class: type[BucketRoot] | None = None,
     ) -> None:
         self.store = store
         self._fork_class = fork_class
-        #: callables told ``(operation, key)`` before each obstore call (request counts
-        #: in tests: a listing counts once per 1000 keys, a batch delete once)
-        self.observers: builtins.list[Callable[[str, str], None]] = []
+        #: callables told ``(operation, "bucket/key")`` before each obstore call (request
+        #: counts in tests: a listing counts once per 1000 keys, a batch delete once)
+        self.observers = [] if observers is None else observers
         self._fs: Any = None
         self._fs_factory = fs_factory
         self._fs_lock = threading.Lock()
@@ -321,7 +324,7 @@ class ObstoreRoot(BucketRoot):
 
     def _observe(self, operation: str, target: object) -> None:
         for observer in builtins.list(self.observers):
-            observer(operation, str(target))
+            observer(operation, f"{self.bucket}/{target or ''}")
 
     def _version(self, meta: Mapping[str, Any]) -> str:
         """The version token of an object's metadata (its ETag, unquoted)."""

@@ -55,6 +55,7 @@ from __future__ import annotations
 import builtins
 import configparser
 import os
+import threading
 from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any, ClassVar
@@ -282,6 +283,28 @@ def obstore_config(
     return {"config": config, "client_options": client_options, "bucket_style": style}, ""
 
 
+#: obstore stores (and their observers) by bucket and settings: roots of one bucket
+#: share connections, as s3fs's cached filesystems do
+_STORES: dict[str, tuple[Any, builtins.list[Any]]] = {}
+_STORES_LOCK = threading.Lock()
+
+
+def _shared_store(bucket: str, settings: dict[str, Any]) -> tuple[Any, builtins.list[Any]]:
+    """The store of ``bucket`` with these settings, built once per process."""
+    key = repr(
+        (
+            bucket,
+            sorted((k, sorted(v.items())) for k, v in settings.items() if k != "bucket_style"),
+            settings["bucket_style"],
+        )
+    )
+    with _STORES_LOCK:
+        found = _STORES.get(key)
+        if found is None:
+            found = _STORES[key] = (_store(bucket, settings), [])
+    return found
+
+
 def _store(bucket: str, settings: dict[str, Any]) -> Any:
     """An obstore ``S3Store`` for ``bucket`` with these settings and no retries."""
     from obstore.store import S3Store
@@ -343,7 +366,7 @@ class S3Root(BucketRoot):
                 settings, reason = None, "a process forked after obstore was used"
             if settings is not None:
                 try:
-                    store = _store(bucket, settings)
+                    store, observers = _shared_store(bucket, settings)
                 except ImportError as exc:
                     if choice != "auto":
                         raise MissingDependencyError("obstore", "s3") from exc
@@ -358,6 +381,7 @@ class S3Root(BucketRoot):
                         url=url,
                         retry=policy,
                         fs_factory=factory,
+                        observers=observers,
                         fork_class=_ForkedS3fsRoot,
                     )
             elif choice != "auto":

@@ -78,6 +78,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -338,21 +339,7 @@ class AzureRoot(ObstoreRoot):
         container, _, prefix = _path_of(url).partition("/")
         if not container:
             raise InvalidPathError(f"Azure URLs need a container: {url!r}")
-        from obstore.store import AzureStore
-
-        config = route.config
-        client_options: dict[str, Any] = {
-            "timeout": f"{int(REQUEST_TIMEOUT)}s",
-            "connect_timeout": f"{int(CONNECT_TIMEOUT)}s",
-        }
-        if str(config["endpoint"]).startswith("http://"):
-            client_options["allow_http"] = True
-        store = AzureStore(
-            container,
-            config=config,  # type: ignore[arg-type]
-            client_options=client_options,  # type: ignore[arg-type]
-            retry_config={"max_retries": 0, "retry_timeout": timedelta(seconds=REQUEST_TIMEOUT)},
-        )
+        store, observers = _shared_store(container, route.config)
 
         def factory() -> Any:
             return _adlfs_root(url, dict(opts), policy).fs
@@ -361,7 +348,15 @@ class AzureRoot(ObstoreRoot):
         # fork_class: an AdlfsRoot is no BucketRoot, but all the switch needs of it is
         # the _fs / _fs_factory pair both classes keep
         fork_class: Any = AdlfsRoot
-        return cls(store, root, url=url, retry=policy, fs_factory=factory, fork_class=fork_class)
+        return cls(
+            store,
+            root,
+            url=url,
+            retry=policy,
+            fs_factory=factory,
+            observers=observers,
+            fork_class=fork_class,
+        )
 
     # -- writes: the marker under a name Azure accepts ----------------------------------
     def _put(
@@ -459,6 +454,40 @@ class AzureRoot(ObstoreRoot):
             return int(one(keys[0]))
         with ThreadPoolExecutor(min(_DELETE_THREADS, len(keys))) as pool:
             return sum(pool.map(one, keys))
+
+
+#: one obstore store per container and configuration in a process: roots opened again
+#: (a warm serverless worker opening the memory per invocation) reuse its connections
+_STORES: dict[str, tuple[Any, builtins.list[Any]]] = {}
+_STORES_LOCK = threading.Lock()
+
+
+def _shared_store(container: str, config: dict[str, Any]) -> tuple[Any, builtins.list[Any]]:
+    """The ``AzureStore`` of ``container`` with this configuration (built once per
+    process, obstore's retries off) and the observers list its roots share."""
+    key = repr((container, sorted(config.items())))
+    with _STORES_LOCK:
+        found = _STORES.get(key)
+        if found is None:
+            from obstore.store import AzureStore
+
+            client_options: dict[str, Any] = {
+                "timeout": f"{int(REQUEST_TIMEOUT)}s",
+                "connect_timeout": f"{int(CONNECT_TIMEOUT)}s",
+            }
+            if str(config["endpoint"]).startswith("http://"):
+                client_options["allow_http"] = True
+            store = AzureStore(
+                container,
+                config=config,  # type: ignore[arg-type]
+                client_options=client_options,  # type: ignore[arg-type]
+                retry_config={
+                    "max_retries": 0,
+                    "retry_timeout": timedelta(seconds=REQUEST_TIMEOUT),
+                },
+            )
+            found = _STORES[key] = (store, [])
+    return found
 
 
 def _installed(module: str) -> bool:

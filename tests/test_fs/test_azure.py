@@ -519,3 +519,23 @@ def test_the_interpreter_exits_cleanly(
         )
         assert result.returncode == 0, result.stderr
         assert result.stderr == "", result.stderr
+
+
+@pytest.mark.azure
+def test_roots_of_one_container_share_one_store(
+    azure_root_url: str, azurite_service: AzuriteService
+) -> None:
+    """Opening the same container again (a warm worker per invocation) reuses the
+    obstore store and its connections; another container or other credentials get
+    their own."""
+    options = azurite_service.azure_storage_options()
+    a = open_root(azure_root_url, options)
+    b = open_root(azure_root_url.rsplit("/", 1)[0] + "/other-prefix", options)
+    assert isinstance(a, AzureRoot) and isinstance(b, AzureRoot)
+    assert a.store is b.store
+    assert a.storage_key() != b.storage_key()  # other prefix: other files
+    assert open_root(azure_root_url, options).storage_key() == a.storage_key()
+    other = f"az://fsm-{uuid.uuid4().hex[:12]}/root"
+    assert open_root(other, options).store is not a.store
+    other_key = {"account_name": "devstoreaccount1", "account_key": AZURITE_KEY[:-4] + "AA=="}
+    assert open_root(azure_root_url, other_key).store is not a.store

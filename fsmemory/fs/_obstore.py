@@ -59,7 +59,6 @@ import threading
 import uuid
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, ClassVar, TypeVar
@@ -394,6 +393,8 @@ class ObstoreRoot(BucketRoot):
 
         if len(requests) <= 1:
             return [one(r) for r in requests]
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(min(_MAX_THREADS, len(requests))) as pool:
             return builtins.list(pool.map(one, requests))
 

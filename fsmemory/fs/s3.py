@@ -53,7 +53,6 @@ bounded by their sum.
 from __future__ import annotations
 
 import builtins
-import configparser
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -167,6 +166,8 @@ def _config_profile(
     name = profile or _env(environ, "AWS_DEFAULT_PROFILE") or _env(environ, "AWS_PROFILE")
     if not os.path.isfile(config_file) or not os.path.getsize(config_file):
         return {}, bool(files), None
+    import configparser  # only when a config file exists
+
     parser = configparser.RawConfigParser()
     try:
         parser.read(config_file, encoding="utf-8")

@@ -7,7 +7,7 @@ listing), :meth:`BucketRoot._head` (an object's metadata), :meth:`BucketRoot._in
 (metadata -> :class:`~fsmemory.fs.base.FileInfo`), :meth:`BucketRoot._get_range` (one
 ranged download), :meth:`BucketRoot._bucket_exists` and :meth:`BucketRoot._put`. The
 requests are coroutines run by :meth:`BucketRoot._run` (on the async filesystem's event
-loop; S3's built-in client runs them in place), and :meth:`BucketRoot._forget_cached`
+loop; the obstore roots run them in place), and :meth:`BucketRoot._forget_cached`
 drops what the filesystem may cache after a change.
 
 A missing bucket: S3 names it in most error replies (``NoSuchBucket``), but a

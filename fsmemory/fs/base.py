@@ -419,8 +419,8 @@ class StorageRoot(ABC):
 
         Here the cache is read after the listing, and only when ``want(listing)`` is
         true (or ``want`` is None). Roots on a network may send both requests at once
-        and run ``load`` while the listing is still on its way (S3's built-in client
-        does): they then load a cache file that exists whatever ``want`` would say.
+        (obstore roots do): they then load a cache file that exists whatever ``want``
+        would say.
 
         Raises:
             Whatever :meth:`list` raises; ``load``'s own exceptions.

@@ -23,8 +23,10 @@ The version token is the object's generation. GCS answers a failed
 
 gcsfs >= 2025 enables experimental zonal-bucket support by default, which makes every
 operation against an emulator or a plain bucket wait on a gRPC probe; unless the
-environment says otherwise we set ``GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT=false`` before
-importing gcsfs and use the plain ``gcsfs.core.GCSFileSystem``.
+environment sets ``GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT`` to true, the root uses the plain
+``gcsfs.core.GCSFileSystem``. fsmemory never sets that variable itself (a library call
+changes no process-wide state); a process that sets it to false before importing gcsfs
+also skips importing the experimental module (~50-100 ms of a first GCS open here).
 
 Retries: gcsfs retries every failed request itself, up to 6 times with pauses growing
 to 32 s, and resends conditional uploads blindly (a lost reply then turns into a 412 for
@@ -73,8 +75,8 @@ _SINGLE_TRY_NAME = {False: "GCSFileSystemSingleTry", True: "ExtendedGCSFileSyste
 
 
 def _gcsfs_class(*, experimental: bool | None = None) -> Any:
-    """The gcsfs filesystem class, imported with the zonal-bucket probe off by default."""
-    os.environ.setdefault(ZB_HNS_ENV, "false")
+    """The gcsfs filesystem class: the plain one unless the environment asks for the
+    experimental zonal-bucket class (``GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT=true``)."""
     try:
         import gcsfs
         import gcsfs.core

@@ -289,16 +289,19 @@ class AzuriteService(Service):
     default_startup_timeout: ClassVar[float] = 30.0
 
     def command(self) -> list[str]:
-        """``azurite-blob`` on ``host``/``port``: in memory (its working directory is
-        :attr:`workdir`), no access log, no telemetry, any API version, unknown headers
+        """``azurite-blob`` on ``host``/``port``: blobs kept on disk in :attr:`workdir`
+        (held in memory, a test session's blobs grew the emulator past 1.5 GB and it
+        stalled), no access log, no telemetry, any API version, unknown headers
         ignored."""
+        assert self.workdir is not None
         return [
             self.executable,
             "--blobHost",
             self.host,
             "--blobPort",
             str(self.port),
-            "--inMemoryPersistence",
+            "--location",
+            str(self.workdir / "data"),
             "--silent",
             "--disableTelemetry",
             "--skipApiVersionCheck",

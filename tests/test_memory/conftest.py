@@ -17,7 +17,8 @@ BACKENDS = [
     pytest.param("s3", marks=pytest.mark.s3),
     pytest.param("gcs", marks=pytest.mark.gcs),
     pytest.param("azure", marks=pytest.mark.azure),
-    pytest.param("azure-adlfs", marks=pytest.mark.azure),
+    # the adlfs route: every suite of fs/ and store/ by default, this one in the slow run
+    pytest.param("azure-adlfs", marks=[pytest.mark.azure, pytest.mark.slow]),
     pytest.param("redis", marks=pytest.mark.redis),
 ]
 

@@ -538,7 +538,7 @@ class Suite:
                     for system, folder in order if r % 2 == 0 else order[::-1]:
                         if system is None:
                             continue
-                        ops = ("recall", "recall-nocache", "context", "context-nocache")
+                        ops = ("recall", "recall-nocache", "context")
                         for op in ops if system is fs else ("recall", "context"):
                             params = {"system": system.name, "url": folder, "op": op}
                             got.setdefault((system.name, op), []).extend(
@@ -550,7 +550,6 @@ class Suite:
                 "recall": "open + first recall(limit=5)",
                 "recall-nocache": "same, index cache file deleted first",
                 "context": "open + first build_context()",
-                "context-nocache": "same, plain MEMORY.md cache file deleted first",
             }
             goals = {
                 ("recall", 10_000): "<= 20 ms; >= 3x selectools",
@@ -575,8 +574,6 @@ class Suite:
                     series.setdefault(f"{FS}: open + first recall, no cache file", []).append(
                         [size, statistics.median(mine), *spread(mine)]
                     )
-                    continue
-                if op == "context-nocache":
                     continue
                 kind = "recall" if op == "recall" else "build_context"
                 for name, samples in ((FS, mine), (SELECTOOLS, theirs)):

@@ -8,8 +8,8 @@ what a new process (a CLI call, a serverless cold start) pays. Modes:
 * ``cold``: import, then ``open + first op`` (the memory's construction and its first
   ``recall`` or ``build_context``, import excluded), then the other op, and the peak
   resident memory of the whole process; op ``recall-nocache`` deletes the local
-  folder's index cache file first (a first process ever), ``context-nocache`` its plain
-  MEMORY.md cache file;
+  folder's index cache file first (a first process ever; ``build_context`` keeps no
+  cache file of its own);
 * ``import``: ``import fsmemory`` and ``from fsmemory import KnowledgeMemory``;
 * ``cold-floor``: the floor of a cold open (fsmemory's folder, any URL): list and fetch
   every file with one ``cat``, read + ``orjson.loads`` every log line; and one GET
@@ -55,10 +55,6 @@ def mode_cold(params: dict[str, Any]) -> dict[str, Any]:
         # The first process ever: no index cache file yet (deleted before timing).
         first_op = "recall"
         Path(params["url"], ".fsmemory-cache.index").unlink(missing_ok=True)
-    elif first_op == "context-nocache":
-        # The first build_context ever: no plain MEMORY.md cache file yet.
-        first_op = "context"
-        Path(params["url"], ".fsmemory-cache.context").unlink(missing_ok=True)
     t0 = time.perf_counter()
     if params["system"] == "fsmemory":
         from fsmemory import KnowledgeMemory

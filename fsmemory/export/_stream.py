@@ -219,7 +219,7 @@ class Stream:
                 return fail
             return lambda: done
         # One file per task: this pool alone bounds the requests in flight (a root's own
-        # batching, e.g. the built-in S3 client's smaller thread pool, would cap them
+        # batching, e.g. a client's own smaller thread pool, would cap them
         # below ``concurrency`` and hop threads twice); a task costs little next to a
         # round trip.
         futures = [ctx.pool.submit(read, [work]) for work in batch]

@@ -33,7 +33,7 @@ rebuild for less than its bytes cost (the timeline's stamps, an expiry column of
 value) is left out; the JSON part says which (``encoded``).
 
 A fresh process fetches this file together with the root's listing where the root can
-send both at once (:func:`list_and_load`; S3's built-in client), so a cached cold open
+send both at once (:func:`list_and_load`; the obstore roots of S3 and Azure), so a cached cold open
 is one round trip and the file is decoded while the listing is still on its way.
 
 Loading costs what a first ``recall`` needs, not what the whole index holds: the flat

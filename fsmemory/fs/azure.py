@@ -23,7 +23,7 @@ options and the environment, resolving credentials exactly as adlfs would:
   ``credential_type`` forced), so obstore's own reading of ``AZURE_*`` variables cannot
   pick other credentials or another endpoint than adlfs would.
 * **adlfs** (:class:`AdlfsRoot`, the generic :class:`~fsmemory.fs.generic.FsspecRoot`
-  with two adlfs quirks fixed; ``pip install adlfs``)
+  with two adlfs quirks fixed; ``pip install 'fsmemory[adlfs]'``)
   for everything else: a ``credential`` object, a service principal (``client_id`` /
   ``client_secret`` / ``tenant_id``), ``DefaultAzureCredential`` (an account name and
   nothing else: managed identity, workload identity, Azure CLI, ...), anonymous access,
@@ -801,12 +801,7 @@ def _adlfs_root(url: str, options: dict[str, Any], policy: RetryPolicy) -> Adlfs
     try:
         import adlfs  # noqa: F401
     except ImportError as exc:
-        raise MissingDependencyError(
-            "adlfs",
-            None,
-            hint="pip install adlfs (this Azure configuration needs adlfs; "
-            "'fsmemory[azure]' installs obstore, which serves account keys and SAS tokens)",
-        ) from exc
+        raise MissingDependencyError("adlfs", "adlfs") from exc
     fs, path = AdlfsRoot._connect(url, dict(options))
 
     def factory() -> Any:

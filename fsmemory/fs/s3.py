@@ -121,7 +121,7 @@ def _single_try_class() -> Any:
     try:
         import s3fs
     except ImportError as exc:
-        raise MissingDependencyError("s3fs", "s3") from exc
+        raise MissingDependencyError("s3fs", "s3fs") from exc
     return single_try_subclass(__name__, _SINGLE_TRY_NAME, s3fs.S3FileSystem, {"retries": 1})
 
 
@@ -347,7 +347,8 @@ class S3Root(BucketRoot):
                 ``client="obstore"`` with a configuration only s3fs can serve.
             InvalidPathError: the URL names no bucket.
             MissingDependencyError: the route's package is not installed
-                (``pip install 'fsmemory[s3]'``).
+                (``pip install 'fsmemory[s3]'`` for obstore, ``'fsmemory[s3fs]'`` for
+                s3fs).
         """
         opts = dict(options or {})
         policy = policy_from_options(opts)
@@ -395,7 +396,7 @@ class S3Root(BucketRoot):
         """s3fs's filesystem, tried once per request (see the module docs).
 
         Raises:
-            MissingDependencyError: s3fs is not installed (``pip install 'fsmemory[s3]'``).
+            MissingDependencyError: s3fs is not installed (``pip install 'fsmemory[s3fs]'``).
         """
         return _single_try_class()
 

@@ -363,7 +363,7 @@ def test_without_adlfs_entra_id_says_to_install_adlfs() -> None:
         ["adlfs"],
         """
         exc = refused("az://c/p", {"account_name": "acct"})
-        assert exc.module == "adlfs" and "pip install adlfs" in str(exc), exc
+        assert exc.module == "adlfs" and "pip install 'fsmemory[adlfs]'" in str(exc), exc
         from fsmemory.fs.azure import AzureRoot
         assert isinstance(open_root("az://c/p", {"account_name": "acct", "sas_token": "sv=1"}), AzureRoot)
         """,

@@ -81,7 +81,7 @@ def test_without_redis() -> None:
 
 @pytest.mark.parametrize(
     ("module", "url", "extra"),
-    [("s3fs", "s3://bucket/agent", "s3"), ("gcsfs", "gs://bucket/agent", "gcs")],
+    [("s3fs", "s3://bucket/agent", "s3fs"), ("gcsfs", "gs://bucket/agent", "gcs")],
 )
 def test_without_an_object_store_client(module: str, url: str, extra: str) -> None:
     _run(
@@ -109,8 +109,8 @@ def test_s3_with_static_keys_needs_no_s3fs() -> None:
         options = {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": "http://127.0.0.1:9"}}
         root = open_root("s3://bucket/agent", options)
         assert root.client == "obstore", root.client
-        expect(lambda: root.fs, "s3")
-        expect(lambda: open_root("s3://bucket/agent", {**options, "client": "s3fs"}), "s3")
+        expect(lambda: root.fs, "s3fs")
+        expect(lambda: open_root("s3://bucket/agent", {**options, "client": "s3fs"}), "s3fs")
         """,
         NO_AWS,
     )

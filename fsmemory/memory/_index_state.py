@@ -1,0 +1,621 @@
+"""The index cache codec of :class:`fsmemory.memory._index.MemoryIndex`.
+
+:meth:`IndexState.state` turns the index into JSON-able values and byte strings (the
+form :mod:`fsmemory.memory._index_cache` stores) and :meth:`IndexState.load_state`
+rebuilds an equal index from them. A cache-loaded index keeps entry ids and contents
+as bytes (:class:`_Strings`) until a row is read, and builds the parts only changes and
+other reads need (id lookup, files' rows, MEMORY.md's facts and claims) on first use
+(:class:`_OnFirstUse`, ``_LAZY``).
+
+:class:`IndexState` is a part of :class:`~fsmemory.memory._index.MemoryIndex` (a
+mixin), as :class:`~fsmemory.memory._claims.Claims` is: the index owns the rows.
+"""
+
+from __future__ import annotations
+
+import gc
+import operator
+from array import array
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from itertools import accumulate, chain, pairwise, repeat
+from typing import Any
+
+import orjson
+
+from fsmemory.fs.base import FileInfo
+from fsmemory.memory._claims import Key, expiry_us, fact_keys
+from fsmemory.memory._rank import BM25Index
+from fsmemory.memory._tail import TAIL, FileCursor
+from fsmemory.memory.entry import parse_timestamp
+from fsmemory.memory.layout import MEMORY_FILE, log_date
+from fsmemory.memory.markdown import Fact, MemoryDocument
+
+__all__ = ["IndexState"]
+
+
+class _Strings:
+    """A column of strings kept as UTF-8 bytes with offsets, as the index cache stores
+    it: a string is made only for a row that is read (a cold ``recall`` reads a few).
+    Rows appended later are held as strings."""
+
+    __slots__ = ("_blob", "_more", "_n", "_off")
+
+    def __init__(self, blob: bytes | memoryview, offsets: array[int]) -> None:
+        if not offsets or offsets[0] != 0 or offsets[-1] != len(blob):
+            raise ValueError("string offsets do not fit their bytes")
+        self._blob, self._off, self._n = blob, offsets, len(offsets) - 1
+        self._more: list[str] = []
+
+    def __len__(self) -> int:
+        return self._n + len(self._more)
+
+    def __getitem__(self, row: int) -> str:
+        if 0 <= row < self._n:
+            off = self._off
+            # "replace": offsets that do not cut at characters (a hostile file) give
+            # odd text, never an error.
+            return str(self._blob[off[row] : off[row + 1]], "utf-8", "replace")
+        return self._more[row - self._n]
+
+    def __iter__(self) -> Iterator[str]:
+        return map(self.__getitem__, range(len(self)))
+
+    def append(self, text: str) -> None:
+        """Add a row."""
+        self._more.append(text)
+
+    def extend(self, texts: Iterable[str]) -> None:
+        """Add rows."""
+        self._more.extend(texts)
+
+    def tolist(self) -> list[str]:
+        """Every row as a list of strings."""
+        blob, off = self._blob, self._off
+        data = bytes(blob)
+        if data.isascii():  # byte offsets are character offsets
+            text = data.decode("ascii")
+            out = list(map(text.__getitem__, map(slice, off, off[1:])))
+        else:
+            out = [str(blob[a:b], "utf-8", "replace") for a, b in pairwise(off)]
+        out.extend(self._more)
+        return out
+
+
+def _pack(strings: list[str] | _Strings) -> tuple[bytes, bytes]:
+    """``strings`` as UTF-8 bytes and their offsets (the form :class:`_Strings` reads).
+
+    Raises:
+        UnicodeEncodeError: a string holds a lone surrogate.
+        OverflowError: 4 GiB of text or more.
+    """
+    items = strings if isinstance(strings, list) else list(strings)
+    text = "".join(items)
+    data = text.encode()
+    sizes: Iterable[int] = (
+        map(len, items) if len(data) == len(text) else (len(s.encode()) for s in items)
+    )
+    return data, array("I", accumulate(sizes, initial=0)).tobytes()
+
+
+class _OnFirstUse:
+    """A field of a cache-loaded index that is built when first read.
+
+    A non-data descriptor: once the field is built it is a plain instance attribute
+    (which takes precedence), so reading it costs nothing more afterwards.
+    """
+
+    def __init__(self, name: str, build: Callable[[IndexState], None]) -> None:
+        self._name = name
+        self._build = build
+
+    def __get__(self, obj: IndexState | None, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        self._build(obj)
+        try:
+            return obj.__dict__[self._name]
+        except KeyError:
+            raise AttributeError(self._name) from None
+
+
+class _ColdParts:
+    """What a cache-loaded index builds its lazy fields from (see ``_LAZY``)."""
+
+    __slots__ = ("claimed", "claimed_texts", "file_paths", "file_rows", "file_sizes", "row_of")
+
+    def __init__(
+        self,
+        row_of: Sequence[int],
+        file_paths: list[str],
+        file_sizes: array[int],
+        file_rows: Sequence[int],
+        claimed: Sequence[int],
+        claimed_texts: list[str | None],
+    ) -> None:
+        self.row_of = row_of
+        self.file_paths, self.file_sizes, self.file_rows = file_paths, file_sizes, file_rows
+        self.claimed, self.claimed_texts = claimed, claimed_texts
+
+
+#: Fields a cache-loaded index builds on first use, and what builds them.
+_LAZY = {
+    "_row_of": "_build_row_of",
+    "_file_rows": "_build_file_rows",
+    "_claimed": "_build_claims",
+    "_n_claimed": "_build_claims",
+    "_fact_counts": "_build_fact_counts",
+    "_doc": "_load_doc",
+}
+
+
+class IndexState:
+    """The cache codec of :class:`~fsmemory.memory._index.MemoryIndex`.
+
+    It holds no state of its own: the fields below are the index's (a cache-loaded
+    index builds some of them on first use), and so are the methods it calls.
+    """
+
+    _ids: list[str] | _Strings
+    _contents: list[str] | _Strings
+    _cats: list[str]
+    _created: array[int]
+    _expires: array[int]
+    _importance: array[float]
+    _flags: bytearray
+    _extras: dict[int, tuple[float | None, dict[str, Any] | None]]
+    _row_of: dict[str, int]
+    _interned: dict[str, str]
+    _n_dead: int
+    _n_hidden: int
+    _file_rows: dict[str, list[int]]
+    _forgotten: dict[str, str]
+    _logs: dict[str, FileCursor]
+    _md: FileCursor | None
+    _doc: MemoryDocument
+    _tl_stamp: array[int]
+    _tl_row: array[int]
+    _fact_counts: Counter[Key]
+    _claimed: dict[int, Key]
+    _n_claimed: Counter[Key]
+    _pending: dict[Key, list[int]]
+    _md_rows: dict[Key, list[int]]
+    _ranker: BM25Index | None
+    _corrupt: dict[str, int]
+    generation: int
+    _cold: _ColdParts | None
+    _cold_doc: MemoryDocument | None
+    _cold_sections: list[tuple[str, list[str | int], list[datetime | None] | None]]
+
+    # -- provided by the index ---------------------------------------------------------
+    def reset(self) -> None:
+        """Forget everything (the index's)."""
+        raise NotImplementedError
+
+    def _ranked(self) -> BM25Index:
+        raise NotImplementedError
+
+    # -- the codec ---------------------------------------------------------------------
+    def state(self) -> tuple[dict[str, Any], dict[str, bytes]]:
+        """Everything the index knows, as JSON-able values and byte strings.
+
+        The BM25 index is brought up to date first. :meth:`load_state` rebuilds an equal
+        index; a later :meth:`refresh` then reads only what changed since, exactly as
+        it would in the process that wrote the state.
+
+        Raises:
+            ValueError: text that cannot be stored (a lone surrogate from a hand edit).
+            OverflowError: 4 GiB of text or more.
+        """
+        ranker = self._ranked() if self._ranker is not None else None
+        if ranker is not None and not ranker.verify():
+            ranker = self._ranked()  # rebuilt from the rows
+        cat_names = list(self._interned)
+        code = {name: i for i, name in enumerate(cat_names)}
+        paths = list(self._file_rows)
+        doc = self._doc
+        contents = self._contents
+        # A bullet whose text is the content of the record it claims is stored as that
+        # row's number (most bullets): the text is written once and shared on load.
+        same = {key: row for row, key in self._claimed.items() if key[1] == contents[row]}
+        sections = [
+            [
+                cat,
+                [same.get((cat, f.text, expiry_us(f)), f.text) for f in facts],
+                None
+                if all(f.expires_at is None for f in facts)
+                else [None if f.expires_at is None else f.expires_at.isoformat() for f in facts],
+            ]
+            for cat, facts in doc.sections.items()
+        ]
+        claimed_texts = [
+            None if key[1] == contents[row] else key[1] for row, key in self._claimed.items()
+        ]
+        meta: dict[str, Any] = {
+            "cat_names": cat_names,
+            "extras": [[row, ttl, md] for row, (ttl, md) in self._extras.items()],
+            "n_dead": self._n_dead,
+            "n_hidden": self._n_hidden,
+            "file_paths": paths,
+            "forgotten": self._forgotten,
+            "logs": [_cursor_state(c) for c in self._logs.values()],
+            "md": None if self._md is None else _cursor_state(self._md),
+            "doc": {
+                "last_category": doc.last_category,
+                "header_count": doc.header_count,
+                "invalid_lines": doc.invalid_lines,
+            },
+            "pending": [[*key, rows] for key, rows in self._pending.items()],
+            "md_rows": [[*key, rows] for key, rows in self._md_rows.items()],
+            "corrupt": self._corrupt,
+            "ranker": None,
+        }
+        ids, ids_off = _pack(self._ids)
+        texts, texts_off = _pack(contents)
+        # Row lists as runs of consecutive rows where that is much smaller (a memory
+        # indexed in one go: one run each), and columns a load can rebuild for less than
+        # their bytes cost: fewer bytes to fetch, fewer rows to check on load.
+        runs: list[str] = []
+
+        def rows_blob(name: str, rows: Iterable[int]) -> bytes:
+            plain = array("I", rows)
+            as_runs = _runs_of(plain)
+            if as_runs is None:
+                return plain.tobytes()
+            runs.append(name)
+            return as_runs.tobytes()
+
+        tl_row = rows_blob("tl_row", self._tl_row)
+        tl_from_created = "tl_row" in runs and self._tl_stamp == _gather(
+            self._created, self._tl_row
+        )
+        expires = self._expires
+        fill = expires[0] if expires and expires.count(expires[0]) == len(expires) else None
+        meta["encoded"] = {"runs": runs, "tl_stamp": tl_from_created, "expires": fill}
+        blobs = {
+            "ids": ids,
+            "ids_off": ids_off,
+            "contents": texts,
+            "contents_off": texts_off,
+            # JSON parts read only when first needed (MEMORY.md's facts, the claims)
+            "sections": orjson.dumps(sections),
+            "claimed_texts": orjson.dumps(claimed_texts),
+            "cats": array("I", map(code.__getitem__, self._cats)).tobytes(),
+            "created": self._created.tobytes(),
+            "importance": self._importance.tobytes(),
+            "flags": bytes(self._flags),
+            "row_of": rows_blob("row_of", self._row_of.values()),
+            "file_sizes": array("q", [len(self._file_rows[p]) for p in paths]).tobytes(),
+            "file_rows": rows_blob("file_rows", chain.from_iterable(self._file_rows.values())),
+            "tl_row": tl_row,
+            "claimed": rows_blob("claimed", self._claimed),
+        }
+        if fill is None:
+            blobs["expires"] = expires.tobytes()
+        if not tl_from_created:
+            blobs["tl_stamp"] = self._tl_stamp.tobytes()
+        if ranker is not None:
+            rank_meta, rank_blobs = ranker.state()
+            meta["ranker"] = rank_meta
+            blobs.update({"bm25_" + k: v for k, v in rank_blobs.items()})
+        return meta, blobs
+
+    def load_state(self, meta: dict[str, Any], blobs: dict[str, bytes | memoryview]) -> None:
+        """Replace everything with a :meth:`state` (``ValueError`` when it does not hold
+        together; the index is then reset).
+
+        Only what a search reads is built now: the flat columns and the BM25 arrays.
+        Entry ids and contents stay bytes until a row is read, and the parts that only
+        changes and other reads need (id lookup, files' rows, MEMORY.md's facts and
+        claims) are built when first used. Everything they rely on is checked here.
+        """
+        enabled = gc.isenabled()
+        gc.disable()  # many long-lived objects and no cycles, as in a bulk feed
+        try:
+            self._load_state(meta, blobs)
+        except (KeyError, TypeError, IndexError, ValueError, OverflowError) as exc:
+            self.reset()
+            raise ValueError(f"unusable index state: {exc}") from exc
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _load_state(self, meta: dict[str, Any], blobs: dict[str, bytes | memoryview]) -> None:
+        self.reset()
+        names, paths = meta["cat_names"], meta["file_paths"]
+        if type(names) is not list or type(paths) is not list:
+            raise ValueError("bad columns")
+        ids = _Strings(blobs["ids"], _arr("I", blobs["ids_off"]))
+        contents = _Strings(blobs["contents"], _arr("I", blobs["contents_off"]))
+        n = len(ids)
+        encoded = meta["encoded"]
+        runs, fill = encoded["runs"], encoded["expires"]
+        if type(runs) is not list or not (fill is None or type(fill) is int):
+            raise ValueError("bad encodings")
+
+        def rows_of(name: str) -> Sequence[int]:
+            return _rows_of(blobs[name], name in runs, n)
+
+        codes = _arr("I", blobs["cats"])
+        created = _arr("q", blobs["created"])
+        expires = _arr("q", blobs["expires"]) if fill is None else array("q", [fill]) * n
+        tl_row = rows_of("tl_row")
+        tl_stamp = (
+            _gather(created, tl_row)
+            if encoded["tl_stamp"] is True
+            else _arr("q", blobs["tl_stamp"])
+        )
+        importance = array("d")
+        importance.frombytes(blobs["importance"])
+        flags = bytearray(blobs["flags"])
+        row_of_rows, claimed = rows_of("row_of"), rows_of("claimed")
+        sizes, file_rows = _arr("q", blobs["file_sizes"]), rows_of("file_rows")
+        claimed_texts = orjson.loads(blobs["claimed_texts"])
+        if (
+            type(claimed_texts) is not list
+            or set(map(type, names)) - {str}
+            or set(map(type, paths)) - {str}
+            or len(contents) != n
+            or len(codes) != n
+            or len(created) != n
+            or len(expires) != n
+            or len(importance) != n
+            or len(flags) != n
+            or len(tl_stamp) != len(tl_row)
+            or len(sizes) != len(paths)
+            or min(sizes, default=0) < 0
+            or sum(sizes) != len(file_rows)
+            or len(claimed_texts) != len(claimed)
+            or set(map(type, claimed_texts)) - {str, type(None)}
+        ):
+            raise ValueError("columns of different lengths or rows out of range")
+        self._cold_sections = _checked_sections(orjson.loads(blobs["sections"]), n)
+        self._ids, self._contents = ids, contents
+        # (a category code out of range fails here: IndexError)
+        self._cats = list(map(names.__getitem__, codes))
+        self._interned = {name: name for name in names}
+        self._created, self._expires = created, expires
+        self._importance, self._flags = importance, flags
+        self._extras = {int(row): (ttl, md) for row, ttl, md in meta["extras"]}
+        self._n_dead, self._n_hidden = int(meta["n_dead"]), int(meta["n_hidden"])
+        self._forgotten = {str(k): str(v) for k, v in dict(meta["forgotten"]).items()}
+        for cursor in meta["logs"]:
+            cur = _cursor_of(cursor)
+            if log_date(cur.info.path) is None:
+                raise ValueError(f"not a log: {cur.info.path!r}")
+            self._logs[cur.info.path] = cur
+        self._md = None if meta["md"] is None else _cursor_of(meta["md"])
+        if self._md is not None and self._md.info.path != MEMORY_FILE:
+            raise ValueError("bad MEMORY.md cursor")
+        doc_state = meta["doc"]
+        doc = MemoryDocument(
+            last_category=doc_state["last_category"],
+            header_count=int(doc_state["header_count"]),
+            invalid_lines=int(doc_state["invalid_lines"]),
+        )
+        if doc.last_category is not None and type(doc.last_category) is not str:
+            raise ValueError("bad MEMORY.md state")
+        self._tl_stamp, self._tl_row = tl_stamp, array("q", tl_row)  # (a copy: it grows)
+        for field, target in (("pending", self._pending), ("md_rows", self._md_rows)):
+            for cat, text, expires, rows in meta[field]:
+                if (
+                    type(cat) is not str
+                    or type(text) is not str
+                    or type(expires) is not int
+                    or not rows
+                    or set(map(type, rows)) != {int}
+                    or min(rows) < 0
+                    or max(rows) >= n
+                ):
+                    raise ValueError(f"bad {field} entry")
+                target[(cat, text, expires)] = rows
+        self._corrupt = {str(path): int(n) for path, n in dict(meta["corrupt"]).items()}
+        if meta["ranker"] is not None:
+            ranker = BM25Index.from_state(
+                meta["ranker"],
+                {k[5:]: v for k, v in blobs.items() if k.startswith("bm25_")},
+            )
+            # Every row not removed was ranked when the state was taken.
+            if ranker.key_space > n or len(ranker) != n - self._n_dead:
+                raise ValueError("ranked rows do not match the rows")
+            self._ranker = ranker
+        # Built on first use: MEMORY.md's facts, then everything else at once.
+        self._cold = _ColdParts(row_of_rows, paths, sizes, file_rows, claimed, claimed_texts)
+        self._cold_doc = doc
+        for name in _LAZY:
+            del self.__dict__[name]
+        self.generation += 1
+
+    def _load_doc(self) -> None:
+        """Build MEMORY.md's facts of a cache-loaded index (on first use)."""
+        doc, self._cold_doc = self._cold_doc, None
+        if doc is None:
+            return
+        contents = self._contents
+        with _no_gc():
+            for cat, stored, expiries in self._cold_sections:
+                texts = [contents[t] if isinstance(t, int) else t for t in stored]
+                if expiries is None:
+                    facts = list(map(tuple.__new__, repeat(Fact), zip(texts, repeat(None))))
+                else:
+                    facts = list(map(Fact, texts, expiries))
+                doc.sections[cat] = facts
+        self._cold_sections = []
+        self._doc = doc
+
+    def _unbuilt(self) -> list[str]:
+        """The fields of a cache-loaded index not built yet (empty once all are)."""
+        return [name for name in _LAZY if name not in self.__dict__]
+
+    def _build_row_of(self) -> None:
+        """The id -> row lookup of a cache-loaded index (on first use)."""
+        cold = self._cold
+        if cold is None or "_row_of" in self.__dict__:
+            return
+        with _no_gc():
+            ids = self._ids if isinstance(self._ids, list) else self._ids.tolist()
+            self._ids = ids
+            rows = cold.row_of
+            self._row_of = dict(zip(map(ids.__getitem__, rows), rows, strict=True))
+
+    def _build_file_rows(self) -> None:
+        """Each log's rows, of a cache-loaded index (on first use)."""
+        cold = self._cold
+        if cold is None or "_file_rows" in self.__dict__:
+            return
+        with _no_gc():
+            file_rows: dict[str, list[int]] = {}
+            at = 0
+            for path, size in zip(cold.file_paths, cold.file_sizes, strict=True):
+                file_rows[path] = list(cold.file_rows[at : at + size])
+                at += size
+            self._file_rows = file_rows
+
+    def _build_claims(self) -> None:
+        """Which records MEMORY.md's bullets claim, of a cache-loaded index (on first
+        use)."""
+        cold = self._cold
+        if cold is None or "_claimed" in self.__dict__:
+            return
+        with _no_gc():
+            cats, contents, claimed = self._cats, self._contents, cold.claimed
+            # A record claims only a bullet of its own expiry: the key's is the row's.
+            keys = list(
+                zip(
+                    map(cats.__getitem__, claimed),
+                    (
+                        contents[row] if text is None else text
+                        for row, text in zip(claimed, cold.claimed_texts, strict=True)
+                    ),
+                    map(self._expires.__getitem__, claimed),
+                    strict=True,
+                )
+            )
+            self._claimed = dict(zip(claimed, keys, strict=True))
+            self._n_claimed = Counter(keys)
+
+    def _build_fact_counts(self) -> None:
+        """How many bullets hold each (category, text), of a cache-loaded index."""
+        if self._cold is None or "_fact_counts" in self.__dict__:
+            return
+        doc = self._doc
+        with _no_gc():
+            self._fact_counts = Counter(fact_keys(doc.sections))
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """The cyclic collector paused (many long-lived objects, no cycles)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _cursor_state(cur: FileCursor) -> list[Any]:
+    info = cur.info
+    return [
+        info.path,
+        info.size,
+        info.mtime,
+        info.token,
+        cur.parsed_upto,
+        cur.tail.hex(),
+        cur.complete,
+        cur.crc,
+    ]
+
+
+def _cursor_of(state: list[Any]) -> FileCursor:
+    path, size, mtime, token, upto, tail, complete, crc = state
+    # MEMORY.md or a daily log, exactly (cheaper than the general path check).
+    if (
+        not isinstance(path, str)
+        or not isinstance(token, str)
+        or not path.isascii()
+        or (path != MEMORY_FILE and path != f"logs/{log_date(path)}.jsonl")
+    ):
+        raise ValueError("bad cursor")
+    info = FileInfo(path, int(size), None if mtime is None else float(mtime), token)
+    tail_bytes = bytes.fromhex(tail)
+    if not 0 <= int(upto) <= info.size or len(tail_bytes) > min(TAIL, int(upto)):
+        raise ValueError("bad cursor offsets")
+    if crc is not None and (type(crc) is not int or not 0 <= crc < 1 << 32):
+        raise ValueError("bad cursor checksum")
+    return FileCursor(info, int(upto), tail_bytes, bool(complete), crc)
+
+
+def _checked_sections(
+    stored: Any, n: int
+) -> list[tuple[str, list[str | int], list[datetime | None] | None]]:
+    """MEMORY.md's sections as the index cache stores them, checked: texts or row
+    numbers below ``n``, expiry times parsed (``ValueError`` otherwise)."""
+    if type(stored) is not list:
+        raise ValueError("bad MEMORY.md sections")
+    out: list[tuple[str, list[str | int], list[datetime | None] | None]] = []
+    for section in stored:
+        cat, texts, expiries = section
+        if type(cat) is not str or type(texts) is not list or set(map(type, texts)) - {str, int}:
+            raise ValueError("bad MEMORY.md section")
+        refs = [t for t in texts if type(t) is int]
+        if refs and (min(refs) < 0 or max(refs) >= n):
+            raise ValueError("bad MEMORY.md section")
+        times: list[datetime | None] | None = None
+        if expiries is not None:
+            if type(expiries) is not list or len(expiries) != len(texts):
+                raise ValueError("bad MEMORY.md expiries")
+            times = [None if exp is None else parse_timestamp(exp) for exp in expiries]
+        out.append((cat, texts, times))
+    return out
+
+
+def _arr(code: str, data: bytes | memoryview) -> array[int]:
+    out = array(code)
+    out.frombytes(data)
+    return out
+
+
+def _runs_of(rows: array[int]) -> array[int] | None:
+    """``rows`` as ``(first, count)`` pairs of consecutive rows, when that takes less
+    than half the room (None otherwise)."""
+    if not rows:
+        return None
+    pairs = array("I")
+    first = prev = rows[0]
+    for row in rows[1:]:
+        if row != prev + 1:
+            pairs.extend((first, prev - first + 1))
+            first = row
+        prev = row
+    pairs.extend((first, prev - first + 1))
+    return pairs if 2 * len(pairs) < len(rows) else None
+
+
+def _rows_of(data: bytes | memoryview, runs: bool, n: int) -> Sequence[int]:
+    """A row list of the index cache, plain or as runs (see :func:`_runs_of`); every
+    row is checked to be below ``n`` (``ValueError``)."""
+    values = _arr("I", data)
+    if not runs:
+        if values and max(values) >= n:
+            raise ValueError("rows out of range")
+        return values
+    if len(values) % 2:
+        raise ValueError("bad row runs")
+    firsts, counts = values[0::2], values[1::2]
+    if any(first + count > n or not count for first, count in zip(firsts, counts, strict=True)):
+        raise ValueError("rows out of range")
+    if len(firsts) == 1:
+        return range(firsts[0], firsts[0] + counts[0])
+    return array("I", chain.from_iterable(map(range, firsts, map(operator.add, firsts, counts))))
+
+
+def _gather(column: array[int], rows: Sequence[int]) -> array[int]:
+    """``column[row] for row in rows`` (a copy of one slice when the rows are a range)."""
+    if isinstance(rows, range) and rows.step == 1:
+        return column[rows.start : rows.stop]
+    return array(column.typecode, map(column.__getitem__, rows))

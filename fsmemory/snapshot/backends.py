@@ -9,10 +9,11 @@ Two protocols:
   **delta** objects. A save uploads only a delta under a fresh, unique name, so
   concurrent savers never overwrite each other; a restore folds the base and every delta
   together; a **fold** (compaction) writes a new base and moves the **head** to it with
-  compare-and-swap, then removes what the fold before it folded (one batched request
-  where the service has one). When to fold is the memory layer's decision (a save folds
-  once ``compact_after`` deltas are waiting, see :mod:`fsmemory.memory`); a backend only
-  offers ``compact_after`` as its default.
+  compare-and-swap, then removes what earlier folds retired at least
+  :data:`RETIRED_GRACE` seconds ago (one batched request where the service has one).
+  When to fold is the memory layer's decision (a save folds once ``compact_after``
+  deltas are waiting, see :mod:`fsmemory.memory`); a backend only offers
+  ``compact_after`` as its default.
 
 :class:`FsspecBackend` implements both on any fsspec URL; :class:`RedisKnowledgeBackend`
 implements both natively in Redis (with an optional server-side TTL).
@@ -25,7 +26,7 @@ import os
 import time
 import uuid
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -46,6 +47,7 @@ from fsmemory.fs.redis import redis_client
 __all__ = [
     "DEFAULT_COMPACT_AFTER",
     "HEAD_FORMAT",
+    "RETIRED_GRACE",
     "FsspecBackend",
     "IncrementalBackend",
     "KnowledgeBackend",
@@ -59,9 +61,18 @@ logger = logging.getLogger(__name__)
 HEAD_FORMAT = "fsmemory-snapshot"
 #: a save folds the waiting deltas into a new base once this many are waiting
 DEFAULT_COMPACT_AFTER = 32
+#: seconds a fold keeps the objects it retires (the base it replaces, the deltas it folds)
+#: before a later fold may delete them: the longest a single read attempt may take and
+#: still be sure to find everything its head named, however many folds complete meanwhile.
+#: Measured on the retiring writer's clock and the deleting writer's clock: a skewed clock
+#: only shortens or lengthens retention (a reader slower than what is left retries), it
+#: never lets a folded delta be applied again.
+RETIRED_GRACE = 120.0
 #: a read that finds objects removed under it tries again this many times in all (what it
-#: fetched is kept across attempts; an attempt fails only when two folds complete in it)
+#: fetched is kept across attempts; an attempt fails only when it takes longer than
+#: :data:`RETIRED_GRACE`)
 _READ_ATTEMPTS = 20
+_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
 @runtime_checkable
@@ -92,6 +103,11 @@ class SnapshotState:
             recorded deltas still there and bases the head no longer names.
         gone: names in ``folded`` whose objects are known to be gone (the next fold
             drops them from the record).
+        retired: when (epoch seconds, the retiring writer's clock) each object in
+            ``stale`` retired within the last :data:`RETIRED_GRACE` seconds was retired;
+            a stale object missing from it was retired longer ago. None: the head keeps
+            no such record (written before fsmemory recorded it), so every stale object
+            is treated as retired just now.
     """
 
     base: bytes | None
@@ -101,6 +117,7 @@ class SnapshotState:
     folded: tuple[str, ...] = ()
     stale: tuple[str, ...] = ()
     gone: frozenset[str] = frozenset()
+    retired: Mapping[str, float] | None = None
 
     @property
     def delta_bytes(self) -> int:
@@ -170,6 +187,20 @@ class FsspecBackend:
     fold left behind, or that a role without delete permission cannot remove, is never
     applied again, however many folds pass; every fold removes the leftovers it sees.
 
+    The head also records when each object was retired (``"retired"``: object name ->
+    UTC time, on the folding writer's clock): the base a fold replaces and the deltas it
+    folds. A fold deletes a retired object only once it was retired at least
+    :data:`RETIRED_GRACE` seconds ago, so a read attempt shorter than that finds every
+    object its head named, whatever the number of folds meanwhile. An entry leaves the
+    record once older than the grace, so the record holds at most what was retired
+    within the last :data:`RETIRED_GRACE` seconds. A head without the record (written by
+    an older fsmemory, which ignores it) counts every object it retired as retired now:
+    the safe choice, which only delays their deletion by the grace.
+
+    Attributes:
+        clock: the time in epoch seconds, used to date retirements (``time.time``;
+            replaceable, e.g. in tests).
+
     Args:
         url: where the snapshot lives.
         storage_options: fsspec options of the URL's filesystem (credentials, endpoint,
@@ -203,6 +234,7 @@ class FsspecBackend:
         self.head = name
         self.objects = f"{name}.d"
         self._names = _DeltaNamer()
+        self.clock: Callable[[], float] = time.time
         #: identifies this snapshot within the process (URL and options)
         self.replica_key = f"fsspec:{self.root.url}/{name}:{sorted(options.items())!r}"
 
@@ -233,10 +265,11 @@ class FsspecBackend:
         base and deltas in parallel. What ``known`` already holds (the same base, deltas
         by name) is not downloaded again.
 
-        A fold keeps the base it replaces and the deltas it folds until the fold after
-        it, so a read fails (and is tried again) only when two folds complete during it;
-        what an attempt fetched is kept for the next one, which then costs a listing, a
-        head read and the objects that are new.
+        A fold keeps the base it replaces and the deltas it folds for at least
+        :data:`RETIRED_GRACE` seconds, so a read attempt fails (and is tried again) only
+        when it takes longer than that, however many folds complete during it; what an
+        attempt fetched is kept for the next one, which then costs a listing, a head read
+        and the objects that are new.
         """
         fetched: dict[str, bytes] = {}
         for _ in range(_READ_ATTEMPTS):
@@ -256,9 +289,11 @@ class FsspecBackend:
         head, inline, version = self._read_head()
         base_name = None
         folded: tuple[str, ...] = ()
+        retired: dict[str, float] | None = None
         if head is not None:
             base_name = head.get("base") or None
             folded = tuple(head.get("folded") or ())
+            retired = _parse_retired(head.get("retired"), self.clock())
         base_path = f"{self.objects}/{base_name}" if base_name else None
         record = set(folded)
         prefix = f"{self.objects}/delta/"
@@ -290,7 +325,7 @@ class FsspecBackend:
             name = path[len(prefix) :]
             deltas.append((name, have[name] if name in have else got[path]))
         stale, gone = self._stale_and_gone(listed, base_path, folded)
-        return SnapshotState(base, deltas, version, base_name, folded, stale, gone)
+        return SnapshotState(base, deltas, version, base_name, folded, stale, gone, retired)
 
     def _stale_and_gone(
         self, listed: set[str], base_path: str | None, folded: Sequence[str]
@@ -353,18 +388,34 @@ class FsspecBackend:
     ) -> SnapshotState | None:
         """Write a new base and move the head to it with compare-and-swap (against
         ``expected.version``); then remove, in one batched delete, what ``expected``
-        knows is stale: the deltas folded before ``expected`` that are still there and
-        the bases before ``expected``'s.
+        knows is stale (the deltas folded before ``expected`` that are still there and
+        the bases before ``expected``'s) and was retired at least :data:`RETIRED_GRACE`
+        seconds ago.
 
         The head records every folded delta whose object may still exist (a name leaves
         the record only once its object is known gone), so a delta left behind by a
         fold that was killed or could not delete is skipped by every reader and removed
         by a later fold, however many folds pass. The base being replaced and the deltas
-        folded now are removed by the next fold, so a reader that read the previous head
-        can still fetch what it names."""
+        folded now are recorded as retired now, and the stale objects retired less than
+        the grace ago keep their time; a later fold removes them once they are older, so
+        a reader that read any head of the last :data:`RETIRED_GRACE` seconds can still
+        fetch what it names."""
         base_name = f"base-{uuid.uuid4().hex}.json"
         base_path = f"{self.objects}/{base_name}"
         self.root.write(base_path, archive)
+        now = self.clock()
+        stale = [s for s in dict.fromkeys(expected.stale) if s != base_name]
+        if expected.retired is None:
+            # No record in the head (an older fsmemory wrote it): retired just now.
+            when = dict.fromkeys(stale, now)
+        else:
+            when = {s: min(t, now) for s, t in expected.retired.items()}
+        ripe = [s for s in stale if now - when.get(s, now - RETIRED_GRACE) >= RETIRED_GRACE]
+        retired = {s: t for s, t in when.items() if now - t < RETIRED_GRACE}
+        later = [f"delta/{n}" for n in dict.fromkeys(folded)]
+        if expected.base_name and expected.base_name != base_name:
+            later.append(expected.base_name)
+        retired.update(dict.fromkeys(later, now))
         kept = [n for n in expected.folded if n not in expected.gone]
         known = set(kept)
         record = tuple(kept + [n for n in dict.fromkeys(folded) if n not in known])
@@ -373,7 +424,8 @@ class FsspecBackend:
             "version": 2,
             "base": base_name,
             "folded": list(record),
-            "updated_at": datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "retired": {s: _format_time(t) for s, t in sorted(retired.items())},
+            "updated_at": _format_time(time.time()),
         }
         try:
             if expected.version is None:
@@ -385,17 +437,14 @@ class FsspecBackend:
         except ConflictError:
             _delete_all(self.root, [base_path])
             return None
-        stale = [s for s in dict.fromkeys(expected.stale) if s != base_name]
-        removed = _delete_all(self.root, [f"{self.objects}/{s}" for s in stale])
-        later = [f"delta/{n}" for n in dict.fromkeys(folded)]
-        if expected.base_name and expected.base_name != base_name:
-            later.append(expected.base_name)
+        removed = _delete_all(self.root, [f"{self.objects}/{s}" for s in ripe])
         gone: frozenset[str] = frozenset()
         if removed:
-            gone = frozenset(s[len("delta/") :] for s in stale if s.startswith("delta/"))
-        else:
-            later += [s for s in stale if s not in later]
-        return SnapshotState(archive, [], version, base_name, record, tuple(later), gone)
+            gone = frozenset(s[len("delta/") :] for s in ripe if s.startswith("delta/"))
+        ripe_set = set(ripe)
+        left = [s for s in stale if s not in ripe_set or not removed]
+        left += [s for s in later if s not in left]
+        return SnapshotState(archive, [], version, base_name, record, tuple(left), gone, retired)
 
     def save_bytes(self, data: bytes) -> None:
         """The seed protocol: replace the whole snapshot (last writer wins)."""
@@ -423,6 +472,32 @@ class FsspecBackend:
             self.root.delete(src)
         logger.warning("moved corrupt snapshot %s aside to %s", self.url, target)
         return target
+
+
+def _format_time(seconds: float) -> str:
+    """Epoch seconds as the head's UTC time text."""
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime(_TIME_FORMAT)
+
+
+def _parse_retired(value: object, now: float) -> dict[str, float] | None:
+    """A head's ``"retired"`` record as epoch seconds per object name.
+
+    None when the head has no record (or not a JSON object): every stale object then
+    counts as retired now. An entry whose time cannot be read counts as retired now too:
+    the safe side, which only delays its deletion.
+    """
+    if not isinstance(value, dict):
+        return None
+    retired: dict[str, float] = {}
+    for name, text in value.items():
+        if not isinstance(name, str):
+            continue
+        try:
+            stamp = datetime.strptime(str(text), _TIME_FORMAT).replace(tzinfo=UTC)
+            retired[name] = stamp.timestamp()
+        except (ValueError, OverflowError, OSError):
+            retired[name] = now
+    return retired
 
 
 def _fetch_all(root: StorageRoot, paths: Sequence[str]) -> list[bytes | None]:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from fsmemory import KnowledgeMemory
-from fsmemory.snapshot import FsspecBackend
+from fsmemory.snapshot import FsspecBackend, backends
 
 from .conftest import Spec, make_spec
 
@@ -93,8 +93,11 @@ def _later_folds(km: KnowledgeMemory, count: int) -> list[str]:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_fold_killed_before_its_delete_never_brings_a_forgotten_fact_back(
-    request: pytest.FixtureRequest, tmp_path: Path, kind: str
+    request: pytest.FixtureRequest, tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Retired objects may be deleted by the next fold (test_reader_any_rate.py covers
+    # the grace itself, with a killed fold too).
+    monkeypatch.setattr(backends, "RETIRED_GRACE", 0.0)
     spec = make_spec(request, kind, tmp_path)
     pin, deltas = _pin_and_hand_edit(spec, tmp_path / "a")
     # The restorer's first save folds both deltas; it dies right after the head's write.
@@ -139,10 +142,13 @@ def test_leftovers_a_role_cannot_delete_are_never_applied_again(
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_record_of_folded_deltas_stays_small(
-    request: pytest.FixtureRequest, tmp_path: Path, kind: str
+    request: pytest.FixtureRequest, tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Names leave the head's record once their objects are known gone, in a long-lived
-    process (its own deletes) and across invocations (their listings)."""
+    process (its own deletes) and across invocations (their listings). Objects are
+    retired for RETIRED_GRACE seconds first: without a grace, the next fold deletes them
+    (test_reader_any_rate.py bounds the record with a grace)."""
+    monkeypatch.setattr(backends, "RETIRED_GRACE", 0.0)
     spec = make_spec(request, kind, tmp_path)
     km = KnowledgeMemory(tmp_path / "a", backend=_backend(spec), snapshot_compact_after=2)
     for i in range(40):

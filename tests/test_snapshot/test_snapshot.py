@@ -17,6 +17,7 @@ import pytest
 
 from fsmemory import BackendError, KnowledgeMemory, SnapshotError, _jsonutil
 from fsmemory.snapshot import FsspecBackend, pack_archive, unpack_archive
+from fsmemory.snapshot.backends import RETIRED_GRACE
 
 from .conftest import DictBackend, Spec, folder_files, make_spec, open_backend
 
@@ -116,18 +117,30 @@ def test_a_save_after_restore_folds_the_deltas_it_found(spec: Spec, tmp_path: Pa
     if spec[0] != "redis-native":
         _kind, location, options = spec
         backend = FsspecBackend(location, storage_options=options)
-        # The fold keeps what it replaced until the next fold (a reader of the previous
-        # head may still be fetching it); the head records every folded delta still there.
+        # The fold keeps what it replaced for RETIRED_GRACE seconds (a reader of an
+        # earlier head may still be fetching it); the head records every folded delta
+        # still there, and when it was retired.
         names = [i.path for i in backend.root.list(backend.objects, recursive=True)]
-        record = set(backend.load_state().folded)
+        state = backend.load_state()
+        record = set(state.folded)
         left = [n for n in names if "/delta/" in n]
         assert len(left) == 40 and all(n.rsplit("/", 1)[-1] in record for n in left)
+        assert state.retired is not None
+        assert {n[len(backend.objects) + 1 :] for n in left} <= set(state.retired)
         third = KnowledgeMemory(tmp_path / "r3", backend=backend, snapshot_compact_after=1)
-        third.remember("the next fold removes them")
+        third.remember("a fold within the grace keeps them")
         names = [i.path for i in backend.root.list(backend.objects, recursive=True)]
-        head_base = f"{backend.objects}/{backend.load_state().base_name}"
-        assert head_base in names and len(names) == 2, names
+        assert len([n for n in names if "/delta/" in n]) == 40
+        backend.clock = lambda: time.time() + RETIRED_GRACE + 1
+        third.remember("a fold once they are older than the grace removes them")
+        names = [i.path for i in backend.root.list(backend.objects, recursive=True)]
+        state = backend.load_state()
+        head_base = f"{backend.objects}/{state.base_name}"
+        assert head_base in names and len(names) == 2, names  # and the base it replaced
         assert all(n.startswith(f"{backend.objects}/base-") for n in names), names
+        assert state.retired is not None and set(state.retired) == {
+            n[len(backend.objects) + 1 :] for n in names if n != head_base
+        }
 
 
 def test_corrupt_snapshot_is_never_silently_replaced(spec: Spec, tmp_path: Path) -> None:

@@ -63,7 +63,8 @@ HEAD_FORMAT = "fsmemory-snapshot"
 DEFAULT_COMPACT_AFTER = 32
 #: seconds a fold keeps the objects it retires (the base it replaces, the deltas it folds)
 #: before a later fold may delete them: the longest a single read attempt may take and
-#: still be sure to find everything its head named, however many folds complete meanwhile.
+#: still be sure to find everything its head named, however many folds complete meanwhile
+#: (a folded delta's name also stays recorded this long after its object is known gone).
 #: Measured on the retiring writer's clock and the deleting writer's clock: a skewed clock
 #: only shortens or lengthens retention (a reader slower than what is left retries), it
 #: never lets a folded delta be applied again.
@@ -98,7 +99,8 @@ class SnapshotState:
         base_name: the base object's name, when the backend stores it apart.
         folded: names of deltas the head records as folded into its base (a fold adds
             the ones it folds). A name leaves the record only once its object is known
-            to be gone, so a delta left behind is never applied again.
+            to be gone (and :data:`RETIRED_GRACE` seconds more), so a delta left behind
+            is never applied again.
         stale: objects the next fold removes (paths inside the snapshot's folder):
             recorded deltas still there and bases the head no longer names.
         gone: names in ``folded`` whose objects are known to be gone (the next fold
@@ -108,6 +110,9 @@ class SnapshotState:
             a stale object missing from it was retired longer ago. None: the head keeps
             no such record (written before fsmemory recorded it), so every stale object
             is treated as retired just now.
+        gone_at: when (epoch seconds) each name in ``folded`` was first known gone, for
+            names known gone within the last :data:`RETIRED_GRACE` seconds; None: the
+            head keeps no such record (every name in ``gone`` counts as gone just now).
     """
 
     base: bytes | None
@@ -118,6 +123,7 @@ class SnapshotState:
     stale: tuple[str, ...] = ()
     gone: frozenset[str] = frozenset()
     retired: Mapping[str, float] | None = None
+    gone_at: Mapping[str, float] | None = None
 
     @property
     def delta_bytes(self) -> int:
@@ -183,19 +189,23 @@ class FsspecBackend:
 
     The head names its base and records the deltas folded into it (``"folded"``). A
     name stays in the record until a fold knows its object is gone (its own delete
-    succeeded, or a listing younger than the record lacks it), so a delta that a killed
-    fold left behind, or that a role without delete permission cannot remove, is never
-    applied again, however many folds pass; every fold removes the leftovers it sees.
+    succeeded, or a listing younger than the record lacks it) and :data:`RETIRED_GRACE`
+    seconds more (``"gone"`` dates it), so a delta that a killed fold left behind, or
+    that a role without delete permission cannot remove, is never applied again, however
+    many folds pass; every fold removes the leftovers it sees once older than the grace.
 
     The head also records when each object was retired (``"retired"``: object name ->
     UTC time, on the folding writer's clock): the base a fold replaces and the deltas it
     folds. A fold deletes a retired object only once it was retired at least
     :data:`RETIRED_GRACE` seconds ago, so a read attempt shorter than that finds every
-    object its head named, whatever the number of folds meanwhile. An entry leaves the
-    record once older than the grace, so the record holds at most what was retired
-    within the last :data:`RETIRED_GRACE` seconds. A head without the record (written by
-    an older fsmemory, which ignores it) counts every object it retired as retired now:
-    the safe choice, which only delays their deletion by the grace.
+    object its head named, whatever the number of folds meanwhile, and never lists a
+    deleted delta its head no longer records. An entry leaves ``"retired"`` or
+    ``"gone"`` once older than the grace, so the head holds at most what was retired or
+    deleted within the last :data:`RETIRED_GRACE` seconds (and what cannot be deleted).
+    A head without these records (written by an older fsmemory, which ignores them)
+    counts every object it retired as retired now, and every name known gone as gone
+    now: the safe choice, which only delays a deletion by the grace (counting them as
+    retired long ago could delete what a reader of that head is fetching).
 
     Attributes:
         clock: the time in epoch seconds, used to date retirements (``time.time``;
@@ -290,10 +300,12 @@ class FsspecBackend:
         base_name = None
         folded: tuple[str, ...] = ()
         retired: dict[str, float] | None = None
+        gone_at: dict[str, float] | None = None
         if head is not None:
             base_name = head.get("base") or None
             folded = tuple(head.get("folded") or ())
             retired = _parse_retired(head.get("retired"), self.clock())
+            gone_at = _parse_retired(head.get("gone"), self.clock())
         base_path = f"{self.objects}/{base_name}" if base_name else None
         record = set(folded)
         prefix = f"{self.objects}/delta/"
@@ -325,7 +337,9 @@ class FsspecBackend:
             name = path[len(prefix) :]
             deltas.append((name, have[name] if name in have else got[path]))
         stale, gone = self._stale_and_gone(listed, base_path, folded)
-        return SnapshotState(base, deltas, version, base_name, folded, stale, gone, retired)
+        return SnapshotState(
+            base, deltas, version, base_name, folded, stale, gone, retired, gone_at
+        )
 
     def _stale_and_gone(
         self, listed: set[str], base_path: str | None, folded: Sequence[str]
@@ -416,8 +430,14 @@ class FsspecBackend:
         if expected.base_name and expected.base_name != base_name:
             later.append(expected.base_name)
         retired.update(dict.fromkeys(later, now))
-        kept = [n for n in expected.folded if n not in expected.gone]
+        # A name known gone stays recorded RETIRED_GRACE seconds more: a reader's listing
+        # younger than that, which may still show the object, skips it by the record.
+        gone_at = {n: min(t, now) for n, t in (expected.gone_at or {}).items()}
+        gone_at.update({n: now for n in expected.gone if n not in gone_at})
+        forgotten = {n for n, t in gone_at.items() if now - t >= RETIRED_GRACE}
+        kept = [n for n in expected.folded if n not in forgotten]
         known = set(kept)
+        gone_at = {n: t for n, t in gone_at.items() if n in known and n not in forgotten}
         record = tuple(kept + [n for n in dict.fromkeys(folded) if n not in known])
         document = {
             "format": HEAD_FORMAT,
@@ -425,6 +445,7 @@ class FsspecBackend:
             "base": base_name,
             "folded": list(record),
             "retired": {s: _format_time(t) for s, t in sorted(retired.items())},
+            "gone": {n: _format_time(t) for n, t in sorted(gone_at.items())},
             "updated_at": _format_time(time.time()),
         }
         try:
@@ -444,7 +465,9 @@ class FsspecBackend:
         ripe_set = set(ripe)
         left = [s for s in stale if s not in ripe_set or not removed]
         left += [s for s in later if s not in left]
-        return SnapshotState(archive, [], version, base_name, record, tuple(left), gone, retired)
+        return SnapshotState(
+            archive, [], version, base_name, record, tuple(left), gone, retired, gone_at
+        )
 
     def save_bytes(self, data: bytes) -> None:
         """The seed protocol: replace the whole snapshot (last writer wins)."""

@@ -13,7 +13,8 @@ other: a restore folds the base and all deltas together, which is the merge:
 * other files: the last delta (by time) wins.
 
 **Folding is part of normal saves.** A save writes a new base (its own change included)
-instead of one more delta (the backend removes folded objects one fold later), when
+instead of one more delta (a later fold removes folded objects once they were retired
+``RETIRED_GRACE`` seconds ago, see :mod:`fsmemory.snapshot.backends`), when
 
 * it is the first save after a restore that found deltas (the restorer already read
   them; folding them spares every later restore), or

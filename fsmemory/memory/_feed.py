@@ -13,7 +13,6 @@ fields, corrupt lines). MEMORY.md's bullets are counted per key and handed to th
 
 from __future__ import annotations
 
-import gc
 import heapq
 import logging
 import operator
@@ -262,18 +261,9 @@ class Feeding:
     # -- parsing -------------------------------------------------------------------------
     def feed_log(self, path: str, chunk: bytes, base_offset: int) -> None:
         """Parse complete JSONL lines of log ``path`` starting at ``base_offset``."""
-        if len(chunk) < 1 << 16:
-            self._feed_log(path, chunk, base_offset)
-            return
-        # A bulk load allocates many long-lived objects and no cycles: the cyclic
-        # collector would only rescan them over and over.
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
-            self._feed_log(path, chunk, base_offset)
-        finally:
-            if enabled:
-                gc.enable()
+        # (The cyclic garbage collector is left alone: pausing it is the host's
+        # business, and a bulk load measured no faster with it paused.)
+        self._feed_log(path, chunk, base_offset)
 
     def _feed_log(self, path: str, chunk: bytes, base_offset: int) -> None:
         lines = chunk.split(b"\n")

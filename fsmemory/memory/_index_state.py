@@ -13,12 +13,10 @@ mixin), as :class:`~fsmemory.memory._claims.Claims` is: the index owns the rows.
 
 from __future__ import annotations
 
-import gc
 import operator
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from datetime import datetime
 from itertools import accumulate, chain, pairwise, repeat
 from typing import Any
@@ -311,16 +309,11 @@ class IndexState:
         changes and other reads need (id lookup, files' rows, MEMORY.md's facts and
         claims) are built when first used. Everything they rely on is checked here.
         """
-        enabled = gc.isenabled()
-        gc.disable()  # many long-lived objects and no cycles, as in a bulk feed
         try:
             self._load_state(meta, blobs)
         except (KeyError, TypeError, IndexError, ValueError, OverflowError) as exc:
             self.reset()
             raise ValueError(f"unusable index state: {exc}") from exc
-        finally:
-            if enabled:
-                gc.enable()
 
     def _load_state(self, meta: dict[str, Any], blobs: dict[str, bytes | memoryview]) -> None:
         self.reset()
@@ -434,14 +427,13 @@ class IndexState:
         if doc is None:
             return
         contents = self._contents
-        with _no_gc():
-            for cat, stored, expiries in self._cold_sections:
-                texts = [contents[t] if isinstance(t, int) else t for t in stored]
-                if expiries is None:
-                    facts = list(map(tuple.__new__, repeat(Fact), zip(texts, repeat(None))))
-                else:
-                    facts = list(map(Fact, texts, expiries))
-                doc.sections[cat] = facts
+        for cat, stored, expiries in self._cold_sections:
+            texts = [contents[t] if isinstance(t, int) else t for t in stored]
+            if expiries is None:
+                facts = list(map(tuple.__new__, repeat(Fact), zip(texts, repeat(None))))
+            else:
+                facts = list(map(Fact, texts, expiries))
+            doc.sections[cat] = facts
         self._cold_sections = []
         self._doc = doc
 
@@ -454,24 +446,22 @@ class IndexState:
         cold = self._cold
         if cold is None or "_row_of" in self.__dict__:
             return
-        with _no_gc():
-            ids = self._ids if isinstance(self._ids, list) else self._ids.tolist()
-            self._ids = ids
-            rows = cold.row_of
-            self._row_of = dict(zip(map(ids.__getitem__, rows), rows, strict=True))
+        ids = self._ids if isinstance(self._ids, list) else self._ids.tolist()
+        self._ids = ids
+        rows = cold.row_of
+        self._row_of = dict(zip(map(ids.__getitem__, rows), rows, strict=True))
 
     def _build_file_rows(self) -> None:
         """Each log's rows, of a cache-loaded index (on first use)."""
         cold = self._cold
         if cold is None or "_file_rows" in self.__dict__:
             return
-        with _no_gc():
-            file_rows: dict[str, list[int]] = {}
-            at = 0
-            for path, size in zip(cold.file_paths, cold.file_sizes, strict=True):
-                file_rows[path] = list(cold.file_rows[at : at + size])
-                at += size
-            self._file_rows = file_rows
+        file_rows: dict[str, list[int]] = {}
+        at = 0
+        for path, size in zip(cold.file_paths, cold.file_sizes, strict=True):
+            file_rows[path] = list(cold.file_rows[at : at + size])
+            at += size
+        self._file_rows = file_rows
 
     def _build_claims(self) -> None:
         """Which records MEMORY.md's bullets claim, of a cache-loaded index (on first
@@ -479,42 +469,28 @@ class IndexState:
         cold = self._cold
         if cold is None or "_claimed" in self.__dict__:
             return
-        with _no_gc():
-            cats, contents, claimed = self._cats, self._contents, cold.claimed
-            # A record claims only a bullet of its own expiry: the key's is the row's.
-            keys = list(
-                zip(
-                    map(cats.__getitem__, claimed),
-                    (
-                        contents[row] if text is None else text
-                        for row, text in zip(claimed, cold.claimed_texts, strict=True)
-                    ),
-                    map(self._expires.__getitem__, claimed),
-                    strict=True,
-                )
+        cats, contents, claimed = self._cats, self._contents, cold.claimed
+        # A record claims only a bullet of its own expiry: the key's is the row's.
+        keys = list(
+            zip(
+                map(cats.__getitem__, claimed),
+                (
+                    contents[row] if text is None else text
+                    for row, text in zip(claimed, cold.claimed_texts, strict=True)
+                ),
+                map(self._expires.__getitem__, claimed),
+                strict=True,
             )
-            self._claimed = dict(zip(claimed, keys, strict=True))
-            self._n_claimed = Counter(keys)
+        )
+        self._claimed = dict(zip(claimed, keys, strict=True))
+        self._n_claimed = Counter(keys)
 
     def _build_fact_counts(self) -> None:
         """How many bullets hold each (category, text), of a cache-loaded index."""
         if self._cold is None or "_fact_counts" in self.__dict__:
             return
         doc = self._doc
-        with _no_gc():
-            self._fact_counts = Counter(fact_keys(doc.sections))
-
-
-@contextmanager
-def _no_gc() -> Iterator[None]:
-    """The cyclic collector paused (many long-lived objects, no cycles)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+        self._fact_counts = Counter(fact_keys(doc.sections))
 
 
 def _cursor_state(cur: FileCursor) -> list[Any]:

@@ -249,6 +249,10 @@ class ObstoreRoot(BucketRoot):
 
     #: which client sends the requests (see ``S3Root.client``)
     client: ClassVar[str] = "obstore"
+    #: the user-metadata key of the marker a conditional write carries
+    write_marker: ClassVar[str] = WRITE_MARKER
+    #: extra keyword arguments of every ``obstore.put``
+    put_options: ClassVar[Mapping[str, Any]] = {}
     # obstore is built with retries off; its HTTP client resends nothing it has sent.
     _hidden_retries: ClassVar[bool] = False
 
@@ -418,10 +422,12 @@ class ObstoreRoot(BucketRoot):
         elif if_version is not None:
             check_version(if_version)
             mode = self._update_mode(if_version)
-        attributes = {WRITE_MARKER: marker} if marker is not None else None
+        attributes = {self.write_marker: marker} if marker is not None else None
         try:
             with self._translated(path):
-                result = self._call(obstore.put, key, data, mode=mode, attributes=attributes)
+                result = self._call(
+                    obstore.put, key, data, mode=mode, attributes=attributes, **self.put_options
+                )
         except KeyNotFoundError as exc:
             if if_version is not None:
                 raise ConflictError(f"{path!r} no longer exists (version {if_version})") from exc
@@ -447,7 +453,7 @@ class ObstoreRoot(BucketRoot):
         def probe() -> tuple[bool, str]:
             with self._translated(path):
                 head = self._call(obstore.get, key, options={"head": True})
-            mark = (head.attributes or {}).get(WRITE_MARKER)
+            mark = (head.attributes or {}).get(self.write_marker)
             return mark == marker, self._version(head.meta)
 
         return (lambda: self._put(full, path, data, if_version, create, marker=marker)), probe

@@ -85,7 +85,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 from fsmemory.errors import (
     BackendError,
@@ -358,63 +358,9 @@ class AzureRoot(ObstoreRoot):
             fork_class=fork_class,
         )
 
-    # -- writes: the marker under a name Azure accepts ----------------------------------
-    def _put(
-        self,
-        full: str,
-        path: str,
-        data: bytes,
-        if_version: str | None,
-        create: bool,
-        *,
-        marker: str | None = None,
-    ) -> str:
-        """One ``Put Blob``, create-only or ``If-Match`` when asked, tagged with
-        ``marker`` in the blob's metadata (:data:`WRITE_MARKER`)."""
-        import obstore
-
-        key = self._split(full)[1]
-        mode: Any = "overwrite"
-        if create:
-            mode = "create"
-        elif if_version is not None:
-            check_version(if_version)
-            mode = self._update_mode(if_version)
-        attributes = {WRITE_MARKER: marker} if marker is not None else None
-        try:
-            with self._translated(path):
-                result = self._call(
-                    obstore.put, key, data, mode=mode, attributes=attributes, use_multipart=False
-                )
-        except KeyNotFoundError as exc:
-            if if_version is not None:
-                raise ConflictError(f"{path!r} no longer exists (version {if_version})") from exc
-            raise
-        except ConflictError as exc:
-            if create:
-                raise ConflictError(f"{path!r} already exists") from exc
-            raise ConflictError(f"{path!r} changed since version {if_version}") from exc
-        return self._version(result)
-
-    def _write_once(
-        self, full: str, path: str, data: bytes, if_version: str | None, create: bool
-    ) -> tuple[Callable[[], str], Callable[[], tuple[bool, str]]]:
-        """A conditional write is tagged with a fresh marker; the probe reads the blob's
-        metadata back (one ``Get Blob Properties``)."""
-        if if_version is None and not create:
-            return FsspecRoot._write_once(self, full, path, data, if_version, create)
-        import obstore
-
-        marker = uuid.uuid4().hex
-        key = self._split(full)[1]
-
-        def probe() -> tuple[bool, str]:
-            with self._translated(path):
-                head = self._call(obstore.get, key, options={"head": True})
-            mark = (head.attributes or {}).get(WRITE_MARKER)
-            return mark == marker, self._version(head.meta)
-
-        return (lambda: self._put(full, path, data, if_version, create, marker=marker)), probe
+    # -- writes: the marker under a name Azure accepts, one Put Blob each ---------------
+    write_marker = WRITE_MARKER
+    put_options: ClassVar[Mapping[str, Any]] = {"use_multipart": False}
 
     # -- reads and deletes: where Azure answers otherwise than S3 ------------------------
     async def _get_range(self, key: str, start: int, end: int | None) -> bytes:

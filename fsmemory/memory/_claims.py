@@ -25,12 +25,11 @@ keeps these counts balanced as records and bullets come and go; the index owns t
 from __future__ import annotations
 
 import bisect
-from array import array
-from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 
+from fsmemory.memory._fields import IndexFields
 from fsmemory.memory.entry import stable_id, us_of
-from fsmemory.memory.markdown import Fact, MemoryDocument, escape_line
+from fsmemory.memory.markdown import Fact, escape_line
 
 __all__ = [
     "DEAD",
@@ -75,41 +74,13 @@ def fact_keys(sections: Mapping[str, Sequence[Fact]]) -> Iterator[Key]:
             yield (cat, text, NEVER if expires is None else us_of(expires))
 
 
-class Claims:
+class Claims(IndexFields):
     """The bullet/record multiset of :class:`~fsmemory.memory._index.MemoryIndex`.
 
-    It holds no state of its own: the fields below are the index's (a cache-loaded
-    index builds some of them on first use), and so are the row methods it calls.
+    It holds no state of its own: its fields are the index's (a cache-loaded index
+    builds some of them on first use), and so are the row methods it calls (all
+    declared by :class:`~fsmemory.memory._fields.IndexFields`).
     """
-
-    _fact_counts: Counter[Key]  # bullets per key
-    _claimed: dict[int, Key]  # row -> the key of the bullet it claims
-    _n_claimed: Counter[Key]
-    _pending: dict[Key, list[int]]  # records no bullet claims (hidden)
-    _md_rows: dict[Key, list[int]]  # md- entries: bullets no record claims
-    _flags: bytearray
-    _n_hidden: int
-    _created: array[int]
-    _doc: MemoryDocument
-
-    # -- the rows, provided by the index ---------------------------------------------------
-    def _new_row(
-        self,
-        entry_id: str,
-        content: str,
-        category: str,
-        created_us: int,
-        expires_us: int | None,
-        importance: float,
-        persistent: bool,
-    ) -> int:
-        raise NotImplementedError
-
-    def _kill(self, row: int) -> None:
-        raise NotImplementedError
-
-    def _row_id(self, row: int) -> str:
-        raise NotImplementedError
 
     # -- claims ------------------------------------------------------------------------------
     def _age(self, row: int) -> tuple[int, str]:

@@ -16,18 +16,15 @@ from __future__ import annotations
 import heapq
 import logging
 import operator
-from array import array
 from collections import Counter
 from datetime import UTC, datetime
 from itertools import compress, repeat
 from operator import itemgetter, methodcaller
-from typing import TYPE_CHECKING, Any
 
 from fsmemory import _jsonutil
 from fsmemory.fs.base import FileInfo, StorageRoot
 from fsmemory.memory._claims import HIDDEN, NEVER, PERSISTENT, Key, expiry_us, fact_keys
-from fsmemory.memory._index_state import _Strings
-from fsmemory.memory._rank import BM25Index
+from fsmemory.memory._fields import IndexFields
 from fsmemory.memory._tail import FileCursor, Verified, read_verified
 from fsmemory.memory.entry import decode_record, stable_id, us_of
 from fsmemory.memory.layout import MEMORY_FILE
@@ -60,67 +57,14 @@ def _one(row: int) -> list[int]:
     return [row]
 
 
-class Feeding:
+class Feeding(IndexFields):
     """Reading and parsing MEMORY.md and the logs into the rows of
     :class:`~fsmemory.memory._index.MemoryIndex`.
 
-    It holds no state of its own: the fields below are the index's, and so are the row
-    and claim methods it calls.
+    It holds no state of its own: its fields are the index's, and so are the row
+    and claim methods it calls (all declared by
+    :class:`~fsmemory.memory._fields.IndexFields`).
     """
-
-    _ids: list[str] | _Strings
-    _contents: list[str] | _Strings
-    _cats: list[str]
-    _created: array[int]
-    _expires: array[int]
-    _importance: array[float]
-    _flags: bytearray
-    _extras: dict[int, tuple[float | None, dict[str, Any] | None]]
-    _row_of: dict[str, int]
-    _interned: dict[str, str]
-    _n_hidden: int
-    _file_rows: dict[str, list[int]]
-    _forgotten: dict[str, str]
-    _logs: dict[str, FileCursor]
-    _md: FileCursor | None
-    _doc: MemoryDocument
-    _tl_stamp: array[int]
-    _tl_row: array[int]
-    _fact_counts: Counter[Key]
-    _n_claimed: Counter[Key]
-    _pending: dict[Key, list[int]]
-    _md_rows: dict[Key, list[int]]
-    _ranker: BM25Index | None
-    _unranked: list[int]
-    _evict_heap: list[tuple[float, int, str, int]] | None
-    _content_counts: dict[str, int] | None
-    _corrupt: dict[str, int]
-    generation: int
-
-    if TYPE_CHECKING:  # provided by the index and its claims
-
-        def _new_row(
-            self,
-            entry_id: str,
-            content: str,
-            category: str,
-            created_us: int,
-            expires_us: int | None,
-            importance: float,
-            persistent: bool,
-        ) -> int: ...
-
-        def _add_log_row(self, row: int) -> None: ...
-
-        def _evict_item(self, row: int) -> tuple[float, int, str, int]: ...
-
-        def forget(self, entry_id: str, path: str) -> None: ...
-
-        def _drop_file(self, path: str) -> None: ...
-
-        def _rebalance(self, key: Key) -> None: ...
-
-        def _claim_fresh(self) -> None: ...
 
     # -- reading -------------------------------------------------------------------------
     def _fetch_whole(self, root: StorageRoot, infos: list[FileInfo]) -> dict[str, bytes]:

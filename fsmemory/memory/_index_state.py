@@ -24,7 +24,8 @@ from typing import Any
 import orjson
 
 from fsmemory.fs.base import FileInfo
-from fsmemory.memory._claims import Key, expiry_us, fact_keys
+from fsmemory.memory._claims import expiry_us, fact_keys
+from fsmemory.memory._fields import IndexFields
 from fsmemory.memory._rank import BM25Index
 from fsmemory.memory._tail import TAIL, FileCursor
 from fsmemory.memory.entry import parse_timestamp
@@ -149,51 +150,13 @@ _LAZY = {
 }
 
 
-class IndexState:
+class IndexState(IndexFields):
     """The cache codec of :class:`~fsmemory.memory._index.MemoryIndex`.
 
-    It holds no state of its own: the fields below are the index's (a cache-loaded
-    index builds some of them on first use), and so are the methods it calls.
+    It holds no state of its own: its fields are the index's (a cache-loaded index
+    builds some of them on first use), and so are the methods it calls (all declared
+    by :class:`~fsmemory.memory._fields.IndexFields`).
     """
-
-    _ids: list[str] | _Strings
-    _contents: list[str] | _Strings
-    _cats: list[str]
-    _created: array[int]
-    _expires: array[int]
-    _importance: array[float]
-    _flags: bytearray
-    _extras: dict[int, tuple[float | None, dict[str, Any] | None]]
-    _row_of: dict[str, int]
-    _interned: dict[str, str]
-    _n_dead: int
-    _n_hidden: int
-    _file_rows: dict[str, list[int]]
-    _forgotten: dict[str, str]
-    _logs: dict[str, FileCursor]
-    _md: FileCursor | None
-    _doc: MemoryDocument
-    _tl_stamp: array[int]
-    _tl_row: array[int]
-    _fact_counts: Counter[Key]
-    _claimed: dict[int, Key]
-    _n_claimed: Counter[Key]
-    _pending: dict[Key, list[int]]
-    _md_rows: dict[Key, list[int]]
-    _ranker: BM25Index | None
-    _corrupt: dict[str, int]
-    generation: int
-    _cold: _ColdParts | None
-    _cold_doc: MemoryDocument | None
-    _cold_sections: list[tuple[str, list[str | int], list[datetime | None] | None]]
-
-    # -- provided by the index ---------------------------------------------------------
-    def reset(self) -> None:
-        """Forget everything (the index's)."""
-        raise NotImplementedError
-
-    def _ranked(self) -> BM25Index:
-        raise NotImplementedError
 
     # -- the codec ---------------------------------------------------------------------
     def state(self) -> tuple[dict[str, Any], dict[str, bytes]]:

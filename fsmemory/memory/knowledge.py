@@ -445,12 +445,10 @@ class KnowledgeMemory:
         with self._lock:
             days = max_days
             if days is None:
-                requested = self._requested_log_days
-                if requested is not None:
-                    stored = _settings.store_retention(self.root, requested, only_if_unset=True)
-                    if stored.retention_set and stored.retention_days != requested:
-                        self._warn_retention(stored.retention_days)
-                days = self.max_log_days
+                stored = self._settle_retention()
+                if stored.problem is not None:
+                    raise InvalidInputError(stored.problem)
+                days = _retention_days(stored)
             self._refresh()
             now = self._clock()
             deleted = 0
@@ -477,6 +475,18 @@ class KnowledgeMemory:
             self._requested_log_days,
         )
 
+    def _settle_retention(self) -> _settings.Settings:
+        """The memory's settings, after storing this instance's ``max_log_days`` when
+        the memory has no retention yet (a stored one that differs is kept, with a
+        warning)."""
+        stored = _settings.load(self.root)
+        requested = self._requested_log_days
+        if stored.problem is None and not stored.retention_set and requested is not None:
+            stored = _settings.store_retention(self.root, requested, only_if_unset=True)
+        if stored.retention_set and requested not in (None, stored.retention_days):
+            self._warn_retention(stored.retention_days)
+        return stored
+
     def _apply_retention(self, now: datetime) -> None:
         """A write's part of retention, once per UTC day per instance: store this
         instance's ``max_log_days`` when the memory has no retention yet, then delete
@@ -486,16 +496,11 @@ class KnowledgeMemory:
         if self._retention_day == day:
             return
         self._retention_day = day
-        stored = _settings.load(self.root)
-        requested = self._requested_log_days
-        if stored.problem is None and not stored.retention_set and requested is not None:
-            stored = _settings.store_retention(self.root, requested, only_if_unset=True)
-        elif stored.retention_set and requested not in (None, stored.retention_days):
-            self._warn_retention(stored.retention_days)
+        stored = self._settle_retention()
         if stored.problem is not None:
             logger.warning("%s: logs are not pruned: %s", self.root.url, stored.problem)
             return
-        days = stored.retention_days if stored.retention_set else _settings.DEFAULT_RETENTION_DAYS
+        days = _retention_days(stored)
         if days is None:
             return
         try:
@@ -684,3 +689,8 @@ class KnowledgeMemory:
                 "corrupt_lines": self._index.corrupt_lines + invalid,
                 "memory_md_invalid_lines": invalid,
             }
+
+
+def _retention_days(stored: _settings.Settings) -> int | None:
+    """The retention in days a usable settings file gives (None: keep every log)."""
+    return stored.retention_days if stored.retention_set else _settings.DEFAULT_RETENTION_DAYS

@@ -32,6 +32,22 @@ _GENERATION: dict[str, int] = {}
 _COUNTER = [0]
 
 
+def _store_copy(store: dict[str, Any]) -> dict[str, Any]:
+    """A consistent copy of fsspec's global memory store.
+
+    Other code in the process (plain ``fsspec`` users, other threads) writes that dict
+    without our lock, and iterating it while building tuples can let another thread run
+    (a garbage collection may call finalizers), so iteration can see it change size.
+    ``dict.copy`` runs no Python code; the retry covers interpreters where it might.
+    """
+    for _ in range(100):
+        try:
+            return store.copy()
+        except RuntimeError:  # pragma: no cover - changed while copying
+            continue
+    return store.copy()
+
+
 def _next_generation(full: str) -> int:
     _COUNTER[0] += 1
     _GENERATION[full] = _COUNTER[0]
@@ -138,7 +154,7 @@ class MemoryRoot(StorageRoot):
         base = f"{self.root}/{prefix}/" if prefix else f"{self.root}/"
         out: list[FileInfo] = []
         with _LOCK:
-            for full, f in list(self.fs.store.items()):
+            for full, f in _store_copy(self.fs.store).items():
                 if not full.startswith(base):
                     continue
                 rest = full[len(base) :]
@@ -161,7 +177,7 @@ class MemoryRoot(StorageRoot):
         base = f"{self.root}/{prefix}/" if prefix else f"{self.root}/"
         cut = len(base)
         with _LOCK:
-            keys = builtins.list(self.fs.store)
+            keys = builtins.list(_store_copy(self.fs.store))
         return children(key[cut:] for key in keys if key.startswith(base))
 
     def write(

@@ -12,6 +12,7 @@ Start with :class:`KnowledgeMemory`::
 
 from __future__ import annotations
 
+import logging
 import typing
 
 from fsmemory import _lazy
@@ -36,6 +37,11 @@ if typing.TYPE_CHECKING:
 
 
 __version__ = "0.1.0"
+
+# A library logs, its host decides where records go: without this, Python's
+# last-resort handler prints this package's warnings on stderr of any host that has
+# not configured logging. See the README's Logging section.
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
     "BackendError",

@@ -179,8 +179,10 @@ class RetryPolicy:
             put: sends the write once; returns the new version.
             probe: looks at the object once; returns ``(holds_this_write, version)`` or
                 raises :class:`~fsmemory.errors.KeyNotFoundError` when it is missing.
-            if_version / create_only: the write's condition (both falsy: unconditional,
-                which is idempotent and simply retried).
+            if_version: the version the object must still have (with ``create_only``
+                false and this ``None`` the write is unconditional, which is idempotent
+                and simply retried).
+            create_only: the object must not exist yet.
             what: names the operation in errors and logs.
             hidden_retries: the client may resend a request by itself, so even a first
                 try's conflict may be this write landing twice: probe it.

@@ -756,7 +756,8 @@ def supabase_backend(
         project_ref: the project reference (the subdomain of ``<ref>.supabase.co``).
         bucket: a Storage bucket.
         key: the snapshot's name inside the bucket, e.g. ``"users/123.snapshot"``.
-        access_key_id / secret_access_key: the S3 access keys.
+        access_key_id: the S3 access key id.
+        secret_access_key: the S3 secret access key.
         region: the project's region (needed for request signing).
         endpoint_url: override the endpoint (self-hosted Supabase).
     """

@@ -240,29 +240,75 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+# The demo's session, (content, category, persistent, importance): these stay in the
+# memory; _DEMO_NOTE is remembered and then forgotten, to show forget().
+_DEMO_FACTS: tuple[tuple[str, str, bool, float], ...] = (
+    ("Preferred language: Python", "preferences", True, 0.9),
+    ("Dark mode: enabled", "preferences", True, 0.7),
+    ("Works at Acme Corp", "personal", True, 0.8),
+    ("Working on Project Atlas today", "context", False, 0.5),
+    ("Investigating a timeout in the payment service", "technical", False, 0.6),
+)
+_DEMO_NOTE = ("Note with a newline\n## and a fake header that cannot escape", "context", False, 0.2)
+
+
+def _demo_entries_present(km: KnowledgeMemory) -> dict[tuple[str, str, bool], KnowledgeEntry]:
+    """The live entries of ``km`` that the demo writes, keyed by (category, content,
+    persistent): the oldest of each, whoever wrote it."""
+    wanted = {(category, content, persistent) for content, category, persistent, _ in _DEMO_FACTS}
+    wanted.add((_DEMO_NOTE[1], _DEMO_NOTE[0], _DEMO_NOTE[2]))
+    found: dict[tuple[str, str, bool], KnowledgeEntry] = {}
+    for entry in km.entries():
+        key = (entry.category, entry.content, entry.persistent)
+        if key in wanted:
+            found.setdefault(key, entry)
+    return found
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
-    """A short scripted session on the store: remember, recall, forget, build context."""
+    """A short scripted session on the store: remember, recall, forget, build context.
+
+    Running it again changes nothing: a fact of the demo that is already live in the
+    store (same category, text and persistence, written by the demo or anyone else) is
+    not written again, and when every one of them is there nothing is written at all (the
+    remember-and-forget of the demo's note included). A note left live by a run that
+    stopped before its forget is forgotten. Nothing else in the store is changed.
+    """
+    from fsmemory.memory.layout import log_name_for
+
     km = open_memory(args, create=True)
     print(f"fsmemory {__version__} demo on {km.storage_dir}\n")
-    script: list[tuple[str, str, bool, float]] = [
-        ("Preferred language: Python", "preferences", True, 0.9),
-        ("Dark mode: enabled", "preferences", True, 0.7),
-        ("Works at Acme Corp", "personal", True, 0.8),
-        ("Working on Project Atlas today", "context", False, 0.5),
-        ("Investigating a timeout in the payment service", "technical", False, 0.6),
-        ("Note with a newline\n## and a fake header that cannot escape", "context", False, 0.2),
-    ]
-    ids = []
-    for content, category, persistent, importance in script:
-        entry_id = km.remember(content, category, persistent, importance=importance)
-        ids.append(entry_id)
+    present = _demo_entries_present(km)
+    moments: list[datetime] = []  # when the demo's entries were written: their logs
+    wrote = False
+    for content, category, persistent, importance in _DEMO_FACTS:
         kind = "persistent" if persistent else "daily log"
+        found = present.get((category, content, persistent))
+        if found is not None:
+            moments.append(found.created_at)
+            print(f"already here [{category}] {escape_line(content)}  ({kind}, id {found.id})")
+            continue
+        entry_id = km.remember(content, category, persistent, importance=importance)
+        moments.append(datetime.now(tz=UTC))
+        wrote = True
         print(f"remembered [{category}] {escape_line(content)}  ({kind}, id {entry_id})")
+    content, category, persistent, importance = _DEMO_NOTE
+    leftover = present.get((category, content, persistent))
+    note_id = ""
+    if leftover is not None:  # a run that stopped before its forget
+        note_id = leftover.id
+        print(f"left by an earlier run [{category}] {escape_line(content)}  (id {note_id})")
+    elif wrote:
+        note_id = km.remember(content, category, persistent, importance=importance)
+        print(f"remembered [{category}] {escape_line(content)}  (daily log, id {note_id})")
     print("\nrecall('python preferences'):")
     for i, entry in enumerate(km.recall("python preferences", limit=3), 1):
         print(f"  {i}. [{entry.category}] {escape_line(entry.content)}")
-    km.forget(ids[-1])
-    print(f"\nforgot {ids[-1]}")
+    if note_id:
+        km.forget(note_id)
+        print(f"\nforgot {note_id}")
+    else:
+        print("\nevery fact of the demo was already here: nothing written this time")
     print("\nbuild_context():\n")
     print(km.build_context())
     stats = km.stats()
@@ -270,10 +316,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"\n{stats['entries']} live entries, {stats['persistent_facts']} persistent facts, "
         f"{stats['log_files']} log file(s) in {km.storage_dir}"
     )
-    print(
-        f"(files: {km.storage_dir}/MEMORY.md and {km.storage_dir}/logs/"
-        f"{datetime.now(tz=UTC):%Y-%m-%d}.jsonl)"
+    logs = " and ".join(
+        f"{km.storage_dir}/{name}" for name in sorted(set(map(log_name_for, moments)))
     )
+    print(f"(files: {km.storage_dir}/MEMORY.md and {logs})")
     return 0
 
 

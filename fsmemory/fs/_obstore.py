@@ -80,6 +80,7 @@ __all__ = [
     "ObstoreConnectionError",
     "ObstoreHTTPError",
     "ObstoreRoot",
+    "WrongRegionError",
     "check_version",
     "map_error",
     "obstore_usable",
@@ -98,6 +99,8 @@ _STATUS = re.compile(r"status code: (\d{3})\b")
 _URL = re.compile(r"https?://\S+")
 #: service error codes of a missing bucket or container (in the reply's body)
 _MISSING_BUCKET = ("<Code>NoSuchBucket</Code>", "<Code>ContainerNotFound</Code>")
+#: the region S3 names in an ``AuthorizationHeaderMalformed`` reply
+_REGION = re.compile(r"<Region>([a-z0-9-]{1,40})</Region>")
 #: words of a certificate the client refused
 _TLS_WORDS = ("certificate", "InvalidCertificate", "UnknownIssuer", "tls handshake")
 #: words of a request that never got a complete reply
@@ -150,6 +153,20 @@ class ObstoreHTTPError(OSError):
         self.status = status
 
 
+class WrongRegionError(BackendError):
+    """S3 answered that the bucket lives in another region than the request was signed
+    for: HTTP 301 (``PermanentRedirect``, no ``Location``), or a 400
+    ``AuthorizationHeaderMalformed`` whose body names the bucket's region.
+
+    Attributes:
+        region: the bucket's region when the reply named it, else None.
+    """
+
+    def __init__(self, message: str, region: str | None = None) -> None:
+        super().__init__(message)
+        self.region = region
+
+
 class ObstoreConnectionError(ConnectionError):
     """A request that got no complete reply (refused, reset, timed out): transient."""
 
@@ -184,11 +201,13 @@ def map_error(exc: BaseException, bucket: str, service: str) -> BaseException:
     first = message.split("\n", 1)[0]
     status = _status(message)
     text = _URL.sub("", message)
-    if status == 301 or "redirect without LOCATION" in text:
-        return BackendError(
+    named = _REGION.search(body) if "AuthorizationHeaderMalformed" in body else None
+    if status == 301 or "redirect without LOCATION" in text or named:
+        return WrongRegionError(
             f"{service} bucket {bucket!r} is in another region than the one configured "
-            f"(HTTP 301): set the region (client_kwargs={{'region_name': ...}} or "
-            f"AWS_DEFAULT_REGION): {first}"
+            f"(HTTP {status or 301}): set the region (client_kwargs={{'region_name': ...}} "
+            f"or AWS_DEFAULT_REGION): {first}",
+            named.group(1) if named else None,
         )
     if status is not None:
         return ObstoreHTTPError(status, first)
@@ -319,11 +338,32 @@ class ObstoreRoot(BucketRoot):
                 raise
             raise mapped from exc
 
+    def _on_store(self, run: Callable[[Any], _T]) -> _T:
+        """``run(self.store)`` with its errors mapped; when the service says the bucket
+        is in another region and :meth:`_move_region` moves the store there, once more."""
+        store = self.store
+        try:
+            with self._mapped():
+                return run(store)
+        except WrongRegionError as exc:
+            if not self._move_region(exc, store):
+                raise
+        with self._mapped():
+            return run(self.store)
+
+    def _move_region(self, error: WrongRegionError, tried: Any) -> bool:
+        """Point :attr:`store` (``tried`` when the request was sent) at the bucket's
+        own region (S3); True when it is there now. Here: no region to move to."""
+        return False
+
     def _call(self, func: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         """``func(self.store, *args, **kwargs)`` with its errors mapped."""
-        self._observe(func.__name__, args[0] if args else None)
-        with self._mapped():
-            return func(self.store, *args, **kwargs)
+
+        def run(store: Any) -> _T:
+            self._observe(func.__name__, args[0] if args else None)
+            return func(store, *args, **kwargs)
+
+        return self._on_store(run)
 
     def _observe(self, operation: str, target: object) -> None:
         for observer in builtins.list(self.observers):
@@ -509,14 +549,17 @@ class ObstoreRoot(BucketRoot):
             page = self._call(obstore.list_with_delimiter, prefix)
             objects = [dict(o) for o in page["objects"]]
             return objects, [p + "/" for p in page["common_prefixes"]]
-        objects = []
-        with self._mapped():
-            for batch in obstore.list(self.store, prefix, chunk_size=1000):
+
+        def run(store: Any) -> builtins.list[dict[str, Any]]:
+            objects = []
+            for batch in obstore.list(store, prefix, chunk_size=1000):
                 self._observe("list", prefix)
                 objects.extend(dict(o) for o in batch)
-        if not objects:
-            self._observe("list", prefix)
-        return objects, []
+            if not objects:
+                self._observe("list", prefix)
+            return objects
+
+        return self._on_store(run), []
 
     def _key_of(self, obj: dict[str, Any]) -> str:
         return str(obj["path"])
@@ -544,11 +587,13 @@ class ObstoreRoot(BucketRoot):
     async def _bucket_exists(self) -> bool:
         import obstore
 
-        try:
+        def run(store: Any) -> None:
             self._observe("list", "")
-            with self._mapped():
-                for _ in obstore.list(self.store, None, chunk_size=1):
-                    break
+            for _ in obstore.list(store, None, chunk_size=1):
+                break
+
+        try:
+            self._on_store(run)
         except BucketNotFoundError:
             return False
         except FileNotFoundError:

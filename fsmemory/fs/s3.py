@@ -10,7 +10,8 @@ root it returns sends every request one way:
   sets), or -- when no shared config or credentials file exists -- web identity (EKS)
   and container (ECS/EKS) credentials; the region from
   ``client_kwargs={"region_name": ...}``, ``AWS_DEFAULT_REGION`` or the active profile
-  of the config file; the endpoint from ``endpoint_url`` /
+  of the config file, or us-east-1 as botocore assumes (either way, S3's redirect to the
+  bucket's own region is followed: :class:`S3ObstoreRoot`); the endpoint from ``endpoint_url`` /
   ``client_kwargs={"endpoint_url": ...}`` / ``AWS_ENDPOINT_URL_S3`` /
   ``AWS_ENDPOINT_URL`` (path-style addressing there); ``config_kwargs``
   ``connect_timeout``/``read_timeout``.
@@ -19,8 +20,7 @@ root it returns sends every request one way:
   shared files, SSO, ``credential_process``, role chains, the instance metadata service,
   FIPS and dual-stack endpoints (``AWS_USE_FIPS_ENDPOINT``, ...), a CA bundle
   (``AWS_CA_BUNDLE``), proxies (``HTTPS_PROXY``, ...), any other ``AWS_*`` variable
-  obstore does not model, no region at all on AWS (botocore follows S3's redirect to
-  the bucket's region; obstore cannot), China and isolated partitions, and any storage
+  obstore does not model, China and isolated partitions, and any storage
   option obstore does not model (``requester_pays``, ``version_aware``, ``session``,
   ``s3_additional_kwargs``, other ``client_kwargs``/``config_kwargs``, ...).
 * The storage option ``client`` forces a route: ``"s3fs"``, ``"obstore"`` (or
@@ -53,7 +53,9 @@ bounded by their sum.
 from __future__ import annotations
 
 import builtins
+import logging
 import os
+import re
 import threading
 from collections.abc import Callable, Mapping
 from datetime import timedelta
@@ -67,13 +69,29 @@ from fsmemory.errors import (
     MissingDependencyError,
 )
 from fsmemory.fs._bucket import BucketRoot, single_try_subclass
-from fsmemory.fs._obstore import WRITE_MARKER, ObstoreRoot, check_version, obstore_usable
+from fsmemory.fs._obstore import (
+    WRITE_MARKER,
+    ObstoreRoot,
+    WrongRegionError,
+    check_version,
+    obstore_usable,
+)
 from fsmemory.fs.base import FileInfo, Versioned
 from fsmemory.fs.generic import _mtime
 from fsmemory.fs.open import split_protocol
 from fsmemory.fs.retry import policy_from_options
 
-__all__ = ["CLIENT_ENV", "CLIENT_OPTION", "S3ObstoreRoot", "S3Root", "S3fsRoot", "obstore_config"]
+__all__ = [
+    "CLIENT_ENV",
+    "CLIENT_OPTION",
+    "S3ObstoreRoot",
+    "S3Root",
+    "S3fsRoot",
+    "bucket_region",
+    "obstore_config",
+]
+
+logger = logging.getLogger(__name__)
 
 #: the storage option that picks the route, and its values ("builtin": older name)
 CLIENT_OPTION = "client"
@@ -258,11 +276,9 @@ def obstore_config(
         or _env(env, "AWS_DEFAULT_REGION")
         or profile_settings.get("region")
     )
-    if not region:
-        if not endpoint:
-            return None, "no region (botocore follows S3's redirect to the bucket's region)"
-        region = "us-east-1"
-    region = str(region)
+    # No region: us-east-1, as botocore does; a bucket elsewhere is found by the
+    # redirect S3 answers (S3ObstoreRoot follows it, as botocore does).
+    region = str(region or "us-east-1")
     if region.startswith(("cn-", "us-iso", "eu-isoe")):
         return None, f"region {region} (another AWS partition)"
     config["region"] = region
@@ -322,6 +338,55 @@ def _store(bucket: str, settings: dict[str, Any]) -> Any:
     )
 
 
+#: the region each bucket was found in, by endpoint and bucket (botocore keeps the same
+#: cache): later roots of the bucket in this process sign for it from the start
+_REGIONS: dict[tuple[str, str], str] = {}
+#: a region name as S3 spells one
+_REGION_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,39}")
+
+
+def _region_key(bucket: str, settings: Mapping[str, Any]) -> tuple[str, str]:
+    return (str(settings["config"].get("endpoint") or "aws"), bucket)
+
+
+def _in_region(settings: dict[str, Any], region: str) -> dict[str, Any]:
+    """``settings`` signing for ``region`` instead."""
+    return {**settings, "config": {**settings["config"], "region": region}}
+
+
+def bucket_region(bucket: str, settings: Mapping[str, Any]) -> str | None:
+    """The region S3 says ``bucket`` lives in: the ``x-amz-bucket-region`` header of an
+    unsigned ``HEAD`` of the bucket (S3 sends it on a 200, a 301 and a 403 alike), at
+    the configured endpoint, or at AWS's global endpoint. None when the reply has no
+    such header, names no valid region, or no reply comes within the root's timeout.
+    """
+    import urllib.error
+    import urllib.request
+    from urllib.parse import quote
+
+    endpoint = settings["config"].get("endpoint")
+    if endpoint:
+        url = f"{endpoint}/{quote(bucket, safe='')}"
+    elif "." in bucket:
+        url = f"https://s3.amazonaws.com/{quote(bucket, safe='')}"
+    else:
+        url = f"https://{bucket}.s3.amazonaws.com/"
+    timeout = settings["client_options"]["timeout"].total_seconds()
+    # No proxy: this route serves no configuration that has one (obstore_config).
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    request = urllib.request.Request(url, method="HEAD")
+    try:
+        with opener.open(request, timeout=timeout) as reply:
+            found = reply.headers.get("x-amz-bucket-region")
+    except urllib.error.HTTPError as exc:
+        found = exc.headers.get("x-amz-bucket-region")
+    except (OSError, ValueError) as exc:
+        logger.info("region of bucket %r not looked up: %s", bucket, exc)
+        return None
+    region = str(found or "").strip()
+    return region if _REGION_NAME.fullmatch(region) else None
+
+
 class S3Root(BucketRoot):
     """A prefix in an S3 bucket (``s3://bucket/prefix``) with native compare-and-swap.
 
@@ -367,6 +432,9 @@ class S3Root(BucketRoot):
             if not obstore_usable():
                 settings, reason = None, "a process forked after obstore was used"
             if settings is not None:
+                known = _REGIONS.get(_region_key(bucket, settings))
+                if known:
+                    settings = _in_region(settings, known)
                 try:
                     store, observers = _shared_store(bucket, settings)
                 except ImportError as exc:
@@ -380,6 +448,7 @@ class S3Root(BucketRoot):
                     return S3ObstoreRoot(
                         store,
                         path,
+                        settings=settings,
                         url=url,
                         retry=policy,
                         fs_factory=factory,
@@ -409,9 +478,53 @@ class S3Root(BucketRoot):
 
 
 class S3ObstoreRoot(ObstoreRoot, S3Root):
-    """The obstore route of :class:`S3Root` (see :mod:`fsmemory.fs._obstore`)."""
+    """The obstore route of :class:`S3Root` (see :mod:`fsmemory.fs._obstore`).
+
+    Region redirects are followed as botocore follows them: when S3 answers that the
+    bucket lives in another region (a 301, or a 400 naming the region), the root asks
+    S3 for the bucket's region (:func:`bucket_region`), moves to a store signing for
+    it, remembers it for later roots of the bucket in this process, and sends the
+    request once more. Without an answer, the error says to set the region.
+
+    Args:
+        store: the ``S3Store`` of the bucket.
+        root: ``bucket`` or ``bucket/prefix``.
+        settings: the :func:`obstore_config` settings ``store`` was built from.
+        **kwargs: as for :class:`~fsmemory.fs._obstore.ObstoreRoot`.
+    """
 
     client: ClassVar[str] = "obstore"
+
+    def __init__(self, store: Any, root: str, *, settings: dict[str, Any], **kwargs: Any) -> None:
+        self._settings = settings
+        self._region_lock = threading.Lock()
+        super().__init__(store, root, **kwargs)
+
+    @property
+    def region(self) -> str:
+        """The region this root's requests are signed for."""
+        return str(self._settings["config"]["region"])
+
+    def _move_region(self, error: WrongRegionError, tried: Any) -> bool:
+        with self._region_lock:
+            if self.store is not tried:  # another request of this root moved it
+                return True
+            key = _region_key(self.bucket, self._settings)
+            region = error.region or _REGIONS.get(key)
+            if not region or region == self.region:
+                region = bucket_region(self.bucket, self._settings)
+            if not region or region == self.region:
+                return False
+            logger.info(
+                "S3 bucket %r is in %s, not %s: following the redirect",
+                self.bucket,
+                region,
+                self.region,
+            )
+            _REGIONS[key] = region
+            self._settings = _in_region(self._settings, region)
+            self.store = _shared_store(self.bucket, self._settings)[0]
+            return True
 
 
 class S3fsRoot(S3Root):

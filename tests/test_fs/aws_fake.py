@@ -14,6 +14,12 @@ elements: Delimiter, Prefix, Key, StartAfter; CommonPrefixes' Prefix is a Prefix
 the observed replies of S3 to ``a b.txt`` (``a+b.txt``), ``a+b.txt`` (``a%2Bb.txt``),
 ``100%.csv`` (``100%25.csv``) and a non-ASCII prefix (``%ED%95%9C.../``).
 
+:class:`RegionRelay` answers as S3 does for a bucket that lives in another region than
+the one a request is signed for: a ``301 PermanentRedirect`` without ``Location`` and
+with ``x-amz-bucket-region`` (the reply S3's regional endpoints give), and an unsigned
+``HEAD`` of the bucket answered ``403`` with ``x-amz-bucket-region`` (as S3 answers a
+bucket that is not public).
+
 :class:`HostileServer` answers every request with a reply given as raw bytes (a
 ``Content-Length`` no body will ever fill, say).
 """
@@ -29,7 +35,7 @@ from typing import Any
 from urllib.parse import parse_qs, quote_plus, unquote, urlsplit
 from xml.sax.saxutils import escape, unescape
 
-__all__ = ["AwsListingRelay", "HostileServer", "PairingRelay", "aws_url_encode"]
+__all__ = ["AwsListingRelay", "HostileServer", "PairingRelay", "RegionRelay", "aws_url_encode"]
 
 #: hop-by-hop headers a relay must not pass on (and the length, which it sets)
 _HOP = frozenset(
@@ -222,3 +228,60 @@ class PairingRelay(AwsListingRelay):
             with self._count_lock:
                 self.paired += 1
         super()._answer(handler)
+
+
+#: the region of a SigV4 ``Authorization`` header's credential scope
+_SCOPE = re.compile(r"Credential=[^/]+/\d{8}/([^/]+)/s3/aws4_request")
+
+
+class RegionRelay(AwsListingRelay):
+    """An :class:`AwsListingRelay` whose buckets live in ``region``: a request signed for
+    another region is answered as S3 answers it (see the module docs), not relayed.
+
+    Attributes:
+        redirected: the regions of the requests answered with a 301, in order.
+        lookups: how many unsigned ``HEAD`` requests asked for a bucket's region.
+        signed: the region of every request relayed, in order.
+    """
+
+    def __init__(self, upstream: str, region: str) -> None:
+        self.region = region
+        self.redirected: list[str] = []
+        self.lookups = 0
+        self.signed: list[str] = []
+        super().__init__(upstream)
+
+    def _answer(self, handler: BaseHTTPRequestHandler) -> None:
+        found = _SCOPE.search(handler.headers.get("Authorization") or "")
+        if found is None and handler.command == "HEAD":
+            self.lookups += 1
+            self._reply(handler, 403, b"")
+            return
+        if found is not None and found.group(1) != self.region:
+            self.redirected.append(found.group(1))
+            length = int(handler.headers.get("Content-Length") or 0)
+            if length:
+                handler.rfile.read(length)
+            body = b""
+            if handler.command != "HEAD":
+                body = (
+                    b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>PermanentRedirect'
+                    b"</Code><Message>The bucket you are attempting to access must be "
+                    b"addressed using the specified endpoint. Please send all future requests "
+                    b"to this endpoint.</Message><Endpoint>bucket.s3.%s.amazonaws.com"
+                    b"</Endpoint></Error>" % self.region.encode()
+                )
+            self._reply(handler, 301, body)
+            return
+        if found is not None:
+            self.signed.append(found.group(1))
+        super()._answer(handler)
+
+    def _reply(self, handler: BaseHTTPRequestHandler, status: int, body: bytes) -> None:
+        handler.send_response(status)
+        handler.send_header("x-amz-bucket-region", self.region)
+        handler.send_header("Content-Type", "application/xml")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        if handler.command != "HEAD":
+            handler.wfile.write(body)

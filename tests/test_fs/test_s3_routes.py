@@ -130,7 +130,6 @@ def test_obstore_takes_what_botocore_would_resolve_the_same_way(tmp_path: Path) 
         ({}, "", "", {**KEYS, "https_proxy": "http://proxy:3128"}, "HTTPS_PROXY"),
         ({}, "", "", {**KEYS, "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "true"}, "IGNORE"),
         ({}, "", "", {**KEYS, "AWS_S3_DISABLE_MULTIREGION_ACCESS_POINTS": "1"}, "MULTIREGION"),
-        ({}, "", "", KEYS, "no region"),  # botocore follows S3's redirect; obstore cannot
         ({}, "", "", {**KEYS, "AWS_DEFAULT_REGION": "cn-north-1"}, "partition"),
         ({"key": "k", "secret": "s", "requester_pays": True}, "", "", {}, "requester_pays"),
         ({"key": "k", "secret": "s", "version_aware": True}, "", "", {}, "version_aware"),
@@ -366,36 +365,6 @@ def test_an_untrusted_certificate_is_a_clear_backend_error(tmp_path: Path) -> No
         assert len(handshakes) == 1
     finally:
         listener.close()
-
-
-def test_a_bucket_in_another_region_says_so() -> None:
-    """S3's 301 for a bucket in another region is a :class:`BackendError` naming the
-    region settings (obstore does not follow it), not retried."""
-    body = (
-        b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>PermanentRedirect</Code>'
-        b"<Message>The bucket you are attempting to access must be addressed using the "
-        b"specified endpoint.</Message><Endpoint>bucket.s3.eu-west-1.amazonaws.com</Endpoint>"
-        b"</Error>"
-    )
-    server = HostileServer(
-        b"HTTP/1.1 301 Moved Permanently\r\nx-amz-bucket-region: eu-west-1\r\n"
-        b"Content-Type: application/xml\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
-    )
-    try:
-        options = {
-            "key": "k",
-            "secret": "s",
-            "client_kwargs": {"endpoint_url": server.url},
-            "client": "obstore",
-            "retry": RetryPolicy(attempts=3, base_delay=0.001, max_delay=0.001),
-        }
-        root = open_root("s3://bucket/root", options)
-        with pytest.raises(BackendError, match="region") as info:
-            root.read_bytes("MEMORY.md")
-        assert not is_transient(info.value)
-        assert len(server.requests) == 1
-    finally:
-        server.close()
 
 
 # -- requests -------------------------------------------------------------------------

@@ -43,6 +43,7 @@ from fsmemory.errors import (
 from fsmemory.fs import StorageRoot, open_root
 from fsmemory.fs.errors import translated
 from fsmemory.fs.redis import redis_client
+from fsmemory.snapshot._head import HEAD_FORMAT, plan_fold, read_records
 
 __all__ = [
     "DEFAULT_COMPACT_AFTER",
@@ -58,7 +59,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-HEAD_FORMAT = "fsmemory-snapshot"
 #: a save folds the waiting deltas into a new base once this many are waiting
 DEFAULT_COMPACT_AFTER = 32
 #: seconds a fold keeps the objects it retires (the base it replaces, the deltas it folds)
@@ -73,7 +73,6 @@ RETIRED_GRACE = 120.0
 #: fetched is kept across attempts; an attempt fails only when it takes longer than
 #: :data:`RETIRED_GRACE`)
 _READ_ATTEMPTS = 20
-_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
 @runtime_checkable
@@ -291,55 +290,72 @@ class FsspecBackend:
     def _load_state_once(
         self, known: SnapshotState | None, fetched: dict[str, bytes]
     ) -> SnapshotState | None:
+        """One read attempt; None when objects its head names were removed meanwhile
+        (what it fetched stays in ``fetched`` for the next attempt)."""
         # List before reading the head: a fold that completes in between then shows
         # up in the head (its deltas are skipped as folded), never as deltas missing.
         # The listing holds the bases too: the head's own base in it proves the listing
         # younger than every record of the head (see ``_stale_and_gone``).
         listed = {i.path for i in self.root.list(self.objects, recursive=True)}
         head, inline, version = self._read_head()
-        base_name = None
-        folded: tuple[str, ...] = ()
-        retired: dict[str, float] | None = None
-        gone_at: dict[str, float] | None = None
-        if head is not None:
-            base_name = head.get("base") or None
-            folded = tuple(head.get("folded") or ())
-            retired = _parse_retired(head.get("retired"), self.clock())
-            gone_at = _parse_retired(head.get("gone"), self.clock())
+        records = read_records(head, self.clock())
+        base_name = records.base_name
         base_path = f"{self.objects}/{base_name}" if base_name else None
-        record = set(folded)
-        prefix = f"{self.objects}/delta/"
-        paths = sorted(p for p in listed if p.startswith(prefix) and p[len(prefix) :] not in record)
+        waiting = self._waiting_deltas(listed, records.folded)
         # Content already read is reused by name (names are never reused), but only when
         # the listing is younger than the head's record: otherwise a delta listed here
         # may have been removed and dropped from the record since (folded long ago), and
         # only reading it now proves it is still waiting.
-        trusted = base_path is None or base_path in listed
         have: dict[str, bytes] = {}
-        if trusted:
-            have.update(dict(known.deltas) if known is not None else {})
-            have.update({p[len(prefix) :]: b for p, b in fetched.items() if p.startswith(prefix)})
-        wanted = [p for p in paths if p[len(prefix) :] not in have]
+        if base_path is None or base_path in listed:
+            have = self._known_deltas(known, fetched)
         reuse_base = known is not None and base_name is not None and known.base_name == base_name
-        fetches = list(wanted)
+        fetches = [path for path, name in waiting if name not in have]
         if base_path is not None and not reuse_base and base_path not in fetched:
             fetches.append(base_path)
-        blobs = _fetch_all(self.root, fetches)
-        got = {p: b for p, b in zip(fetches, blobs, strict=True) if b is not None}
-        fetched.update(got)
-        if len(got) < len(fetches):
+        if not self._fetch_into(fetched, fetches):
             return None  # folded and removed by later folds meanwhile: read again
         base = inline
         if base_path is not None:
             base = known.base if reuse_base and known is not None else fetched[base_path]
-        deltas = []
-        for path in paths:
-            name = path[len(prefix) :]
-            deltas.append((name, have[name] if name in have else got[path]))
-        stale, gone = self._stale_and_gone(listed, base_path, folded)
+        deltas = [(name, have[name] if name in have else fetched[path]) for path, name in waiting]
+        stale, gone = self._stale_and_gone(listed, base_path, records.folded)
         return SnapshotState(
-            base, deltas, version, base_name, folded, stale, gone, retired, gone_at
+            base,
+            deltas,
+            version,
+            base_name,
+            records.folded,
+            stale,
+            gone,
+            records.retired,
+            records.gone_at,
         )
+
+    def _waiting_deltas(self, listed: set[str], folded: Sequence[str]) -> list[tuple[str, str]]:
+        """``(path, name)`` of the listed deltas the head does not record as folded, in
+        name order."""
+        prefix = f"{self.objects}/delta/"
+        record = set(folded)
+        paths = sorted(p for p in listed if p.startswith(prefix) and p[len(prefix) :] not in record)
+        return [(p, p[len(prefix) :]) for p in paths]
+
+    def _known_deltas(
+        self, known: SnapshotState | None, fetched: Mapping[str, bytes]
+    ) -> dict[str, bytes]:
+        """Delta content by name that an earlier read (``known``) or an earlier attempt
+        of this read (``fetched``) already holds."""
+        prefix = f"{self.objects}/delta/"
+        have = dict(known.deltas) if known is not None else {}
+        have.update({p[len(prefix) :]: b for p, b in fetched.items() if p.startswith(prefix)})
+        return have
+
+    def _fetch_into(self, fetched: dict[str, bytes], paths: Sequence[str]) -> bool:
+        """Fetch ``paths`` in parallel into ``fetched``; False when one no longer exists."""
+        blobs = _fetch_all(self.root, paths)
+        got = {p: b for p, b in zip(paths, blobs, strict=True) if b is not None}
+        fetched.update(got)
+        return len(got) == len(paths)
 
     def _stale_and_gone(
         self, listed: set[str], base_path: str | None, folded: Sequence[str]
@@ -417,57 +433,27 @@ class FsspecBackend:
         base_name = f"base-{uuid.uuid4().hex}.json"
         base_path = f"{self.objects}/{base_name}"
         self.root.write(base_path, archive)
-        now = self.clock()
-        stale = [s for s in dict.fromkeys(expected.stale) if s != base_name]
-        if expected.retired is None:
-            # No record in the head (an older fsmemory wrote it): retired just now.
-            when = dict.fromkeys(stale, now)
-        else:
-            when = {s: min(t, now) for s, t in expected.retired.items()}
-        ripe = [s for s in stale if now - when.get(s, now - RETIRED_GRACE) >= RETIRED_GRACE]
-        retired = {s: t for s, t in when.items() if now - t < RETIRED_GRACE}
-        later = [f"delta/{n}" for n in dict.fromkeys(folded)]
-        if expected.base_name and expected.base_name != base_name:
-            later.append(expected.base_name)
-        retired.update(dict.fromkeys(later, now))
-        # A name known gone stays recorded RETIRED_GRACE seconds more: a reader's listing
-        # younger than that, which may still show the object, skips it by the record.
-        gone_at = {n: min(t, now) for n, t in (expected.gone_at or {}).items()}
-        gone_at.update({n: now for n in expected.gone if n not in gone_at})
-        forgotten = {n for n, t in gone_at.items() if now - t >= RETIRED_GRACE}
-        kept = [n for n in expected.folded if n not in forgotten]
-        known = set(kept)
-        gone_at = {n: t for n, t in gone_at.items() if n in known and n not in forgotten}
-        record = tuple(kept + [n for n in dict.fromkeys(folded) if n not in known])
-        document = {
-            "format": HEAD_FORMAT,
-            "version": 2,
-            "base": base_name,
-            "folded": list(record),
-            "retired": {s: _format_time(t) for s, t in sorted(retired.items())},
-            "gone": {n: _format_time(t) for n, t in sorted(gone_at.items())},
-            "updated_at": _format_time(time.time()),
-        }
-        try:
-            if expected.version is None:
-                version = self.root.write(self.head, _jsonutil.dumps(document), create_only=True)
-            else:
-                version = self.root.write(
-                    self.head, _jsonutil.dumps(document), if_version=expected.version
-                )
-        except ConflictError:
+        plan = plan_fold(expected, folded, base_name, self.clock(), RETIRED_GRACE)
+        version = self._swap_head(plan.document(time.time()), expected.version)
+        if version is None:
             _delete_all(self.root, [base_path])
             return None
-        removed = _delete_all(self.root, [f"{self.objects}/{s}" for s in ripe])
-        gone: frozenset[str] = frozenset()
-        if removed:
-            gone = frozenset(s[len("delta/") :] for s in ripe if s.startswith("delta/"))
-        ripe_set = set(ripe)
-        left = [s for s in stale if s not in ripe_set or not removed]
-        left += [s for s in later if s not in left]
+        removed = _delete_all(self.root, [f"{self.objects}/{s}" for s in plan.ripe])
+        left, gone = plan.left_after(removed)
         return SnapshotState(
-            archive, [], version, base_name, record, tuple(left), gone, retired, gone_at
+            archive, [], version, base_name, plan.record, left, gone, plan.retired, plan.gone_at
         )
+
+    def _swap_head(self, document: Mapping[str, Any], expected: str | None) -> str | None:
+        """Write the head if it is still at version ``expected`` (None: if there is no
+        head yet); its new version, or None when another writer moved it first."""
+        data = _jsonutil.dumps(document)
+        try:
+            if expected is None:
+                return self.root.write(self.head, data, create_only=True)
+            return self.root.write(self.head, data, if_version=expected)
+        except ConflictError:
+            return None
 
     def save_bytes(self, data: bytes) -> None:
         """The seed protocol: replace the whole snapshot (last writer wins)."""
@@ -495,32 +481,6 @@ class FsspecBackend:
             self.root.delete(src)
         logger.warning("moved corrupt snapshot %s aside to %s", self.url, target)
         return target
-
-
-def _format_time(seconds: float) -> str:
-    """Epoch seconds as the head's UTC time text."""
-    return datetime.fromtimestamp(seconds, tz=UTC).strftime(_TIME_FORMAT)
-
-
-def _parse_retired(value: object, now: float) -> dict[str, float] | None:
-    """A head's ``"retired"`` record as epoch seconds per object name.
-
-    None when the head has no record (or not a JSON object): every stale object then
-    counts as retired now. An entry whose time cannot be read counts as retired now too:
-    the safe side, which only delays its deletion.
-    """
-    if not isinstance(value, dict):
-        return None
-    retired: dict[str, float] = {}
-    for name, text in value.items():
-        if not isinstance(name, str):
-            continue
-        try:
-            stamp = datetime.strptime(str(text), _TIME_FORMAT).replace(tzinfo=UTC)
-            retired[name] = stamp.timestamp()
-        except (ValueError, OverflowError, OSError):
-            retired[name] = now
-    return retired
 
 
 def _fetch_all(root: StorageRoot, paths: Sequence[str]) -> list[bytes | None]:

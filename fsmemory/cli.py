@@ -3,32 +3,45 @@
     fsmemory [--store URL] [-o KEY=VALUE ...] COMMAND [--store URL] [-o KEY=VALUE ...] ...
 
 Commands: ``remember``, ``recall``, ``context``, ``facts``, ``recent``, ``forget``,
-``prune``, ``retention``, ``stats``, ``demo``, ``mcp`` (and ``export`` when pyarrow is
-installed). Reading commands never delete anything; ``prune`` deletes the logs older than
-the memory's stored retention (``retention`` shows or sets it). ``--store``
-and ``-o`` are accepted before or after the command. Listings take ``--json``. Errors
-print one line on stderr and exit with status 1 (2 for usage errors). Reading a local
-store that does not exist (or is a file) is an error; only ``remember`` and ``demo``
-create one.
+``prune``, ``retention``, ``stats``, ``demo``, ``completion``, ``mcp`` and ``export``
+(which needs pyarrow). Reading commands never delete anything; ``prune`` deletes the
+logs older than the memory's stored retention (``retention`` shows or sets it).
+``--store`` (default ``$FSMEMORY_STORE``, else ``./agent_memory``) and ``-o`` are
+accepted before or after the command. Every command but ``mcp`` takes ``--json``
+(:data:`~fsmemory._cli_common.JSON_HELP` says what it prints). Errors print one line on
+stderr and exit with status 1 (2 for usage errors). Reading a local store that does not
+exist (or is a file) is an error; only ``remember`` and ``demo`` create one.
+``python -m fsmemory`` runs the same command.
 
-A new subcommand is one ``add_<name>_parser(subparsers)`` call in :func:`build_parser`
-whose handler takes the parsed namespace; :func:`store_arguments` gives it the shared
-``--store``/``-o`` options and :func:`open_memory` the memory they name.
+The public face of this module is :func:`main`. A new subcommand is one ``add(...)``
+call in :func:`build_parser` whose handler takes the parsed namespace;
+:func:`~fsmemory._cli_common.store_arguments` gives it the shared ``--store``/``-o``
+options and :func:`~fsmemory._cli_common.open_memory` the memory they name.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import contextlib
+import io
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from fsmemory import __version__, _jsonutil
-from fsmemory._cliopts import parse_option_argument, parse_storage_options
+from fsmemory import __version__
+from fsmemory._cli_common import (
+    JSON_HELP,
+    CliError,
+    count,
+    json_object,
+    open_memory,
+    print_json,
+    storage_options_of,
+    store_arguments,
+    store_of,
+)
 from fsmemory.errors import FsMemoryError
-from fsmemory.fs import split_protocol
 from fsmemory.memory.entry import KnowledgeEntry
 from fsmemory.memory.markdown import escape_line
 
@@ -37,92 +50,7 @@ if TYPE_CHECKING:
     # memory layer (nor the MCP integration, see :func:`main`).
     from fsmemory.memory import KnowledgeMemory
 
-__all__ = [
-    "CliError",
-    "build_parser",
-    "main",
-    "open_memory",
-    "storage_options_of",
-    "store_arguments",
-    "store_of",
-]
-
-DEFAULT_STORE = "./agent_memory"
-
-
-class CliError(Exception):
-    """A one-line error for the user (exit status 1)."""
-
-
-def store_arguments(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
-    """Add ``--store`` and ``-o/--storage-option`` to ``parser``.
-
-    The top-level parser holds the defaults; a subcommand's copies only override what
-    is given after the command, so both positions work.
-    """
-    parser.add_argument(
-        "--store",
-        dest="store" if top else "sub_store",
-        default=DEFAULT_STORE if top else None,
-        metavar="URL",
-        help=f"memory root: a path or fsspec URL (default {DEFAULT_STORE})",
-    )
-    parser.add_argument(
-        "-o",
-        "--storage-option",
-        dest="storage_option" if top else "sub_storage_option",
-        action="append",
-        default=None,
-        type=parse_option_argument,
-        metavar="KEY=VALUE",
-        help="fsspec storage option (repeatable; VALUE may be JSON; a.b=v nests)",
-    )
-
-
-def store_of(args: argparse.Namespace) -> str:
-    """The ``--store`` given after the command, else before it, else the default."""
-    return str(getattr(args, "sub_store", None) or args.store)
-
-
-def storage_options_of(args: argparse.Namespace) -> dict[str, Any]:
-    """Every ``-o`` option, those before the command first."""
-    items = [*(args.storage_option or []), *(getattr(args, "sub_storage_option", None) or [])]
-    return parse_storage_options(items)
-
-
-def _check_local_store(store: str, *, create: bool) -> None:
-    protocol, rest = split_protocol(store)
-    if protocol not in (None, "file", "local"):
-        return  # remote stores report their own errors (a missing bucket, ...)
-    path = rest or "."
-    if os.path.isfile(path):
-        raise CliError(f"--store {store} is a file, not a memory folder")
-    if not create and not os.path.isdir(path):
-        raise CliError(
-            f"no memory at --store {store}: the folder does not exist "
-            "(fsmemory remember creates it)"
-        )
-
-
-def open_memory(args: argparse.Namespace, *, create: bool = False) -> KnowledgeMemory:
-    """The memory named by ``--store``/``-o``.
-
-    Args:
-        args: the parsed command line.
-        create: the command may create a local store that does not exist yet.
-
-    Raises:
-        CliError: a local store that is a file, or (without ``create``) is missing.
-    """
-    from fsmemory.memory import KnowledgeMemory
-
-    store = store_of(args)
-    _check_local_store(store, create=create)
-    return KnowledgeMemory(store, storage_options=storage_options_of(args))
-
-
-def _print_json(value: Any) -> None:
-    print(_jsonutil.dumps(value, indent=True).decode())
+__all__ = ["main"]
 
 
 def _entry_dict(entry: KnowledgeEntry) -> dict[str, Any]:
@@ -142,7 +70,7 @@ def cmd_remember(args: argparse.Namespace) -> int:
         metadata=args.metadata,
     )
     if args.json:
-        _print_json({"id": entry_id})
+        print_json({"id": entry_id})
     else:
         print(entry_id)
     return 0
@@ -153,7 +81,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
     km = open_memory(args)
     found = km.recall(args.query, limit=args.limit, category=args.category)
     if args.json:
-        _print_json([_entry_dict(e) for e in found])
+        print_json([_entry_dict(e) for e in found])
         return 0
     if not found:
         print(f"No memories found matching {args.query!r}.")
@@ -164,8 +92,23 @@ def cmd_recall(args: argparse.Namespace) -> int:
 
 
 def cmd_context(args: argparse.Namespace) -> int:
-    """Print the prompt block."""
-    print(open_memory(args).build_context())
+    """Print the prompt block, at most ``--max-context-chars`` characters."""
+    from fsmemory.integrations.mcp import bound_context
+
+    text = open_memory(args).build_context()
+    shown = bound_context(text, args.max_context_chars)
+    if args.json:
+        shown_chars = len(shown)
+        print_json(
+            {
+                "context": shown,
+                "chars": shown_chars,
+                "total_chars": len(text),
+                "truncated": shown is not text,
+            }
+        )
+    else:
+        print(shown)
     return 0
 
 
@@ -173,7 +116,7 @@ def cmd_facts(args: argparse.Namespace) -> int:
     """Print MEMORY.md facts by category."""
     facts = open_memory(args).get_persistent_facts()
     if args.json:
-        _print_json(facts)
+        print_json(facts)
         return 0
     for category, items in facts.items():
         print(f"## {category}")
@@ -186,7 +129,7 @@ def cmd_recent(args: argparse.Namespace) -> int:
     """Print recent log entries, newest first."""
     recent = open_memory(args).get_recent_entries(days=args.days, limit=args.limit)
     if args.json:
-        _print_json(recent)
+        print_json(recent)
         return 0
     for record in recent:
         print(f"[{record['timestamp']}] ({record['category']}) {escape_line(record['content'])}")
@@ -194,19 +137,22 @@ def cmd_recent(args: argparse.Namespace) -> int:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
-    """Forget an entry by id."""
-    if open_memory(args).forget(args.id):
+    """Forget an entry by id (exit status 1 when no entry has it)."""
+    forgotten = open_memory(args).forget(args.id)
+    if args.json:
+        print_json({"id": args.id, "forgotten": forgotten})
+    elif forgotten:
         print(f"forgot {args.id}")
-        return 0
-    print(f"fsmemory: error: no entry with id {args.id!r}", file=sys.stderr)
-    return 1
+    if not forgotten:
+        print(f"fsmemory: error: no entry with id {args.id!r}", file=sys.stderr)
+    return 0 if forgotten else 1
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
     """Delete old daily logs."""
     deleted = open_memory(args).prune_logs(args.max_days)
     if args.json:
-        _print_json({"deleted": deleted})
+        print_json({"deleted": deleted})
     else:
         print(f"deleted {deleted} log file(s)")
     return 0
@@ -221,7 +167,7 @@ def cmd_retention(args: argparse.Namespace) -> int:
         km.set_retention(None if args.keep_all else args.days)
     days = km.max_log_days
     if args.json:
-        _print_json({"retention_days": days})
+        print_json({"retention_days": days})
     elif days is None:
         print("logs are kept until an explicit prune --max-days")
     else:
@@ -233,7 +179,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     """Print counts."""
     stats = open_memory(args).stats()
     if args.json:
-        _print_json(stats)
+        print_json(stats)
         return 0
     for key, value in stats.items():
         print(f"{key}: {value}")
@@ -323,28 +269,31 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _json_object(text: str) -> dict[str, Any]:
-    try:
-        value = _jsonutil.loads(text)
-    except _jsonutil.JSONDecodeError:
-        raise argparse.ArgumentTypeError(f"not valid JSON: {text!r}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"expected a JSON object ({{...}}), got {text!r}")
-    return value
+def cmd_demo_command(args: argparse.Namespace) -> int:
+    """``fsmemory demo``: :func:`cmd_demo`, its transcript printed, or with ``--json``
+    captured into ``{"store", "output": [line, ...], "stats"}``."""
+    if not args.json:
+        return cmd_demo(args)
+    transcript = io.StringIO()
+    with contextlib.redirect_stdout(transcript):
+        status = cmd_demo(args)
+    km = open_memory(args)
+    print_json(
+        {"store": km.storage_dir, "output": transcript.getvalue().splitlines(), "stats": km.stats()}
+    )
+    return status
 
 
-def _count(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be {minimum} or more, got {value}")
-        return value
+def cmd_completion(args: argparse.Namespace) -> int:
+    """Print the shell completion script of the command (see ``completion --help``)."""
+    from fsmemory._cli_completion import completion_script
 
-    parse.__name__ = "count"
-    return parse
+    script = completion_script(build_parser(), args.shell)
+    if args.json:
+        print_json({"shell": args.shell, "script": script})
+    else:
+        sys.stdout.write(script)
+    return 0
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
@@ -361,6 +310,8 @@ def _top_parser() -> tuple[
     parser = argparse.ArgumentParser(
         prog="fsmemory",
         description="Long-term memory for LLM agents, as plain files on any fsspec URL.",
+        epilog=JSON_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"fsmemory {__version__}")
     store_arguments(parser, top=True)
@@ -379,6 +330,15 @@ def _export_parser() -> argparse.ArgumentParser:
     return parser
 
 
+COMPLETION_HELP = """\
+Print a completion script for the fsmemory command (commands, options, and the
+choices of options that have them; --store completes file names). Load it with:
+  bash:  source <(fsmemory completion bash)            (e.g. in ~/.bashrc)
+  zsh:   source <(fsmemory completion zsh)             (after compinit, in ~/.zshrc)
+  fish:  fsmemory completion fish > ~/.config/fish/completions/fsmemory.fish
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``fsmemory`` command."""
     parser, sub = _top_parser()
@@ -390,7 +350,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
         store_arguments(p)
         if json_flag:
-            p.add_argument("--json", action="store_true", help="machine-readable output")
+            p.add_argument(
+                "--json", action="store_true", help="print one JSON document (see fsmemory -h)"
+            )
         return p
 
     p = add("remember", cmd_remember, "store a fact")
@@ -403,7 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ttl-days", type=float, default=None, help="forget it after this many days")
     p.add_argument(
         "--metadata",
-        type=_json_object,
+        type=json_object,
         default=None,
         metavar="JSON",
         help='a JSON object stored with the entry, e.g. \'{"source": "chat"}\'',
@@ -412,25 +374,35 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("recall", cmd_recall, "search the memory")
     p.add_argument("query", help="keywords to search for")
     p.add_argument(
-        "-n", "--limit", type=_count(1), default=5, help="at most this many results (default 5)"
+        "-n", "--limit", type=count(1), default=5, help="at most this many results (default 5)"
     )
     p.add_argument("-c", "--category", default=None, help="only this category")
 
-    add("context", cmd_context, "print the prompt context block", json_flag=False)
+    p = add("context", cmd_context, "print the prompt context block")
+    from fsmemory.integrations.mcp import DEFAULT_MAX_CONTEXT_CHARS, context_chars
+
+    p.add_argument(
+        "--max-context-chars",
+        type=context_chars,
+        default=DEFAULT_MAX_CONTEXT_CHARS,
+        metavar="N",
+        help=f"print at most N characters: long notes shortened, then the end left off, "
+        f"with a marker line (default {DEFAULT_MAX_CONTEXT_CHARS:,}; 0: no bound)",
+    )
     add("facts", cmd_facts, "print persistent facts by category")
     p = add("recent", cmd_recent, "print recent entries, newest first")
     p.add_argument(
-        "--days", type=_count(1), default=7, help="entries of the last DAYS days (default 7)"
+        "--days", type=count(1), default=7, help="entries of the last DAYS days (default 7)"
     )
     p.add_argument(
-        "-n", "--limit", type=_count(1), default=50, help="at most this many (default 50)"
+        "-n", "--limit", type=count(1), default=50, help="at most this many (default 50)"
     )
-    p = add("forget", cmd_forget, "forget an entry by id", json_flag=False)
+    p = add("forget", cmd_forget, "forget an entry by id")
     p.add_argument("id", help="the entry id printed by remember (or md-... for a hand edit)")
     p = add("prune", cmd_prune, "delete old daily logs")
     p.add_argument(
         "--max-days",
-        type=_count(0),
+        type=count(0),
         default=None,
         help="delete logs older than this many days (default: the memory's stored "
         "retention, see 'retention'; 30 when none is stored)",
@@ -439,7 +411,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "days",
         nargs="?",
-        type=_count(0),
+        type=count(0),
         default=None,
         help="store this retention in the memory's fsmemory.json (every process honours it)",
     )
@@ -449,7 +421,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="store 'keep every log' (only prune --max-days deletes logs then)",
     )
     add("stats", cmd_stats, "print counts")
-    add("demo", cmd_demo, "run a short scripted session and print the result", json_flag=False)
+    add("demo", cmd_demo_command, "run a short scripted session and print the result")
+    p = sub.add_parser(
+        "completion",
+        help="print a shell completion script (bash, zsh or fish)",
+        description=COMPLETION_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.set_defaults(func=cmd_completion)
+    p.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell to complete in")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
     from fsmemory._cli_export import add_export_parser
 
     add_export_parser(sub)

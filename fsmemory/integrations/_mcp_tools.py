@@ -5,26 +5,33 @@ can register ``fsmemory mcp`` without the SDK installed. The tool functions are 
 with real annotations: the SDK derives each tool's JSON schema from them (integers are
 ``integer``, bounds are ``minimum``/``maximum``), validates the arguments a client
 sends, and turns a :class:`ToolError` into a tool result with ``isError`` set.
+
+The SDK's own validation is lax (``"yes"`` is a true boolean, ``"5"`` an integer, an
+undeclared argument is dropped): :class:`StrictServer` first checks each call against a
+strict model of the same signature (JSON types as declared, no undeclared argument).
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
-from typing import Annotated, Literal
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Literal, get_type_hints
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
-from pydantic import Field
+from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from fsmemory.agent import KnowledgeTool
 from fsmemory.agent._functions import recall_text
 from fsmemory.errors import FsMemoryError
+from fsmemory.integrations.mcp import DEFAULT_MAX_CONTEXT_CHARS, bound_context
 from fsmemory.memory import KnowledgeMemory, escape_line
 from fsmemory.memory.validation import MAX_CATEGORY_CHARS
 from fsmemory.store import FsspecKnowledgeStore
 
-__all__ = ["MemoryTools", "build_server"]
+__all__ = ["MemoryTools", "StrictServer", "build_server", "strict_model"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,12 +55,19 @@ class MemoryTools:
     Args:
         memory: the memory the tools read and write.
         knowledge_store: when given, a ``knowledge`` tool over this path store.
+        max_context_chars: the bound of the ``context`` tool's text
+            (:func:`~fsmemory.integrations.mcp.bound_context`; None or 0: none).
     """
 
     def __init__(
-        self, memory: KnowledgeMemory, knowledge_store: FsspecKnowledgeStore | None = None
+        self,
+        memory: KnowledgeMemory,
+        knowledge_store: FsspecKnowledgeStore | None = None,
+        *,
+        max_context_chars: int | None = DEFAULT_MAX_CONTEXT_CHARS,
     ) -> None:
         self.memory = memory
+        self.max_context_chars = max_context_chars
         self.knowledge_tool = (
             None
             if knowledge_store is None
@@ -147,7 +161,7 @@ class MemoryTools:
             text = self.memory.build_context()
         except (FsMemoryError, ValueError, OSError) as exc:
             raise ToolError(f"Could not read the memory: {exc}") from exc
-        return text or "The memory is empty."
+        return bound_context(text, self.max_context_chars) or "The memory is empty."
 
     async def knowledge(
         self,
@@ -174,16 +188,83 @@ class MemoryTools:
         return text
 
 
+def strict_model(fn: Callable[..., Any]) -> type[BaseModel]:
+    """A pydantic model of ``fn``'s parameters (their annotations, ``Field`` bounds and
+    defaults) that validates strictly: JSON types as declared (no ``"yes"`` for a
+    boolean, no ``"5"`` for an integer) and no argument that ``fn`` does not declare."""
+    hints = get_type_hints(fn, include_extras=True)
+    fields: dict[str, Any] = {}
+    for name, parameter in inspect.signature(fn).parameters.items():
+        default = ... if parameter.default is inspect.Parameter.empty else parameter.default
+        fields[name] = (hints[name], default)
+    config = ConfigDict(strict=True, extra="forbid")
+    model: type[BaseModel] = create_model(f"{fn.__name__}_arguments", __config__=config, **fields)
+    return model
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
+def _argument_problems(name: str, error: ValidationError, declared: Mapping[str, Any]) -> str:
+    """One message naming each bad argument (values shortened: they are the caller's)."""
+    problems = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"]) or "arguments"
+        if item["type"] == "extra_forbidden":
+            problems.append(f"{where}: not an argument of {name}")
+        elif item["type"] == "missing":
+            problems.append(f"{where}: required")
+        else:
+            problems.append(f"{where}: {item['msg']} (got {_shown(item['input'])})")
+    accepted = ", ".join(declared) or "none"
+    return f"Invalid arguments for {name!r}: {'; '.join(problems)}. Arguments: {accepted}."
+
+
+class StrictServer(MCPServer):
+    """An :class:`MCPServer` whose tools registered with :meth:`add_strict_tool` are
+    called only with arguments their :func:`strict_model` accepts; any other call is a
+    tool error naming each bad argument, before the SDK's lax validation runs."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._strict: dict[str, type[BaseModel]] = {}
+
+    def add_strict_tool(self, fn: Callable[..., Any], annotations: ToolAnnotations) -> None:
+        """Register ``fn`` as a tool (unstructured output) checked strictly."""
+        self.add_tool(fn, annotations=annotations, structured_output=False)
+        self._strict[fn.__name__] = strict_model(fn)
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        """Check ``arguments`` strictly, then call the tool as :class:`MCPServer` does.
+
+        Raises:
+            ToolError: an argument of the wrong JSON type, out of its bounds, missing, or
+                not declared by the tool.
+        """
+        model = self._strict.get(name)
+        if model is not None:
+            try:
+                model.model_validate(arguments)
+            except ValidationError as exc:
+                raise ToolError(_argument_problems(name, exc, model.model_fields)) from exc
+        return await super().call_tool(name, arguments, context)
+
+
 def build_server(tools: MemoryTools, *, name: str = "fsmemory", version: str = "") -> MCPServer:
-    """An :class:`MCPServer` offering ``tools`` (``knowledge`` only when it is configured)."""
-    server: MCPServer = MCPServer(name=name, version=version, instructions=_INSTRUCTIONS)
+    """An :class:`MCPServer` offering ``tools`` (``knowledge`` only when it is configured),
+    their arguments checked strictly (:class:`StrictServer`)."""
+    server = StrictServer(name=name, version=version, instructions=_INSTRUCTIONS)
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
     removes = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
-    server.add_tool(tools.remember, annotations=writes, structured_output=False)
-    server.add_tool(tools.recall, annotations=read_only, structured_output=False)
-    server.add_tool(tools.forget, annotations=removes, structured_output=False)
-    server.add_tool(tools.context, annotations=read_only, structured_output=False)
+    server.add_strict_tool(tools.remember, writes)
+    server.add_strict_tool(tools.recall, read_only)
+    server.add_strict_tool(tools.forget, removes)
+    server.add_strict_tool(tools.context, read_only)
     if tools.knowledge_tool is not None:
-        server.add_tool(tools.knowledge, annotations=removes, structured_output=False)
+        server.add_strict_tool(tools.knowledge, removes)
     return server

@@ -1,0 +1,240 @@
+"""Shell completion scripts for the ``fsmemory`` command, made from its argparse parser.
+
+``fsmemory completion bash|zsh|fish`` prints one. The script knows the commands, each
+command's options, the choices of options and positionals that have them, and which
+options take a value; ``--store`` completes file names. It is generated from the parser,
+so a new command or option completes without a change here. Part of the command line
+(the Face layer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from dataclasses import dataclass, field
+
+__all__ = ["SHELLS", "completion_script"]
+
+SHELLS = ("bash", "zsh", "fish")
+
+#: Options whose value is a path or URL: completed with file names.
+_FILE_OPTIONS = frozenset({"--store"})
+
+
+@dataclass
+class _Command:
+    """What completion needs of one parser: its options and their values."""
+
+    name: str
+    help: str = ""
+    options: list[str] = field(default_factory=list)
+    #: option string -> its choices (empty: a free value)
+    valued: dict[str, list[str]] = field(default_factory=dict)
+    #: choices of its positional arguments (``completion``'s shell)
+    positional_choices: list[str] = field(default_factory=list)
+    option_help: dict[str, str] = field(default_factory=dict)
+
+
+def _describe(parser: argparse.ArgumentParser, name: str, help_: str) -> _Command:
+    command = _Command(name, help_)
+    for action in parser._actions:  # argparse has no public way to list them
+        if isinstance(action, argparse._SubParsersAction):
+            continue
+        choices = [str(c) for c in action.choices] if action.choices else []
+        if not action.option_strings:
+            command.positional_choices += choices
+            continue
+        for option in action.option_strings:
+            command.options.append(option)
+            command.option_help[option] = _first_sentence(action.help)
+            if action.nargs != 0:
+                command.valued[option] = choices
+    return command
+
+
+def _commands(parser: argparse.ArgumentParser) -> tuple[_Command, list[_Command]]:
+    top = _describe(parser, "", "")
+    commands = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {a.dest: str(a.help or "") for a in action._choices_actions}
+            for name, sub in action.choices.items():
+                commands.append(_describe(sub, name, _first_sentence(helps.get(name, ""))))
+    return top, commands
+
+
+def _first_sentence(text: str | None) -> str:
+    if not text or text == argparse.SUPPRESS:
+        return ""
+    text = " ".join(text.split())
+    text = re.split(r"\s\(|;\s|:\s|\.\s", text, maxsplit=1)[0].rstrip(".")
+    return text if len(text) <= 70 else text[:67] + "..."
+
+
+def _words(items: list[str]) -> str:
+    return " ".join(items)
+
+
+def _bash(top: _Command, commands: list[_Command]) -> str:
+    top_valued = "|".join(top.valued) or "--"
+    choice_cases = []
+    for command in [top, *commands]:
+        for option, choices in command.valued.items():
+            if choices:
+                key = f"{command.name}:{option}"
+                choice_cases.append(
+                    f'        "{key}") COMPREPLY=($(compgen -W "{_words(choices)}" -- "$cur"))'
+                    "; return 0 ;;"
+                )
+    all_valued = sorted({o for c in [top, *commands] for o in c.valued})
+    free = [o for o in all_valued if o not in _FILE_OPTIONS]
+    command_cases = []
+    for command in commands:
+        words = _words([*command.options, *command.positional_choices])
+        command_cases.append(f'        {command.name}) words="{words}" ;;')
+    names = _words([c.name for c in commands])
+    return f"""\
+# bash completion for fsmemory; load it with: source <(fsmemory completion bash)
+_fsmemory() {{
+    local cur prev cmd words i
+    COMPREPLY=()
+    cur="${{COMP_WORDS[COMP_CWORD]}}"
+    prev="${{COMP_WORDS[COMP_CWORD-1]}}"
+    cmd=""
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        case "${{COMP_WORDS[i]}}" in
+            {top_valued}) ((i++)) ;;
+            -*) ;;
+            *) cmd="${{COMP_WORDS[i]}}"; break ;;
+        esac
+    done
+    case "$cmd:$prev" in
+{chr(10).join(choice_cases)}
+    esac
+    case "$prev" in
+        {"|".join(sorted(_FILE_OPTIONS))}) COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
+        {"|".join(free)}) return 0 ;;
+    esac
+    case "$cmd" in
+        "") words="{_words(top.options)} {names}" ;;
+{chr(10).join(command_cases)}
+        *) return 0 ;;
+    esac
+    COMPREPLY=($(compgen -W "$words" -- "$cur"))
+}}
+complete -o default -F _fsmemory fsmemory
+"""
+
+
+def _zsh(top: _Command, commands: list[_Command]) -> str:
+    top_valued = "|".join(top.valued) or "--"
+    choice_cases = []
+    for command in [top, *commands]:
+        for option, choices in command.valued.items():
+            if choices:
+                choice_cases.append(
+                    f'    "{command.name}:{option}") compadd -- {_words(choices)}; return ;;'
+                )
+    all_valued = sorted({o for c in [top, *commands] for o in c.valued})
+    free = [o for o in all_valued if o not in _FILE_OPTIONS]
+    command_cases = [
+        f"    {c.name}) compadd -- {_words([*c.options, *c.positional_choices])} ;;"
+        for c in commands
+    ]
+    names = _words([c.name for c in commands])
+    return f"""\
+#compdef fsmemory
+# zsh completion for fsmemory; load it with: source <(fsmemory completion zsh)
+# (after compinit), or save it as _fsmemory in a folder of $fpath.
+_fsmemory() {{
+  local cmd="" prev="${{words[CURRENT-1]}}" i
+  for (( i = 2; i < CURRENT; i++ )); do
+    case "${{words[i]}}" in
+      {top_valued}) (( i++ )) ;;
+      -*) ;;
+      *) cmd="${{words[i]}}"; break ;;
+    esac
+  done
+  case "$cmd:$prev" in
+{chr(10).join(choice_cases)}
+  esac
+  case "$prev" in
+    {"|".join(sorted(_FILE_OPTIONS))}) _files; return ;;
+    {"|".join(free)}) return ;;
+  esac
+  case "$cmd" in
+    "") compadd -- {_words(top.options)} {names} ;;
+{chr(10).join(command_cases)}
+  esac
+}}
+if [[ "${{zsh_eval_context[-1]}}" == loadautofunc ]]; then
+  _fsmemory "$@"
+else
+  compdef _fsmemory fsmemory
+fi
+"""
+
+
+def _fish_quote(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _fish_option(option: str) -> str:
+    if option.startswith("--"):
+        return f"-l {option[2:]}"
+    return f"-s {option[1:]}" if len(option) == 2 else f"-o {option[1:]}"
+
+
+def _fish(top: _Command, commands: list[_Command]) -> str:
+    lines = [
+        "# fish completion for fsmemory; save it with:",
+        "#   fsmemory completion fish > ~/.config/fish/completions/fsmemory.fish",
+        "complete -c fsmemory -f",
+    ]
+    names = _words([c.name for c in commands])
+    for command in [top, *commands]:
+        if command.name:
+            condition = f"__fish_seen_subcommand_from {command.name}"
+            lines.append(
+                f"complete -c fsmemory -n '__fish_use_subcommand' -a {command.name} "
+                f"-d {_fish_quote(command.help)}"
+            )
+            if command.positional_choices:
+                lines.append(
+                    f"complete -c fsmemory -n '{condition}' "
+                    f"-a {_fish_quote(_words(command.positional_choices))}"
+                )
+        else:
+            condition = f"not __fish_seen_subcommand_from {names}"
+        for option in command.options:
+            parts = [f"complete -c fsmemory -n '{condition}' {_fish_option(option)}"]
+            if option in command.valued:
+                parts.append("-r")
+                if command.valued[option]:
+                    parts.append(f"-a {_fish_quote(_words(command.valued[option]))}")
+                elif option in _FILE_OPTIONS:
+                    parts.append("-F")
+            if command.option_help.get(option):
+                parts.append(f"-d {_fish_quote(command.option_help[option])}")
+            lines.append(" ".join(parts))
+    return "\n".join(lines) + "\n"
+
+
+def completion_script(parser: argparse.ArgumentParser, shell: str) -> str:
+    """The completion script of ``parser`` (the ``fsmemory`` command's) for ``shell``.
+
+    Args:
+        parser: the command's parser, with its subcommands.
+        shell: ``bash``, ``zsh`` or ``fish``.
+
+    Raises:
+        ValueError: another shell.
+    """
+    top, commands = _commands(parser)
+    if shell == "bash":
+        return _bash(top, commands)
+    if shell == "zsh":
+        return _zsh(top, commands)
+    if shell == "fish":
+        return _fish(top, commands)
+    raise ValueError(f"no completion for shell {shell!r}: choose one of {', '.join(SHELLS)}")

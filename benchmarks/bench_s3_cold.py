@@ -1,33 +1,39 @@
-"""S3 cold open + first recall at 10k entries, fresh processes, against the raw floor.
+"""Object-store cold open + first recall at 10k entries, fresh processes, against the
+raw floor of the same requests.
 
-    python benchmarks/bench_s3_cold.py [--rounds N] [--size N] [--base PATH]
+    python benchmarks/bench_s3_cold.py [--service s3|azure|all] [--rounds N] [--size N]
+                                       [--base PATH]
 
-One moto server; one memory of ``--size`` entries over 20 daily logs (its index cache
-file written by a first open). Then ``--rounds`` rounds, each running once, in a fresh
-process and in alternating order:
+For each service (S3 on moto, Azure Blob on Azurite): one memory of ``--size`` entries
+over 20 daily logs (its index cache file written by a first open). Then ``--rounds``
+rounds, each running every system once, in a fresh process and in alternating order:
 
 * ``fsmemory (obstore)``: ``KnowledgeMemory(url, storage_options)`` + ``recall`` (the
   default route);
-* ``fsmemory (s3fs forced)``: the same with ``client="s3fs"`` (what the fallback costs);
-* ``fsmemory at --base``: the same code path of another checkout (e.g. the commit
-  before a change, through its own ``benchmarks/peers/cold_worker.py``);
-* ``floor: obstore list + cache GET``: obstore directly (import included), the
-  listing of the memory and the GET of its index cache file sent together (two
-  threads) -- the requests a cached cold open cannot do without.
+* ``fsmemory (s3fs forced)`` / ``(adlfs forced)``: the same through the fallback
+  library (what the fallback costs);
+* ``fsmemory at --base``: the same code path of another checkout (S3 only; e.g. the
+  commit before a change, through its own ``benchmarks/peers/cold_worker.py``);
+* ``floor: obstore list + cache GET``: obstore directly (import included), the listing
+  of the memory and the GET of its index cache file sent together (two threads) -- the
+  requests a cached cold open cannot do without.
 
 Times exclude ``import fsmemory`` (as ``benchmarks/run.py`` does) but include importing
-the client library. Prints one Markdown table of medians and ratios to the floor.
+the client library. Prints one Markdown table per service: medians, p90 and ratios to
+the floor.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,15 +43,22 @@ sys.path.insert(0, str(ROOT))
 
 RESULT = "RESULT "
 
+#: the floor: obstore's store built, the listing and the cache GET sent together
 FLOOR = """
 import json, sys, threading, time
 params = json.loads(sys.argv[1])
 t0 = time.perf_counter()
 import obstore
-from obstore.store import S3Store
-store = S3Store(params["bucket"], endpoint=params["endpoint"], access_key_id="testing",
-                secret_access_key="testing", region="us-east-1",
-                client_options={"allow_http": True}, retry_config={"max_retries": 0})
+if params["service"] == "s3":
+    from obstore.store import S3Store
+    store = S3Store(params["bucket"], endpoint=params["endpoint"], access_key_id="testing",
+                    secret_access_key="testing", region="us-east-1",
+                    client_options={"allow_http": True}, retry_config={"max_retries": 0})
+else:
+    from obstore.store import AzureStore
+    store = AzureStore(params["bucket"], account_name=params["account"],
+                       account_key=params["key"], endpoint=params["endpoint"],
+                       client_options={"allow_http": True}, retry_config={"max_retries": 0})
 box = {}
 def get():
     box["cache"] = bytes(obstore.get(store, params["prefix"] + "/.fsmemory-cache.index").bytes())
@@ -69,53 +82,68 @@ def _run(argv: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
     raise RuntimeError(f"{argv[:3]} failed: {done.stderr[-2000:]}")
 
 
-def main() -> None:
-    """Run the benchmark and print its table."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=9)
-    parser.add_argument("--size", type=int, default=10_000)
-    parser.add_argument("--base", type=Path, default=None)
-    args = parser.parse_args()
-
+@contextlib.contextmanager
+def _s3() -> Iterator[tuple[str, dict[str, Any], str, dict[str, Any]]]:
+    """``(url, storage options, fallback name, floor parameters)`` on a fresh moto."""
+    from fsmemory.fs.s3 import S3Root
     from fsmemory.testing.cloud_services import start_moto
 
     moto = start_moto()
     try:
         options = moto.s3_storage_options()
-        from fsmemory.fs.s3 import S3Root
-
         bucket = "bench-cold"
         S3Root.from_url(f"s3://{bucket}", options).fs.mkdir(bucket)
-        url = f"s3://{bucket}/mem"
-        py = sys.executable
+        endpoint = options["client_kwargs"]["endpoint_url"]
+        floor = {"service": "s3", "bucket": bucket, "endpoint": endpoint, "prefix": "mem"}
+        yield f"s3://{bucket}/mem", options, "s3fs", floor
+    finally:
+        moto.stop()
+
+
+@contextlib.contextmanager
+def _azure() -> Iterator[tuple[str, dict[str, Any], str, dict[str, Any]]]:
+    """The same on a fresh Azurite."""
+    from fsmemory.testing.cloud_services import AZURITE_ACCOUNT, AZURITE_KEY, start_azurite
+
+    azurite = start_azurite()
+    try:
+        container = "bench-cold"
+        azurite.create_container(container)
+        floor = {
+            "service": "azure",
+            "bucket": container,
+            "account": AZURITE_ACCOUNT,
+            "key": AZURITE_KEY,
+            "endpoint": azurite.blob_endpoint,
+            "prefix": "mem",
+        }
+        yield f"az://{container}/mem", azurite.azure_storage_options(), "adlfs", floor
+    finally:
+        azurite.stop()
+
+
+SERVICES: dict[str, Callable[[], Any]] = {"s3": _s3, "azure": _azure}
+TITLES = {"s3": "S3 (moto)", "azure": "Azure Blob (Azurite)"}
+
+
+def _measure(service: str, args: argparse.Namespace) -> dict[str, list[float]]:
+    py = sys.executable
+    cold = str(HERE / "peers" / "cold_worker.py")
+    with SERVICES[service]() as (url, options, fallback, floor):
         gen = {"size": args.size, "now": time.time(), "url": url, "storage_options": options}
         _run([py, str(HERE / "peers" / "fsmemory_worker.py"), "cold-gen", json.dumps(gen)])
-        cold = str(HERE / "peers" / "cold_worker.py")
         params = {"system": "fsmemory", "url": url, "op": "recall"}
-        systems: dict[str, list[str]] = {
-            "fsmemory (obstore)": [
-                py,
-                cold,
-                "cold",
-                json.dumps({**params, "storage_options": {**options, "client": "obstore"}}),
-            ],
-            "fsmemory (s3fs forced)": [
-                py,
-                cold,
-                "cold",
-                json.dumps({**params, "storage_options": {**options, "client": "s3fs"}}),
-            ],
-            "floor: obstore list + cache GET": [
-                py,
-                "-c",
-                FLOOR,
-                json.dumps(
-                    {"bucket": bucket, "endpoint": options["client_kwargs"]["endpoint_url"]}
-                    | {"prefix": "mem"}
-                ),
-            ],
+
+        def worker(client: str, script: str = cold) -> list[str]:
+            opts = {**options, "client": client}
+            return [py, script, "cold", json.dumps({**params, "storage_options": opts})]
+
+        systems = {
+            "fsmemory (obstore)": worker("obstore"),
+            f"fsmemory ({fallback} forced)": worker(fallback),
+            "floor: obstore list + cache GET": [py, "-c", FLOOR, json.dumps(floor)],
         }
-        if args.base is not None:
+        if args.base is not None and service == "s3":
             base_worker = str(args.base / "benchmarks" / "peers" / "cold_worker.py")
             systems[f"fsmemory at {args.base.name} (before)"] = [
                 py,
@@ -125,21 +153,44 @@ def main() -> None:
             ]
         _run(systems["fsmemory (obstore)"])  # writes the index cache file
         times: dict[str, list[float]] = {name: [] for name in systems}
-        env = {k: v for k, v in os.environ.items() if k != "FSMEMORY_S3_CLIENT"}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEMORY_")}
         names = list(systems)
         for i in range(args.rounds):
             order = names if i % 2 == 0 else names[::-1]
             for name in order:
                 times[name].append(_run(systems[name], env)["first"])
-    finally:
-        moto.stop()
-    floor = statistics.median(times["floor: obstore list + cache GET"])
-    print(f"\nS3 cold open + first recall at {args.size:,} entries (moto, {args.rounds} rounds)\n")
-    print("| system | median ms | min ms | / floor |")
-    print("|---|---|---|---|")
-    for name, values in times.items():
-        med = statistics.median(values)
-        print(f"| {name} | {med:.1f} | {min(values):.1f} | {med / floor:.2f}x |")
+    return times
+
+
+def _p90(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    """Run the benchmark and print its tables."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--service", choices=[*SERVICES, "all"], default="all")
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--base", type=Path, default=None)
+    args = parser.parse_args()
+    services = list(SERVICES) if args.service == "all" else [args.service]
+    for service in services:
+        times = _measure(service, args)
+        floor = statistics.median(times["floor: obstore list + cache GET"])
+        print(
+            f"\n{TITLES[service]}: cold open + first recall at {args.size:,} entries "
+            f"({args.rounds} rounds, fresh processes)\n"
+        )
+        print("| system | median ms | p90 ms | min ms | / floor |")
+        print("|---|---|---|---|---|")
+        for name, values in times.items():
+            med = statistics.median(values)
+            print(
+                f"| {name} | {med:.1f} | {_p90(values):.1f} | {min(values):.1f} "
+                f"| {med / floor:.2f}x |"
+            )
 
 
 if __name__ == "__main__":

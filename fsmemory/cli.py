@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import os
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -452,6 +453,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         return func(args)
+    except BrokenPipeError:
+        # The reader of stdout went away (``fsmemory recent | head``): stop quietly, as
+        # other Unix tools do, without the error Python prints when stdout is flushed.
+        if args.own_process:
+            with contextlib.suppress(OSError):
+                sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (kept for the exit flush)
+        return 141
     except (CliError, FsMemoryError, ValueError, OSError, ImportError) as exc:
         # One line, never a traceback: a missing extra prints its pip install line.
         message = " ".join(str(exc).split()) or type(exc).__name__

@@ -1,9 +1,10 @@
 # The two commands of the README:
-#   make demo   - the main job: a scripted session on a local folder (./agent_memory)
+#   make demo   - the main job: a scripted session on a local folder (./agent_memory), in
+#                 .venv-demo, which holds fsmemory and its three dependencies only
 #   make test   - the test suite, with its own S3 (moto), GCS (fake-gcs-server), Azure
 #                 Blob (Azurite, installed from npm into .venv/azurite) and Redis servers
 #                 started on loopback by the tests themselves
-# Both create .venv and install what they need on first use.
+# Both create their environment and install what they need on first use.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -12,16 +13,30 @@ STAMP  := $(VENV)/.installed
 # Azurite, the Azure Storage emulator (npm package); the tests find it under the venv.
 AZURITE_DIR := $(VENV)/azurite
 AZURITE     := $(AZURITE_DIR)/node_modules/.bin/azurite-blob
+# The demo's own environment: the core package, no extras, no test tools.
+DEMO_VENV   := .venv-demo
+DEMO_STAMP  := $(DEMO_VENV)/.installed
+# make test-lowest: every direct dependency at the lowest version pyproject.toml allows.
+LOWEST_VENV := .venv-lowest
+LOWEST_TESTS ?= tests/test_fs tests/test_memory tests/test_cli tests/test_demo.py
 # The documentation site's tools (the pyproject `docs` dependency group).
 DOCS_STAMP  := $(VENV)/.docs-installed
 
-.PHONY: demo test test-all lint bench examples clean azurite docs docs-browser
+.PHONY: demo test test-all test-lowest lint bench examples clean azurite docs docs-browser
 
+# pip >= 25.1 for --group (the test tools are a dependency group, not an extra).
 $(STAMP): pyproject.toml
+	@echo "== setting up $(VENV): fsmemory with every extra and the test tools (the first time takes a few minutes)"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[all,test]'
+	$(BIN)/python -m pip install --quiet -e '.[all]' --group test
 	touch $(STAMP)
+
+$(DEMO_STAMP): pyproject.toml
+	@echo "== setting up $(DEMO_VENV): fsmemory and its three dependencies, nothing else (under a minute)"
+	test -x $(DEMO_VENV)/bin/python || $(PYTHON) -m venv $(DEMO_VENV)
+	$(DEMO_VENV)/bin/python -m pip install --quiet -e .
+	touch $(DEMO_STAMP)
 
 # Installed once (the file target exists afterwards); without npm the Azure tests skip
 # (or fail, with FSMEMORY_REQUIRE_SERVICES=1).
@@ -61,14 +76,25 @@ docs-browser:
 docs: $(DOCS_STAMP)
 	$(BIN)/mkdocs build --strict
 
-demo: $(STAMP)
-	$(BIN)/fsmemory demo
+demo: $(DEMO_STAMP)
+	$(DEMO_VENV)/bin/fsmemory demo
 
 test: $(STAMP) $(AZURITE) $(DOCS_STAMP) docs-browser
 	$(BIN)/python -m pytest
 
 test-all: $(STAMP) $(AZURITE) $(DOCS_STAMP) docs-browser
 	$(BIN)/python -m pytest -m ''
+
+# Proves the floors: a new $(LOWEST_VENV) with uv's lowest-direct resolution of
+# -e .[all] and the test group, then the storage, memory and command-line suites in it.
+test-lowest:
+	@echo "== setting up $(LOWEST_VENV) with every direct dependency at its lowest allowed version"
+	rm -rf $(LOWEST_VENV)
+	$(PYTHON) -m venv $(LOWEST_VENV)
+	$(LOWEST_VENV)/bin/python -m pip install --quiet uv
+	$(LOWEST_VENV)/bin/uv pip install --quiet --python $(LOWEST_VENV)/bin/python \
+		--resolution lowest-direct -e '.[all]' --group test
+	$(LOWEST_VENV)/bin/python -m pytest -x -q -m 'not slow' $(LOWEST_TESTS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check fsmemory tests benchmarks examples
@@ -82,4 +108,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py --quick
 
 clean:
-	rm -rf $(VENV) agent_memory site .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(DEMO_VENV) $(LOWEST_VENV) agent_memory site .pytest_cache .mypy_cache .ruff_cache

@@ -1,20 +1,8 @@
-"""Lexical ranking for ``recall``: text analysis and an incremental BM25 index.
+"""Lexical ranking for ``recall``: an incremental BM25 index over analysed terms.
 
-Text analysis (:func:`analyze`) turns a text into index terms:
-
-* Unicode-aware word split after NFKC normalisation and case folding, so punctuation,
-  apostrophes and hyphens separate words, numbers stay whole (``2023``, ``3.5`` gives
-  ``3`` and ``5``), full-width forms match their ASCII twins and accents are dropped
-  from Latin-script words (``café`` matches ``cafe``, ``Straße`` matches ``strasse``);
-* scripts written without spaces (Han, Hiragana, Katakana, Hangul, Thai) are indexed
-  as overlapping character pairs, so a word inside a sentence can still be found;
-* common English function words (:data:`STOPWORDS`) are dropped (a query made of
-  stopwords only is matched word for word against the documents' text instead, see
-  :func:`typed_word_scores`);
-* irregular English forms are mapped to their base (``went`` -> ``go``, ``children``
-  -> ``child``), then every word is reduced by the English Snowball stemmer
-  (``painted``, ``painting`` and ``paints`` all give ``paint``). The stemmer comes
-  from the ``snowballstemmer`` package, which uses ``PyStemmer`` (C) when installed.
+Texts and queries are turned into terms by :mod:`fsmemory.memory._analysis` (its
+names are also importable from here), and the best accepted results are picked by
+:func:`fsmemory.memory._topk.top_accepted` (also importable from here).
 
 :class:`BM25Index` keeps postings per term and is updated one document at a time, so
 ``remember()`` and ``forget()`` cost O(terms of the entry). Scores are Okapi BM25 with
@@ -35,17 +23,27 @@ sunris``) adds a fixed bonus, so phrases rank above scattered words.
 from __future__ import annotations
 
 import bisect
-import heapq
 import itertools
 import math
 import operator
 import re
-import unicodedata
 from array import array
-from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from itertools import repeat
-from operator import itemgetter
-from typing import Any, TypeVar
+from typing import Any
+
+from fsmemory.memory._analysis import (
+    STOPWORDS,
+    analyze,
+    english_stemmer,
+    known_stems,
+    query_terms,
+    stem,
+    term_pairs,
+    typed_words,
+    words,
+)
+from fsmemory.memory._topk import top_accepted
 
 __all__ = [
     "STOPWORDS",
@@ -55,174 +53,18 @@ __all__ = [
     "query_terms",
     "stem",
     "term_pairs",
+    "top_accepted",
     "typed_word_scores",
     "typed_words",
     "words",
 ]
 
-K = TypeVar("K", bound=Hashable)
-
-_WORD = re.compile(r"\w+")
-# Scripts without spaces between words: indexed as overlapping character pairs.
-_UNSPACED = re.compile(
-    "["
-    "\u0e00-\u0e7f"  # Thai
-    "\u3040-\u30ff"  # Hiragana, Katakana
-    "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # Han
-    "\uac00-\ud7af"  # Hangul syllables
-    "]+"
-)
-
-_STOPWORD_TEXT = """
-a about above after again against all am an and any are as at be because been
-before being below between both but by can could did do does doing down during each
-few for from further had has have having he her here hers herself him himself his
-how i if in into is it its itself just me more most my myself no nor not now of off
-on once only or other our ours ourselves out over own same she should so some such
-than that the their theirs them themselves then there these they this those through
-to too under until up very was we were what when where which while who whom why will
-with would you your yours yourself yourselves s t d ll m re ve don
-kind type
-"""
-STOPWORDS: frozenset[str] = frozenset(_STOPWORD_TEXT.split())
-"""English function words (and the question fillers ``kind`` / ``type``) that never
-make a match on their own."""
-
-# Irregular English forms and their base: one group per line, base first.
-_IRREGULAR_GROUPS = """
-arise arose arisen|awake awoke awoken|bear bore borne born|beat beaten|become became
-begin began begun|bend bent|bind bound|bite bit bitten|bleed bled|blow blew blown
-break broke broken|breed bred|bring brought|build built|burn burnt|buy bought
-catch caught|choose chose chosen|cling clung|come came|creep crept|deal dealt|dig dug
-draw drew drawn|dream dreamt|drink drank drunk|drive drove driven|eat ate eaten
-fall fell fallen|feed fed|feel felt|fight fought|find found|flee fled|fly flew flown
-forbid forbade forbidden|forget forgot forgotten|forgive forgave forgiven
-freeze froze frozen|get got gotten|give gave given|go went gone|grow grew grown
-hang hung|hear heard|hide hid hidden|hold held|keep kept|kneel knelt|know knew known
-lay laid|lead led|leap leapt|learn learnt|leave left|lend lent|lie lain|light lit
-lose lost|make made|mean meant|meet met|pay paid|ride rode ridden|ring rang rung
-rise rose risen|run ran|say said|see saw seen|seek sought|sell sold|send sent
-shake shook shaken|shine shone|shoot shot|show shown|shrink shrank shrunk|sing sang sung
-sink sank sunk|sit sat|sleep slept|slide slid|speak spoke spoken|speed sped|spend spent
-spin spun|spring sprang sprung|stand stood|steal stole stolen|stick stuck|sting stung
-strike struck|swear swore sworn|sweep swept|swim swam swum|swing swung|take took taken
-teach taught|tear tore torn|tell told|think thought|throw threw thrown
-understand understood|wake woke woken|wear wore worn|weave wove woven|weep wept|win won
-withdraw withdrew withdrawn|write wrote written|overcome overcame|undergo underwent
-rebuild rebuilt|mislead misled|misunderstand misunderstood|withstand withstood
-oversee oversaw overseen|foresee foresaw foreseen|child children|man men|woman women
-person people|foot feet|tooth teeth|mouse mice|goose geese
-"""
-
-
-def _irregular_table() -> dict[str, str]:
-    table: dict[str, str] = {}
-    for group in _IRREGULAR_GROUPS.replace("\n", "|").split("|"):
-        forms = group.split()
-        for form in forms[1:]:
-            table.setdefault(form, forms[0])
-    return table
-
-
-_IRREGULAR = _irregular_table()
-_STEMMERS: list[Any] = []  # loaded on first use: a cold start that never searches skips it
-_STEM_CACHE: dict[str, str] = {}
-_STEM_CACHE_MAX = 200_000
+# Stems found so far (the live cache: a query of known words looks them up directly).
+_STEM_CACHE = known_stems()
 _MIN_PREFIX = 4
 _PREFIX_WEIGHT = 0.5
-_NAME_WEIGHT = 2.0
 # Bonus per query term pair found side by side in an entry.
 _PAIR_BONUS = 0.5
-
-
-def english_stemmer() -> Any:
-    """The English Snowball stemmer (``snowballstemmer``; PyStemmer when installed)."""
-    if not _STEMMERS:
-        # The English one only: ``snowballstemmer`` itself imports every language
-        # (or, with PyStemmer, only wraps it).
-        try:
-            import Stemmer  # type: ignore[import-not-found,unused-ignore]
-
-            _STEMMERS.append(Stemmer.Stemmer("english"))
-        except ImportError:
-            from snowballstemmer.english_stemmer import EnglishStemmer
-
-            _STEMMERS.append(EnglishStemmer())
-    return _STEMMERS[0]
-
-
-def stem(word: str) -> str:
-    """The index form of one lower-case word: irregular forms to their base, then the
-    English Snowball stem (cached)."""
-    out = _STEM_CACHE.get(word)
-    if out is None:
-        base = _IRREGULAR.get(word, word)
-        out = english_stemmer().stemWord(base)
-        if len(_STEM_CACHE) >= _STEM_CACHE_MAX:
-            _STEM_CACHE.clear()
-        _STEM_CACHE[word] = out
-    return out
-
-
-def words(text: str) -> list[str]:
-    """Lower-case word tokens of ``text`` (NFKC, case-folded; spaceless scripts split
-    into overlapping character pairs). Stopwords are kept."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    out: list[str] = []
-    for token in _WORD.findall(folded):
-        if token.isascii():
-            out.append(token)
-        elif _UNSPACED.search(token) is None:
-            out.append(_fold_latin(token))
-        else:
-            out.extend(_split_unspaced(token))
-    return out
-
-
-def _fold_latin(token: str) -> str:
-    """``café`` -> ``cafe``: accents dropped from words written in Latin letters (other
-    scripts keep their marks, which may distinguish words)."""
-    parts = unicodedata.normalize("NFD", token)
-    if any(ord(ch) >= 0x250 and not unicodedata.combining(ch) for ch in parts):
-        return token
-    return "".join(ch for ch in parts if not unicodedata.combining(ch))
-
-
-def _split_unspaced(token: str) -> list[str]:
-    out: list[str] = []
-    pos = 0
-    for run in _UNSPACED.finditer(token):
-        if run.start() > pos:
-            out.append(token[pos : run.start()])
-        chars = run.group()
-        if len(chars) == 1:
-            out.append(chars)
-        else:
-            out.extend(chars[i : i + 2] for i in range(len(chars) - 1))
-        pos = run.end()
-    if pos < len(token):
-        out.append(token[pos:])
-    return out
-
-
-def analyze(text: str, stem_of: Callable[[str], str] = stem) -> list[str]:
-    """Index terms of ``text``: :func:`words` without stopwords, stemmed (by
-    ``stem_of``: :func:`stem` or a function giving the same stems, such as
-    :meth:`BM25Index.query_stem`)."""
-    return [stem_of(w) for w in words(text) if w not in STOPWORDS]
-
-
-def typed_words(query: str) -> list[str]:
-    """The distinct words of a query made of stopwords only, as typed (:func:`words`:
-    normalised and case-folded, not stemmed), in query order; ``[]`` when the query
-    has a word that is not a stopword, or no word at all.
-
-    The index drops stopwords, so such a query has no index term: recall then matches
-    these words against the entries' text instead (:func:`typed_word_scores`)."""
-    found = words(query)
-    if not found or any(w not in STOPWORDS for w in found):
-        return []
-    return list(dict.fromkeys(found))
 
 
 def typed_word_scores(
@@ -281,27 +123,6 @@ def typed_word_scores(
         score = sum(weight[w] * tf / (tf + k1) for w, tf in counts.items())
         scores[key] = score + _PAIR_BONUS * bonus.get(key, 0)
     return scores
-
-
-def term_pairs(terms: Iterable[str]) -> set[tuple[str, str]]:
-    """Adjacent pairs of a sequence of analysed terms."""
-    seq = list(terms)
-    return set(itertools.pairwise(seq))
-
-
-def query_terms(query: str, stem_of: Callable[[str], str] = stem) -> dict[str, float]:
-    """Distinct terms of a query with their weights: capitalised words that do not
-    start the query (usually names) weigh double, the others 1 (``stem_of``: see
-    :func:`analyze`)."""
-    weights: dict[str, float] = {}
-    first = True
-    for raw in _WORD.findall(unicodedata.normalize("NFKC", query)):
-        weight = _NAME_WEIGHT if not first and raw[:1].isupper() else 1.0
-        first = False
-        for term in analyze(raw, stem_of):
-            if weights.get(term, 0.0) < weight:
-                weights[term] = weight
-    return weights
 
 
 class BM25Index:
@@ -951,51 +772,3 @@ def _side_by_side(seq: Sequence[int], first: int, second: int) -> bool:
             i = seq.index(first, i + 1)
     except ValueError:
         return False
-
-
-def top_accepted(
-    scores: Mapping[K, float],
-    limit: int,
-    accept: Callable[[K], bool],
-    priority: Callable[[K], tuple[Any, ...]],
-) -> list[tuple[float, K]]:
-    """The ``limit`` best accepted keys of ``scores`` as ``(score, key)``.
-
-    Looks at the best few first and widens only while rejected keys leave the result
-    short, so a common word does not make every match pay for the ordering. Scores
-    equal to nine decimals are ordered by ``priority``, higher first; it is asked only
-    of the keys of the score groups the answer is taken from (a word in hundreds of
-    equally long entries does not order all of them).
-    """
-    if not scores:
-        return []
-    want = max(limit * 4, 16)
-    while True:
-        best = heapq.nlargest(want, scores.items(), key=itemgetter(1))
-        complete = len(best) >= len(scores)
-        found: list[tuple[float, K]] = []
-        # Runs of equal rounded score, best first: every key outside ``best`` scores
-        # at most the last run's score, so only that run can continue beyond it.
-        at, size = 0, len(best)
-        while at < size:
-            score = round(best[at][1], 9)
-            end = at + 1
-            while end < size and round(best[end][1], 9) == score:
-                end += 1
-            last = end == size and not complete
-            group = (
-                [kv for kv in scores.items() if round(kv[1], 9) == score] if last else best[at:end]
-            )
-            if len(group) > 1:
-                group.sort(key=lambda kv: priority(kv[0]), reverse=True)
-            for key, _ in group:
-                if accept(key):
-                    found.append((score, key))
-                    if len(found) == limit:
-                        return found
-            if last:
-                break
-            at = end
-        if complete:
-            return found
-        want *= 4

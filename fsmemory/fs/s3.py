@@ -198,47 +198,39 @@ def _config_profile(
     return dict(parser.items(section)), True, None
 
 
-def obstore_config(
-    options: Mapping[str, Any], environ: Mapping[str, str] | None = None
-) -> tuple[dict[str, Any] | None, str]:
-    """The obstore ``S3Store`` settings equivalent to what botocore would use for these
-    storage options in this environment: ``(settings, "")``, or ``(None, reason)`` when
-    obstore cannot reproduce it (the s3fs route then serves it).
-
-    The settings are ``{"config": ..., "client_options": ..., "bucket_style": ...}``
-    (``bucket_style``: ``"virtual"`` on AWS for names without dots, ``"path"``
-    otherwise).
-    """
-    env = os.environ if environ is None else environ
+def _unmodelled(options: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
+    """Why obstore cannot reproduce botocore here (an option, variable or CA bundle it
+    does not model), or None."""
     unknown = sorted(set(options) - _OPTIONS)
     if unknown:
-        return None, f"storage option(s) {', '.join(unknown)}"
-    client_kwargs = dict(options.get("client_kwargs") or {})
-    config_kwargs = dict(options.get("config_kwargs") or {})
-    if set(client_kwargs) - _CLIENT_KWARGS:
-        return None, f"client_kwargs {sorted(set(client_kwargs) - _CLIENT_KWARGS)}"
-    if set(config_kwargs) - _CONFIG_KWARGS:
-        return None, f"config_kwargs {sorted(set(config_kwargs) - _CONFIG_KWARGS)}"
+        return f"storage option(s) {', '.join(unknown)}"
+    client_kwargs = set(options.get("client_kwargs") or {})
+    config_kwargs = set(options.get("config_kwargs") or {})
+    if client_kwargs - _CLIENT_KWARGS:
+        return f"client_kwargs {sorted(client_kwargs - _CLIENT_KWARGS)}"
+    if config_kwargs - _CONFIG_KWARGS:
+        return f"config_kwargs {sorted(config_kwargs - _CONFIG_KWARGS)}"
     for name in sorted(env):
         if not name.startswith("AWS_") or not env[name].strip():
             continue
         if name not in _ENV_KNOWN and not name.startswith(_ENV_IGNORED):
-            return None, f"environment variable {name}"
+            return f"environment variable {name}"
     for name in _ENV_CONNECTION:
         if _env(env, name) or _env(env, name.lower()):
-            return None, f"environment variable {name} (proxy or CA settings)"
+            return f"environment variable {name} (proxy or CA settings)"
     bundle = _env(env, "AWS_CA_BUNDLE")
     if bundle and not _same_file(bundle, _env(env, "SSL_CERT_FILE")):
         # botocore trusts that bundle alone; obstore trusts the system's certificates
         # (SSL_CERT_FILE): equal only when they are the same file.
-        return None, "AWS_CA_BUNDLE names another bundle than SSL_CERT_FILE"
-    profile_settings, files_exist, problem = _config_profile(env, options.get("profile"))
-    if profile_settings is None:
-        return None, problem or "the AWS config file"
-    extra = sorted(set(profile_settings) - _PROFILE_KEYS)
-    if extra:
-        return None, f"the AWS config profile sets {', '.join(extra)}"
+        return "AWS_CA_BUNDLE names another bundle than SSL_CERT_FILE"
+    return None
 
+
+def _credentials(
+    options: Mapping[str, Any], env: Mapping[str, str], files_exist: bool
+) -> tuple[dict[str, Any] | None, str]:
+    """obstore's credential settings, found where botocore would look first:
+    ``(config, "")``, or ``(None, reason)`` when only botocore can find them."""
     config: dict[str, Any] = {}
     key, secret, token = options.get("key"), options.get("secret"), options.get("token")
     if options.get("anon"):
@@ -256,15 +248,57 @@ def obstore_config(
             config["session_token"] = _env(env, "AWS_SESSION_TOKEN")
     elif files_exist:
         return None, "credentials from the shared AWS files (profiles, SSO, processes)"
-    elif _env(env, "AWS_WEB_IDENTITY_TOKEN_FILE") and _env(env, "AWS_ROLE_ARN"):
-        pass  # obstore reads web identity from the environment
-    elif _env(env, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") or _env(
-        env, "AWS_CONTAINER_CREDENTIALS_FULL_URI"
+    elif not (
+        (_env(env, "AWS_WEB_IDENTITY_TOKEN_FILE") and _env(env, "AWS_ROLE_ARN"))
+        or _env(env, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+        or _env(env, "AWS_CONTAINER_CREDENTIALS_FULL_URI")
     ):
-        pass  # obstore reads container credentials from the environment
-    else:
         return None, "no credentials in the options or the environment (instance metadata)"
+    # else: obstore reads web identity or container credentials from the environment
+    return config, ""
 
+
+def _client_options(options: Mapping[str, Any], endpoint: str | None) -> dict[str, Any]:
+    """Timeouts as s3fs's (the whole request bounded by their sum); plain HTTP allowed
+    for an ``http://`` endpoint."""
+    config_kwargs = dict(options.get("config_kwargs") or {})
+    connect = float(config_kwargs.get("connect_timeout", CONNECT_TIMEOUT))
+    read = float(config_kwargs.get("read_timeout", READ_TIMEOUT))
+    client_options: dict[str, Any] = {
+        "connect_timeout": timedelta(seconds=connect),
+        "timeout": timedelta(seconds=connect + read),
+    }
+    if endpoint and endpoint.startswith("http://"):
+        client_options["allow_http"] = True
+    return client_options
+
+
+def obstore_config(
+    options: Mapping[str, Any], environ: Mapping[str, str] | None = None
+) -> tuple[dict[str, Any] | None, str]:
+    """The obstore ``S3Store`` settings equivalent to what botocore would use for these
+    storage options in this environment: ``(settings, "")``, or ``(None, reason)`` when
+    obstore cannot reproduce it (the s3fs route then serves it).
+
+    The settings are ``{"config": ..., "client_options": ..., "bucket_style": ...}``
+    (``bucket_style``: ``"virtual"`` on AWS for names without dots, ``"path"``
+    otherwise).
+    """
+    env = os.environ if environ is None else environ
+    reason = _unmodelled(options, env)
+    if reason is not None:
+        return None, reason
+    profile_settings, files_exist, problem = _config_profile(env, options.get("profile"))
+    if profile_settings is None:
+        return None, problem or "the AWS config file"
+    extra = sorted(set(profile_settings) - _PROFILE_KEYS)
+    if extra:
+        return None, f"the AWS config profile sets {', '.join(extra)}"
+    config, reason = _credentials(options, env, files_exist)
+    if config is None:
+        return None, reason
+
+    client_kwargs = dict(options.get("client_kwargs") or {})
     endpoint = (
         options.get("endpoint_url")
         or client_kwargs.get("endpoint_url")
@@ -284,19 +318,11 @@ def obstore_config(
     config["region"] = region
     # An integrity checksum on every PUT (buckets with Object Lock refuse writes without).
     config["checksum_algorithm"] = "sha256"
-    client_options: dict[str, Any] = {}
-    connect = float(config_kwargs.get("connect_timeout", CONNECT_TIMEOUT))
-    read = float(config_kwargs.get("read_timeout", READ_TIMEOUT))
-    client_options["connect_timeout"] = timedelta(seconds=connect)
-    client_options["timeout"] = timedelta(seconds=connect + read)
+    endpoint = str(endpoint).rstrip("/") if endpoint else None
     if endpoint:
-        endpoint = str(endpoint).rstrip("/")
         config["endpoint"] = endpoint
-        if endpoint.startswith("http://"):
-            client_options["allow_http"] = True
-        style = "path"
-    else:
-        style = "virtual"
+    style = "path" if endpoint else "virtual"
+    client_options = _client_options(options, endpoint)
     return {"config": config, "client_options": client_options, "bucket_style": style}, ""
 
 

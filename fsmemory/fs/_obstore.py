@@ -551,7 +551,7 @@ class ObstoreRoot(BucketRoot):
             return objects, [p + "/" for p in page["common_prefixes"]]
 
         def run(store: Any) -> builtins.list[dict[str, Any]]:
-            objects = []
+            objects: builtins.list[dict[str, Any]] = []
             for batch in obstore.list(store, prefix, chunk_size=1000):
                 self._observe("list", prefix)
                 objects.extend(dict(o) for o in batch)

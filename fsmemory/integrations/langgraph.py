@@ -68,29 +68,25 @@ Needs ``pip install 'fsmemory[langgraph]'``.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import math
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
-from fsmemory import _jsonutil
 from fsmemory.errors import (
     ConflictError,
     InvalidInputError,
-    InvalidPathError,
     KeyNotFoundError,
     MissingDependencyError,
 )
-from fsmemory.fs import StorageRoot, open_root, validate_path
+from fsmemory.fs import StorageRoot, open_root
 from fsmemory.fs.base import FileInfo
 from fsmemory.memory._rank import analyze, typed_words, words
-from fsmemory.memory._rank import query_terms as _weighted_terms
 
 try:
     from langgraph.store.base import (
@@ -99,7 +95,6 @@ try:
         InvalidNamespaceError,
         Item,
         ListNamespacesOp,
-        MatchCondition,
         Op,
         PutOp,
         Result,
@@ -113,310 +108,36 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingDependencyError("langgraph", "langgraph") from exc
 
+from fsmemory.integrations._langgraph_files import (
+    SUFFIX,
+    Record,
+    check_json,
+    item_path,
+    namespace_dir,
+    namespace_of,
+    string_leaves,
+)
+from fsmemory.integrations._langgraph_search import (
+    condition_holds,
+    keyword_score,
+    matches,
+    query_terms,
+    recency_key,
+    score_words,
+)
+
 __all__ = ["FsspecStore", "item_path", "keyword_score", "query_terms"]
 
 logger = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
 
-_SUFFIX = ".json"
-_KEY_SAFE = frozenset("-_@+=,")
-_MAX_NAME_BYTES = 200
-_HASH_MARK = "~~"
 _READ_WORKERS = 8
 _FOLDER_MEMOS = 64
 
 
 def _utcnow() -> datetime:
     return datetime.now(tz=UTC)
-
-
-# -- paths -------------------------------------------------------------------------------
-def _check_label(label: object, namespace: tuple[Any, ...]) -> str:
-    if not isinstance(label, str):
-        raise InvalidNamespaceError(
-            f"namespace labels must be strings, got {type(label).__name__} in {namespace!r}"
-        )
-    if "/" in label or "\\" in label:
-        raise InvalidNamespaceError(
-            f"namespace label {label!r} contains a slash; labels are folder names"
-        )
-    try:
-        validate_path(label)
-    except InvalidPathError as exc:
-        raise InvalidNamespaceError(f"namespace label {label!r} is not allowed: {exc}") from None
-    return label
-
-
-def _namespace_dir(namespace: Sequence[str]) -> str:
-    ns = tuple(namespace)
-    for label in ns:
-        if not isinstance(label, str) or not label or "." in label or "\x00" in label:
-            raise InvalidNamespaceError(
-                f"invalid namespace {ns!r}: labels are non-empty strings without '.' or NUL"
-            )
-        _check_label(label, ns)
-    return "/".join(ns)
-
-
-def _encode_key(key: str) -> str:
-    parts: list[str] = []
-    for i, ch in enumerate(key):
-        if (ch == "." and i > 0) or ch in _KEY_SAFE or (ch.isalnum() and ch.isprintable()):
-            parts.append(ch)
-            continue
-        try:
-            raw = ch.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InvalidInputError(f"key {key!r} is not valid Unicode (lone surrogate)") from None
-        parts.append("".join(f"~{b:02X}" for b in raw))
-    name = "".join(parts)
-    if not name:
-        return _HASH_MARK
-    if len(name.encode("utf-8")) > _MAX_NAME_BYTES:
-        digest = hashlib.blake2b(key.encode("utf-8"), digest_size=16).hexdigest()
-        head = name.encode("utf-8")[: _MAX_NAME_BYTES - 40].decode("utf-8", errors="ignore")
-        cut = head.rfind("~", max(0, len(head) - 2))
-        if cut != -1:
-            head = head[:cut]
-        name = f"{head}{_HASH_MARK}{digest}"
-    return name
-
-
-def item_path(namespace: Sequence[str], key: str) -> str:
-    """The root-relative path of an item: ``"users/42/prefs.json"``.
-
-    Raises:
-        InvalidNamespaceError: a label is not a plain folder name, or the namespace is empty.
-        InvalidInputError: ``key`` is not a str or holds a lone surrogate.
-    """
-    if not isinstance(key, str):
-        raise InvalidInputError(f"key must be a str, not {type(key).__name__}")
-    if not namespace:
-        raise InvalidNamespaceError("namespace cannot be empty")
-    return f"{_namespace_dir(namespace)}/{_encode_key(key)}{_SUFFIX}"
-
-
-def _namespace_of(path: str) -> tuple[str, ...] | None:
-    """The namespace a listed file belongs to, or None when it is not an item file."""
-    if not path.endswith(_SUFFIX):
-        return None
-    parts = path.split("/")
-    if len(parts) < 2 or any("." in p for p in parts[:-1]):
-        return None
-    return tuple(parts[:-1])
-
-
-# -- JSON --------------------------------------------------------------------------------
-def _check_json(value: Any, where: str, depth: int = 0) -> None:
-    """Reject what JSON cannot hold faithfully (it would come back changed)."""
-    if depth > 200:
-        raise InvalidInputError(f"{where} is nested too deeply")
-    if value is None or isinstance(value, str | bool | int):
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise InvalidInputError(f"{where} holds {value!r}, which JSON cannot represent")
-        return
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise InvalidInputError(f"{where} has a non-string key {k!r}")
-            _check_json(v, where, depth + 1)
-        return
-    if isinstance(value, list | tuple):
-        for v in value:
-            _check_json(v, where, depth + 1)
-        return
-    raise InvalidInputError(f"{where} holds a {type(value).__name__}, which is not JSON")
-
-
-def _string_leaves(value: Any, out: list[str]) -> None:
-    if isinstance(value, str):
-        out.append(value)
-    elif isinstance(value, Mapping):
-        for v in value.values():
-            _string_leaves(v, out)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            _string_leaves(v, out)
-
-
-@dataclass(frozen=True, slots=True)
-class _Record:
-    """One stored item, as parsed from its file."""
-
-    namespace: tuple[str, ...]
-    key: str
-    value: dict[str, Any]
-    created_at: datetime
-    updated_at: datetime
-    ttl_minutes: float | None = None
-    expires_at: datetime | None = None
-    index: Literal[False] | list[str] | None = None
-    #: per-record derived data (search words), computed once per parsed version
-    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-
-    def to_bytes(self) -> bytes:
-        doc: dict[str, Any] = {
-            "namespace": list(self.namespace),
-            "key": self.key,
-            "value": self.value,
-            "created_at": self.created_at.isoformat(),
-            "updated_at": self.updated_at.isoformat(),
-        }
-        if self.ttl_minutes is not None:
-            doc["ttl_minutes"] = self.ttl_minutes
-            doc["expires_at"] = None if self.expires_at is None else self.expires_at.isoformat()
-        if self.index is not None:
-            doc["index"] = self.index
-        try:
-            return _jsonutil.dumps(doc, indent=True) + b"\n"
-        except TypeError as exc:
-            raise InvalidInputError(f"value is not JSON-serializable: {exc}") from exc
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> _Record:
-        doc = _jsonutil.loads(data)
-        if not isinstance(doc, dict):
-            raise ValueError("not a JSON object")
-        namespace, key, value = doc.get("namespace"), doc.get("key"), doc.get("value")
-        if not isinstance(namespace, list) or not all(isinstance(p, str) for p in namespace):
-            raise ValueError("'namespace' is not a list of strings")
-        if not isinstance(key, str):
-            raise ValueError("'key' is not a string")
-        if not isinstance(value, dict):
-            raise ValueError("'value' is not an object")
-        created = _parse_time(doc.get("created_at"), "created_at")
-        updated = _parse_time(doc.get("updated_at"), "updated_at")
-        ttl = doc.get("ttl_minutes")
-        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float)):
-            raise ValueError("'ttl_minutes' is not a number")
-        expires_raw = doc.get("expires_at")
-        expires = None if expires_raw is None else _parse_time(expires_raw, "expires_at")
-        index = doc.get("index")
-        if index is not None and index is not False and not isinstance(index, list):
-            raise ValueError("'index' is not false or a list")
-        return cls(
-            tuple(namespace),
-            key,
-            value,
-            created,
-            updated,
-            None if ttl is None else float(ttl),
-            expires,
-            index,
-        )
-
-    def expired(self, now: datetime) -> bool:
-        return self.expires_at is not None and self.expires_at <= now
-
-    def item(self) -> Item:
-        return Item(
-            value=self.value,
-            key=self.key,
-            namespace=self.namespace,
-            created_at=self.created_at,
-            updated_at=self.updated_at,
-        )
-
-    def search_item(self, score: float | None = None) -> SearchItem:
-        # A copy: the record stays cached, and a caller may change what it gets.
-        value = _jsonutil.loads(_jsonutil.dumps(self.value))
-        return SearchItem(self.namespace, self.key, value, self.created_at, self.updated_at, score)
-
-
-def _parse_time(raw: object, name: str) -> datetime:
-    if not isinstance(raw, str):
-        raise ValueError(f"{name!r} is not a timestamp")
-    moment = datetime.fromisoformat(raw)
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
-# -- filters and ranking -----------------------------------------------------------------
-def _apply_operator(value: Any, operator: str, operand: Any) -> bool:
-    if operator == "$eq":
-        return bool(value == operand)
-    if operator == "$ne":
-        return bool(value != operand)
-    if operator not in ("$gt", "$gte", "$lt", "$lte"):
-        raise InvalidInputError(f"unsupported filter operator {operator!r}")
-    try:
-        left, right = float(value), float(operand)
-    except (TypeError, ValueError):
-        return False
-    if operator == "$gt":
-        return left > right
-    if operator == "$gte":
-        return left >= right
-    if operator == "$lt":
-        return left < right
-    return left <= right
-
-
-def _compare(value: Any, wanted: Any) -> bool:
-    if isinstance(wanted, dict):
-        if any(isinstance(k, str) and k.startswith("$") for k in wanted):
-            return all(_apply_operator(value, k, v) for k, v in wanted.items())
-        if not isinstance(value, dict):
-            return False
-        return all(_compare(value.get(k), v) for k, v in wanted.items())
-    if isinstance(wanted, list | tuple):
-        return (
-            isinstance(value, list | tuple)
-            and len(value) == len(wanted)
-            and all(_compare(v, w) for v, w in zip(value, wanted, strict=True))
-        )
-    return bool(value == wanted)
-
-
-def _matches(value: dict[str, Any], filter_: Mapping[str, Any]) -> bool:
-    return all(_compare(value.get(k), v) for k, v in filter_.items())
-
-
-def query_terms(query: str) -> list[str]:
-    """The distinct terms of ``query`` that :func:`keyword_score` matches, analysed as
-    ``KnowledgeMemory.recall`` does (stemmed, without stopwords: ``[]`` for a query of
-    stopwords only, which ``search`` matches word for word, as recall does)."""
-    return list(_weighted_terms(query))
-
-
-def keyword_score(query_terms: Sequence[str], text: str) -> float:
-    """How well ``text`` matches the query, in [0, 1] (0: no query term occurs).
-
-    Each query term scores 1 when it is a word of ``text`` and 0.6 when it is the start
-    of one (terms of 3+ characters); with several terms the whole phrase adds 0.5. The
-    sum is divided by the best possible sum. Words come from
-    :func:`fsmemory.memory._rank.analyze`, the analyser of ``KnowledgeMemory.recall``
-    (stemmed words without stopwords).
-
-    Args:
-        query_terms: the distinct tokens of the query (see :func:`query_terms`).
-        text: the item's searchable text.
-    """
-    words = analyze(text)
-    return _score_words(query_terms, words, set(words))
-
-
-def _score_words(
-    query_terms: Sequence[str], words: list[str], vocabulary: set[str], prefix: bool = True
-) -> float:
-    if not query_terms:
-        return 0.0
-    total = 0.0
-    for term in query_terms:
-        if term in vocabulary:
-            total += 1.0
-        elif prefix and len(term) >= 3 and any(w.startswith(term) for w in vocabulary):
-            total += 0.6
-    if total == 0.0:
-        return 0.0
-    best = float(len(query_terms))
-    if len(query_terms) > 1:
-        best += 0.5
-        if " ".join(query_terms) in " ".join(words):
-            total += 0.5
-    return total / best
 
 
 # -- the store ---------------------------------------------------------------------------
@@ -456,8 +177,8 @@ class FsspecStore(BaseStore):
         self.index_fields = None if index_fields is None else list(index_fields)
         self._clock: Clock = clock or _utcnow
         self._inline = self.root.capabilities.cheap_lock
-        self._cache: dict[str, tuple[str, _Record | None]] = {}
-        self._folders: dict[str, tuple[list[tuple[str, str]], list[_Record]]] = {}
+        self._cache: dict[str, tuple[str, Record | None]] = {}
+        self._folders: dict[str, tuple[list[tuple[str, str]], list[Record]]] = {}
         self._cache_lock = threading.Lock()
         self._sweeper: threading.Thread | None = None
         self._stop_sweeper = threading.Event()
@@ -541,7 +262,7 @@ class FsspecStore(BaseStore):
         if not isinstance(op.value, Mapping):
             raise InvalidInputError(f"value must be a mapping, not {type(op.value).__name__}")
         value = dict(op.value)
-        _check_json(value, "value")
+        check_json(value, "value")
         if (
             op.index is not None
             and op.index is not False
@@ -554,7 +275,7 @@ class FsspecStore(BaseStore):
         if ttl is not None and (not math.isfinite(ttl) or ttl < 0):
             raise InvalidInputError(f"ttl must be a finite number of minutes >= 0, got {ttl!r}")
         now = self._clock()
-        fresh = _Record(
+        fresh = Record(
             tuple(op.namespace),
             op.key,
             value,
@@ -581,16 +302,16 @@ class FsspecStore(BaseStore):
         self.root.update(path, change)
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
-        folder = _namespace_dir(op.namespace_prefix)
+        folder = namespace_dir(op.namespace_prefix)
         records = self._folder(folder)
         now = self._clock()
         omit = self._omit_expired()
         candidates = [
             r
             for r in records
-            if not (omit and r.expired(now)) and (not op.filter or _matches(r.value, op.filter))
+            if not (omit and r.expired(now)) and (not op.filter or matches(r.value, op.filter))
         ]
-        scored: list[tuple[float | None, _Record]]
+        scored: list[tuple[float | None, Record]]
         if op.query:
             terms = query_terms(op.query)
             # Stopwords only (no index term): the words as typed, matched whole in the
@@ -606,10 +327,10 @@ class FsspecStore(BaseStore):
                     text = self._searchable_text(record)
                     seen = record.memo[kind] = words(text) if typed else analyze(text)
                     record.memo[kind + "-vocabulary"] = set(seen)
-                score = _score_words(terms, seen, record.memo[kind + "-vocabulary"], not typed)
+                score = score_words(terms, seen, record.memo[kind + "-vocabulary"], not typed)
                 if score > 0.0:
                     scored.append((score, record))
-            scored.sort(key=lambda s: (-(s[0] or 0.0), *_recency_key(s[1])))
+            scored.sort(key=lambda s: (-(s[0] or 0.0), *recency_key(s[1])))
         else:
             scored = [(None, r) for r in candidates]  # _folder sorted them newest first
         offset = max(op.offset, 0)
@@ -620,20 +341,20 @@ class FsspecStore(BaseStore):
                     self._refresh_ttl(record, now)
         return [record.search_item(score) for score, record in page]
 
-    def _searchable_text(self, record: _Record) -> str:
+    def _searchable_text(self, record: Record) -> str:
         fields = record.index if record.index is not None else self.index_fields
         if fields is False:
             return ""
         texts: list[str] = []
         if fields is None:
-            _string_leaves(record.value, texts)
+            string_leaves(record.value, texts)
         else:
             for field in fields:
                 for text in get_text_at_path(record.value, tokenize_path(field)):
                     texts.append(text)
         return "\n".join(texts)
 
-    def _refresh_ttl(self, record: _Record, now: datetime) -> None:
+    def _refresh_ttl(self, record: Record, now: datetime) -> None:
         path = item_path(record.namespace, record.key)
         ttl = record.ttl_minutes
         assert ttl is not None
@@ -656,9 +377,9 @@ class FsspecStore(BaseStore):
             now = self._clock()
             found = {r.namespace for r in self._load(infos) if not r.expired(now)}
         else:
-            found = {ns for info in infos if (ns := _namespace_of(info.path)) is not None}
+            found = {ns for info in infos if (ns := namespace_of(info.path)) is not None}
         namespaces = [
-            ns for ns in found if all(_condition_holds(c, ns) for c in op.match_conditions or ())
+            ns for ns in found if all(condition_holds(c, ns) for c in op.match_conditions or ())
         ]
         if op.max_depth is not None:
             namespaces = sorted({ns[: op.max_depth] for ns in namespaces})
@@ -667,9 +388,9 @@ class FsspecStore(BaseStore):
         return namespaces[op.offset : op.offset + op.limit]
 
     # -- files and the cache ---------------------------------------------------------------
-    def _parse(self, path: str, data: bytes, *, quiet: bool = False) -> _Record | None:
+    def _parse(self, path: str, data: bytes, *, quiet: bool = False) -> Record | None:
         try:
-            record = _Record.from_bytes(data)
+            record = Record.from_bytes(data)
         except ValueError as exc:
             if not quiet:
                 logger.warning("skipping %s: not a store item (%s)", path, exc)
@@ -692,7 +413,7 @@ class FsspecStore(BaseStore):
             return None
         return record
 
-    def _folder(self, folder: str) -> list[_Record]:
+    def _folder(self, folder: str) -> list[Record]:
         """The items under ``folder``, newest update first, from one listing: reused as
         they are when no file changed since the last look."""
         infos = self.root.list(folder, recursive=True)
@@ -702,16 +423,16 @@ class FsspecStore(BaseStore):
         if memo is not None and memo[0] == signature:
             return memo[1]
         records = self._load(infos)
-        records.sort(key=_recency_key)
+        records.sort(key=recency_key)
         with self._cache_lock:
             self._folders[folder] = (signature, records)
             if len(self._folders) > _FOLDER_MEMOS:
                 self._folders.pop(next(iter(self._folders)))
         return records
 
-    def _load(self, infos: Iterable[FileInfo]) -> list[_Record]:
+    def _load(self, infos: Iterable[FileInfo]) -> list[Record]:
         """Parsed records of the item files in a listing, read only when changed."""
-        wanted = [i for i in infos if i.path.endswith(_SUFFIX)]
+        wanted = [i for i in infos if i.path.endswith(SUFFIX)]
         with self._cache_lock:
             cache = self._cache
             misses = [i for i in wanted if (hit := cache.get(i.path)) is None or hit[0] != i.token]
@@ -720,7 +441,7 @@ class FsspecStore(BaseStore):
             with self._cache_lock:
                 for info, record in zip(misses, loaded, strict=True):
                     self._cache[info.path] = (info.token, record)
-        out: list[_Record] = []
+        out: list[Record] = []
         with self._cache_lock:
             for info in wanted:
                 hit = self._cache.get(info.path)
@@ -728,14 +449,14 @@ class FsspecStore(BaseStore):
                     out.append(hit[1])
         return out
 
-    def _read_one(self, info: FileInfo) -> _Record | None:
+    def _read_one(self, info: FileInfo) -> Record | None:
         try:
             data = self.root.read_bytes(info.path)
         except KeyNotFoundError:
             return None
         return self._parse(info.path, data)
 
-    def _read_many(self, infos: list[FileInfo]) -> list[_Record | None]:
+    def _read_many(self, infos: list[FileInfo]) -> list[Record | None]:
         if self._inline or len(infos) == 1:
             return [self._read_one(i) for i in infos]
         with ThreadPoolExecutor(max_workers=min(_READ_WORKERS, len(infos))) as pool:
@@ -812,20 +533,3 @@ class FsspecStore(BaseStore):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _recency_key(record: _Record) -> tuple[float, tuple[str, ...], str]:
-    return (-record.updated_at.timestamp(), record.namespace, record.key)
-
-
-def _condition_holds(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
-    pattern = tuple(condition.path)
-    if len(namespace) < len(pattern):
-        return False
-    if condition.match_type == "prefix":
-        pairs = zip(namespace, pattern, strict=False)
-    elif condition.match_type == "suffix":
-        pairs = zip(reversed(namespace), reversed(pattern), strict=False)
-    else:
-        raise InvalidInputError(f"unsupported match type {condition.match_type!r}")
-    return all(p == "*" or n == p for n, p in pairs)

@@ -36,18 +36,16 @@ operation is known to be idempotent (or is a compare-and-swap).
 from __future__ import annotations
 
 import errno
-import io
 import logging
 import os
-import re
 import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, ClassVar, NoReturn
-from urllib.parse import SplitResult, quote, unquote, urlsplit
+from urllib.parse import quote
 
 from fsspec.callbacks import DEFAULT_CALLBACK
-from fsspec.spec import AbstractBufferedFile, AbstractFileSystem, make_instance
+from fsspec.spec import AbstractFileSystem, make_instance
 from fsspec.utils import isfilelike, stringify_path
 
 from fsmemory.errors import (
@@ -57,7 +55,9 @@ from fsmemory.errors import (
     KeyNotFoundError,
     MissingDependencyError,
 )
+from fsmemory.implementations._redis_file import RedisFile
 from fsmemory.implementations._redis_lua import SCRIPTS
+from fsmemory.implementations._redis_urls import kwargs_from_url, split_db, split_url, take_prefix
 from fsmemory.implementations.redis_client import new_client, redis_errors
 
 try:
@@ -96,62 +96,6 @@ def _epoch(value: Any) -> float:
         return float(_text(value) or 0.0)
     except ValueError:
         return 0.0
-
-
-def _split_db(path: str) -> tuple[int | None, str]:
-    """Split a URL path ``/DB/rest`` into (DB, rest); DB is None when absent."""
-    head, _, rest = path.lstrip("/").partition("/")
-    if head.isascii() and head.isdigit():
-        return int(head), rest
-    return None, path.lstrip("/")
-
-
-#: ``?prefix=TENANT`` closing the authority or a path segment (fsspec composes URLs by
-#: appending ``/name``, so the query a user typed at the end ends up in the middle)
-_PREFIX_QUERY = re.compile(r"\?prefix=([^/?#]*)(?=/|\Z)")
-
-
-def _take_prefix(url: str) -> tuple[str, str | None]:
-    """``url`` without its ``?prefix=TENANT`` query, and the tenant (None: no query).
-
-    The query may close the authority or any path segment: ``redis://h/0/mem?prefix=T``
-    and what fsspec makes of it when it joins a name (``redis://h/0/mem?prefix=T/x``)
-    both address ``mem/...`` of tenant ``T``; so does ``redis://h:6379?prefix=T/mem``.
-
-    Raises:
-        InvalidPathError: the URL names two different prefixes.
-    """
-    scheme, _, rest = url.partition("://")
-    authority, slash, path = rest.partition("/")
-    found: list[str] = []
-    user, at, host = authority.rpartition("@")
-    match = _PREFIX_QUERY.search(host)
-    if match is not None and match.end() == len(host):
-        found.append(match.group(1))
-        authority = user + at + host[: match.start()]
-    if slash:
-        found += _PREFIX_QUERY.findall(path)
-        path = _PREFIX_QUERY.sub("", path)
-    tenants = {unquote(value) for value in found}
-    if len(tenants) > 1:
-        raise InvalidPathError(f"{url!r} names more than one Redis key prefix")
-    return f"{scheme}://{authority}{slash}{path}", (tenants.pop() if tenants else None)
-
-
-def _split_url(url: str) -> tuple[SplitResult, str, str | None]:
-    """Split a ``redis://`` URL into its authority, its path and its ``?prefix=`` option.
-
-    Unlike :func:`urllib.parse.urlsplit`, ``?`` and ``#`` inside the path are part of
-    the file name (``notes/what?.md``, ``c#sharp.md``): Redis URLs have no fragment, and
-    the only query they know is ``?prefix=TENANT`` (see :func:`_take_prefix`).
-
-    Raises:
-        InvalidPathError: the URL names two different prefixes.
-    """
-    plain, prefix = _take_prefix(url)
-    scheme, _, rest = plain.partition("://")
-    authority, _, path = rest.partition("/")
-    return urlsplit(f"{scheme}://{authority}"), path, prefix
 
 
 class RedisFileSystem(AbstractFileSystem):  # type: ignore[misc]
@@ -296,36 +240,13 @@ class RedisFileSystem(AbstractFileSystem):  # type: ignore[misc]
                 text = text[len(proto) + 2 :]
                 break
         if text.startswith(("redis://", "rediss://")):
-            text = _split_db(_split_url(text)[1])[1]
+            text = split_db(split_url(text)[1])[1]
         return "/".join(seg for seg in text.split("/") if seg)
 
     @staticmethod
     def _get_kwargs_from_urls(path: str) -> dict[str, Any]:
         """Constructor kwargs (host, port, db, username, password, ssl, prefix) of a URL."""
-        if not isinstance(path, str) or not path.startswith(("redis://", "rediss://")):
-            return {}
-        url, url_path, prefix = _split_url(path)
-        out: dict[str, Any] = {}
-        if url.hostname:
-            out["host"] = url.hostname
-        try:
-            port = url.port
-        except ValueError as exc:
-            raise InvalidPathError(f"invalid port in Redis URL: {exc}") from exc
-        if port is not None:
-            out["port"] = port
-        if url.username:
-            out["username"] = unquote(url.username)
-        if url.password is not None:
-            out["password"] = unquote(url.password)
-        db, _ = _split_db(url_path)
-        if db is not None:
-            out["db"] = db
-        if url.scheme == "rediss":
-            out["ssl"] = True
-        if prefix is not None:
-            out["prefix"] = prefix
-        return out
+        return kwargs_from_url(path)
 
     def unstrip_protocol(self, name: str) -> str:
         """Full URL of ``name`` on this server (without credentials), naming the tenant
@@ -373,8 +294,8 @@ class RedisFileSystem(AbstractFileSystem):  # type: ignore[misc]
     def _check_same_storage(self, url: str) -> None:
         """Refuse a URL naming another database or tenant than this filesystem's: its
         path would otherwise silently address a key of this one."""
-        _, url_path, prefix = _split_url(url)
-        db, _ = _split_db(url_path)
+        _, url_path, prefix = split_url(url)
+        db, _ = split_db(url_path)
         if (db is not None and db != self.db) or (prefix is not None and prefix != self.prefix):
             raise InvalidPathError(
                 f"{url!r} names another Redis database or prefix than this filesystem's "
@@ -396,7 +317,7 @@ class RedisFileSystem(AbstractFileSystem):  # type: ignore[misc]
             return [self._composable(p) for p in path]
         if isinstance(path, str) and path.startswith(("redis://", "rediss://")):
             self._check_same_storage(path)
-            return _take_prefix(path)[0]
+            return take_prefix(path)[0]
         return path
 
     def copy(self, path1: Any, path2: Any, *args: Any, **kwargs: Any) -> Any:
@@ -790,93 +711,3 @@ class RedisFileSystem(AbstractFileSystem):  # type: ignore[misc]
             cache_options=cache_options,
             **kwargs,
         )
-
-
-class RedisFile(AbstractBufferedFile):  # type: ignore[misc]
-    """A file of :class:`RedisFileSystem`.
-
-    Read mode (``rb``) fetches ranges with GETRANGE and raises
-    :class:`fsmemory.errors.ConflictError` if the file is replaced (not merely appended
-    to) while it is open, so a reader never mixes two versions. Write modes (``wb``,
-    ``xb``, ``ab``) buffer everything and commit in one atomic script on close; leaving a
-    ``with`` block by an exception discards the buffer and the file stays as it was.
-    After a successful commit :attr:`version` holds the file's new version.
-    """
-
-    def __init__(
-        self,
-        fs: RedisFileSystem,
-        path: str,
-        mode: str = "rb",
-        block_size: int | str | None = "default",
-        autocommit: bool = True,
-        cache_type: str = "readahead",
-        cache_options: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self.version = 0
-        self._pending: bytes | None = None
-        self._base_version: int | None = None
-        details: dict[str, Any] | None = None
-        if mode == "rb":
-            details = fs._stat(path)
-            if details["type"] != "file":
-                raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
-            kwargs["size"] = details["size"]
-            self.version = int(details["version"])
-            self._base_version = int(details.pop("_base"))
-        elif mode == "xb" and fs.exists(path):
-            raise FileExistsError(errno.EEXIST, "File exists", path)
-        super().__init__(
-            fs,
-            path,
-            mode=mode,
-            block_size=block_size,
-            autocommit=autocommit,
-            cache_type=cache_type,
-            cache_options=cache_options,
-            **kwargs,
-        )
-        if details is not None:
-            self.details = details
-
-    def _fetch_range(self, start: int, end: int) -> bytes:
-        fs: RedisFileSystem = self.fs
-        return fs._read(self.path, start, end, self._base_version)[0]
-
-    def _upload_chunk(self, final: bool = False) -> bool:
-        if not final:
-            return False  # keep buffering: the whole file is committed at once
-        data = self.buffer.getvalue()
-        if self.autocommit:
-            self._commit_data(data)
-        else:
-            self._pending = data
-        return True
-
-    def _commit_data(self, data: bytes) -> None:
-        fs: RedisFileSystem = self.fs
-        if self.mode == "ab":
-            self.version = fs.append_bytes(self.path, data)[1]
-        else:
-            self.version = fs.pipe_file(
-                self.path, data, mode="create" if self.mode == "xb" else "overwrite"
-            )
-
-    def commit(self) -> None:
-        """Write the buffered content (used when the file belongs to a transaction)."""
-        if self._pending is not None:
-            data, self._pending = self._pending, None
-            self._commit_data(data)
-
-    def discard(self) -> None:
-        """Drop the buffered content without writing it."""
-        self._pending = None
-
-    def __exit__(self, *exc_info: object) -> None:
-        if exc_info[0] is not None and self.mode != "rb" and not self.closed:
-            # Leaving by an exception: drop the buffer; `forced` makes close() skip the commit.
-            self.discard()
-            self.buffer = io.BytesIO()
-            self.forced = True
-        self.close()

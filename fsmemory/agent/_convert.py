@@ -1,7 +1,9 @@
 """Converters between events and the OpenAI / Anthropic message formats.
 
-Plain dicts only: no provider SDK is imported. Responses may be passed as the SDK's
-objects (anything with ``model_dump()``) or as dicts.
+Three wire formats: OpenAI Chat Completions ``messages``, OpenAI Responses ``input``
+items, and Anthropic Messages. Plain dicts only: no provider SDK is imported. Responses
+and items may be passed as the SDK's objects (anything with ``model_dump()``) or as
+dicts.
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ __all__ = [
     "from_anthropic_response",
     "from_openai_messages",
     "from_openai_response",
+    "from_openai_responses_input",
     "to_anthropic_messages",
     "to_openai_messages",
+    "to_openai_responses_input",
 ]
 
 SUMMARY_PREFIX = "[Summary of the earlier conversation]"
@@ -60,6 +64,10 @@ def _parse_arguments(raw: Any) -> dict[str, Any]:
     return {"_raw": raw if isinstance(raw, str) else str(raw)}
 
 
+# Content parts that carry text: Chat Completions ("text"), Responses input and output.
+_TEXT_PARTS = ("text", "input_text", "output_text")
+
+
 def _text_of(content: Any) -> str:
     """Text of a message ``content``: a string, or a list of parts/blocks."""
     if content is None:
@@ -69,9 +77,11 @@ def _text_of(content: Any) -> str:
     if isinstance(content, Iterable):
         parts: list[str] = []
         for part in content:
+            if not isinstance(part, str | Mapping) and callable(getattr(part, "model_dump", None)):
+                part = _as_dict(part)
             if isinstance(part, str):
                 parts.append(part)
-            elif isinstance(part, Mapping) and part.get("type") in ("text", "input_text"):
+            elif isinstance(part, Mapping) and part.get("type") in _TEXT_PARTS:
                 parts.append(str(part.get("text", "")))
         return "".join(parts)
     return str(content)
@@ -191,12 +201,29 @@ def from_openai_messages(
 
 
 def from_openai_response(response: Mapping[str, Any] | Any) -> list[Event]:
-    """Events of a Chat Completions response (its first choice) plus a :class:`Usage`.
+    """Events of an OpenAI response plus a :class:`Usage`: a Chat Completions
+    ``ChatCompletion`` (its first choice) or a Responses API ``Response``.
 
-    Accepts the SDK's ``ChatCompletion`` object or its dict.
+    Accepts the SDK's objects or their dicts. For a ``Response``, each ``message`` output
+    item becomes a :class:`ModelResponse` (its ``output_text`` parts joined; a refusal's
+    text when it has no other text, with ``stop_reason="refusal"``) and each
+    ``function_call`` item a :class:`ToolCall` with its ``call_id``, ``name`` and
+    ``arguments``, in output order. ``stop_reason`` is the response's ``status``
+    (``"completed"``, ``"failed"``, ...) or, for an incomplete response, the reason
+    (``"max_output_tokens"``, ``"content_filter"``). A response with neither gives one
+    empty :class:`ModelResponse` (so its stop reason is kept). Reasoning items, hosted
+    tool calls (web search, file search, code interpreter, ...) and other output items
+    are not events: a loop that must send them back keeps ``response.output`` itself
+    or continues with ``previous_response_id``.
+
+    Raises:
+        ValueError: a ``function_call`` item without a string ``call_id`` or ``name``
+            (it could not be answered), or a ``Response`` whose ``output`` is not a list.
     """
     data = _as_dict(response)
     model = data.get("model") if isinstance(data.get("model"), str) else None
+    if "choices" not in data and (data.get("object") == "response" or "output" in data):
+        return _responses_events(data, model)
     choices = data.get("choices") or []
     events: list[Event] = []
     if choices:
@@ -218,12 +245,210 @@ def from_openai_response(response: Mapping[str, Any] | Any) -> list[Event]:
         u = _as_dict(usage)
         events.append(
             Usage(
-                input_tokens=int(u.get("prompt_tokens") or 0),
-                output_tokens=int(u.get("completion_tokens") or 0),
+                input_tokens=_int(u.get("prompt_tokens")),
+                output_tokens=_int(u.get("completion_tokens")),
                 model=model,
             )
         )
     return events
+
+
+def _int(value: Any) -> int:
+    """A token count: a number or numeric text as an int; None, bools and anything else
+    that is not a count give 0."""
+    if isinstance(value, bool) or value is None:
+        return 0
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
+# -- OpenAI Responses --------------------------------------------------------------------
+
+
+def _responses_stop_reason(data: Mapping[str, Any]) -> str | None:
+    status = data.get("status")
+    if status == "incomplete":
+        details = data.get("incomplete_details")
+        reason = _as_dict(details).get("reason") if details is not None else None
+        return reason if isinstance(reason, str) else "incomplete"
+    return status if isinstance(status, str) else None
+
+
+def _required_str(item: Mapping[str, Any], key: str, kind: str) -> str:
+    value = item.get(key)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"a {kind} item without a string {key!r}: {_describe(item)}")
+    return value
+
+
+def _describe(item: Mapping[str, Any]) -> str:
+    """A short, safe description of an item for error messages (keys and type only)."""
+    return f"type={item.get('type')!r}, keys={sorted(str(k) for k in item)[:12]}"
+
+
+def _message_text(content: Any) -> tuple[str, bool]:
+    """``(text, refused)`` of an output message's content parts."""
+    text = _text_of(content)
+    if text or isinstance(content, str) or content is None:
+        return text, False
+    refusals = [
+        str(part.get("refusal", ""))
+        for part in (_as_dict(p) for p in content)
+        if part.get("type") == "refusal"
+    ]
+    return "".join(refusals), bool(refusals)
+
+
+def _responses_item_events(
+    item: Mapping[str, Any],
+    names: dict[str, str],
+    prompts: list[str] | None,
+    model: str | None = None,
+    stop: str | None = None,
+) -> list[Event]:
+    """Events of one Responses item (input or output); ``prompts`` collects system and
+    developer messages (None: they are not expected and are skipped)."""
+    kind = item.get("type")
+    if kind == "function_call":
+        call_id = _required_str(item, "call_id", "function_call")
+        name = _required_str(item, "name", "function_call")
+        names[call_id] = name
+        return [ToolCall(call_id, name, _parse_arguments(item.get("arguments")))]
+    if kind == "function_call_output":
+        call_id = _required_str(item, "call_id", "function_call_output")
+        output = item.get("output")
+        text = output if isinstance(output, str) else _text_of(output)
+        if text.startswith(ERROR_PREFIX):
+            return [ToolError(call_id, text[len(ERROR_PREFIX) :], name=names.get(call_id))]
+        return [ToolResult(call_id, text, name=names.get(call_id))]
+    if kind not in ("message", None):
+        return []  # reasoning, hosted tools, item references: not events
+    role = item.get("role")
+    if role == "user":
+        return [UserMessage(_text_of(item.get("content")))]
+    if role == "assistant":
+        text, refused = _message_text(item.get("content"))
+        return [ModelResponse(text, model=model, stop_reason="refusal" if refused else stop)]
+    if role in ("system", "developer") and prompts is not None:
+        text = _text_of(item.get("content"))
+        if text.startswith(SUMMARY_PREFIX + "\n"):
+            return [CompactionSummary(text[len(SUMMARY_PREFIX) + 1 :])]
+        if text:
+            prompts.append(text)
+    return []
+
+
+def _responses_events(data: Mapping[str, Any], model: str | None) -> list[Event]:
+    output = data.get("output")
+    if output is None:
+        output = []
+    if isinstance(output, str | bytes | Mapping) or not isinstance(output, Iterable):
+        raise ValueError(f"a Response's output must be a list, not {type(output).__name__}")
+    stop = _responses_stop_reason(data)
+    events: list[Event] = []
+    names: dict[str, str] = {}
+    for raw in output:
+        events.extend(_responses_item_events(_as_dict(raw), names, None, model, stop))
+    if not events:
+        events.append(ModelResponse("", model=model, stop_reason=stop))
+    usage = data.get("usage")
+    if usage is not None:
+        u = _as_dict(usage)
+        events.append(
+            Usage(
+                input_tokens=_int(u.get("input_tokens")),
+                output_tokens=_int(u.get("output_tokens")),
+                model=model,
+            )
+        )
+    return events
+
+
+def to_openai_responses_input(
+    events: Sequence[Event], prompts: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """Responses API ``input`` items for ``events``, the prompts as the first ``system``
+    message (``client.responses.create(model=..., input=items)``).
+
+    A :class:`UserMessage` becomes a user message and a :class:`ModelResponse` with text
+    an assistant message (``{"type": "message", "role": ..., "content": text}``); a
+    :class:`ToolCall` a ``function_call`` item (``call_id``, ``name``, ``arguments`` as
+    JSON text); a :class:`ToolResult` a ``function_call_output`` item, a
+    :class:`ToolError` one whose output starts ``Error: ``; a :class:`CompactionSummary`
+    a system message. Events the model does not see (alerts, usage, lifecycle) are
+    skipped, and so is a :class:`UserMessage`'s ``name`` (the Responses API has no such
+    field). The items are plain dicts, valid as the SDK's ``ResponseInputItemParam``.
+    """
+    items: list[dict[str, Any]] = []
+    system = "\n\n".join(p for p in prompts if p)
+    if system:
+        items.append({"type": "message", "role": "system", "content": system})
+    for e in events:
+        kind = type(e)
+        if kind is ToolCall:
+            assert isinstance(e, ToolCall)
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": e.call_id,
+                    "name": e.name,
+                    "arguments": e.arguments_json(),
+                }
+            )
+        elif kind is ToolResult:
+            assert isinstance(e, ToolResult)
+            items.append(
+                {"type": "function_call_output", "call_id": e.call_id, "output": e.content}
+            )
+        elif kind is ToolError:
+            assert isinstance(e, ToolError)
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": e.call_id,
+                    "output": ERROR_PREFIX + e.error,
+                }
+            )
+        elif kind is UserMessage:
+            items.append({"type": "message", "role": "user", "content": e.text()})
+        elif kind is ModelResponse:
+            if e.text():
+                items.append({"type": "message", "role": "assistant", "content": e.text()})
+        elif kind is CompactionSummary:
+            items.append(
+                {"type": "message", "role": "system", "content": f"{SUMMARY_PREFIX}\n{e.text()}"}
+            )
+    return items
+
+
+def from_openai_responses_input(
+    items: str | Iterable[Mapping[str, Any] | Any],
+) -> tuple[list[str], list[Event]]:
+    """``(prompts, events)`` from Responses API ``input`` items -- the inverse of
+    :func:`to_openai_responses_input`, and what a loop holds when it appends
+    ``response.output`` to its input.
+
+    A plain string input is one user message. ``system``/``developer`` messages become
+    prompts (one starting with the compaction-summary prefix a
+    :class:`CompactionSummary`); user and assistant messages, ``function_call`` and
+    ``function_call_output`` items become events as in :func:`from_openai_response`
+    (outputs starting ``Error: `` become :class:`ToolError`). Reasoning items, hosted
+    tool calls and item references are skipped.
+
+    Raises:
+        ValueError: a ``function_call`` or ``function_call_output`` item without a string
+            ``call_id`` (or a call without a ``name``).
+    """
+    if isinstance(items, str):
+        return [], [UserMessage(items)]
+    prompts: list[str] = []
+    events: list[Event] = []
+    names: dict[str, str] = {}
+    for raw in items:
+        events.extend(_responses_item_events(_as_dict(raw), names, prompts))
+    return prompts, events
 
 
 # -- Anthropic Messages ------------------------------------------------------------------

@@ -140,6 +140,14 @@ class Assembly:
 
         return to_openai_messages(self.events, self.prompts)
 
+    def to_openai_responses(self) -> list[dict[str, Any]]:
+        """OpenAI Responses API ``input`` items (system message first, tool calls as
+        ``function_call`` and results as ``function_call_output`` items):
+        ``client.responses.create(model=..., input=a.to_openai_responses())``."""
+        from fsmemory.agent._convert import to_openai_responses_input
+
+        return to_openai_responses_input(self.events, self.prompts)
+
     def to_anthropic(self) -> tuple[str, list[dict[str, Any]]]:
         """Anthropic Messages ``(system, messages)``."""
         from fsmemory.agent._convert import to_anthropic_messages

@@ -208,12 +208,12 @@ def _fish(top: _Command, commands: list[_Command]) -> str:
             condition = f"not __fish_seen_subcommand_from {names}"
         for option in command.options:
             parts = [f"complete -c fsmemory -n '{condition}' {_fish_option(option)}"]
-            if option in command.valued:
-                parts.append("-r")
+            if option in _FILE_OPTIONS:
+                parts.append("-r -F")
+            elif option in command.valued:
+                parts.append("-x")  # a value, never a file name
                 if command.valued[option]:
                     parts.append(f"-a {_fish_quote(_words(command.valued[option]))}")
-                elif option in _FILE_OPTIONS:
-                    parts.append("-F")
             if command.option_help.get(option):
                 parts.append(f"-d {_fish_quote(command.option_help[option])}")
             lines.append(" ".join(parts))

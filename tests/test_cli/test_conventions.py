@@ -316,6 +316,32 @@ def test_the_zsh_and_fish_scripts_parse(
     assert code == 0 and done.returncode == 0, done.stderr
 
 
+def test_the_zsh_script_registers_and_fish_completes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    if shutil.which("zsh") is None or shutil.which("fish") is None:
+        pytest.skip("zsh or fish is not installed")
+    (tmp_path / "_fsmemory").write_text(cli(capsys, "completion", "zsh")[1])
+    program = "autoload -U compinit; compinit -u; source ./_fsmemory; print ${_comps[fsmemory]}"
+    zsh = subprocess.run(["zsh", "-f", "-c", program], capture_output=True, text=True, cwd=tmp_path)
+    assert zsh.stdout.strip() == "_fsmemory", zsh.stderr
+    (tmp_path / "fsmemory.fish").write_text(cli(capsys, "completion", "fish")[1])
+    (tmp_path / "a-file").write_text("")
+
+    def fish(line: str) -> list[str]:
+        program = f"source fsmemory.fish; complete -C {line!r}"
+        done = subprocess.run(
+            ["fish", "-N", "-c", program], capture_output=True, text=True, cwd=tmp_path
+        )
+        assert done.returncode == 0, done.stderr
+        return [row.split("\t")[0] for row in done.stdout.splitlines()]
+
+    assert fish("fsmemory re") == ["recall", "recent", "remember", "retention"]
+    assert fish("fsmemory export a b --table ") == ["events", "memory"]
+    assert "a-file" in fish("fsmemory --store ")
+    assert fish("fsmemory context --max") == ["--max-context-chars"]
+
+
 def test_fish_descriptions_are_quoted() -> None:
     from fsmemory._cli_completion import completion_script
 
@@ -325,7 +351,7 @@ def test_fish_descriptions_are_quoted() -> None:
     p.add_argument("--flag", help="can't stop; more")
     script = completion_script(parser, "fish")
     assert "-d 'it\\'s a \\\\ test'" in script
-    assert "-l flag -r -d 'can\\'t stop'" in script
+    assert "-l flag -x -d 'can\\'t stop'" in script
     with pytest.raises(ValueError, match="powershell"):
         completion_script(parser, "powershell")
 

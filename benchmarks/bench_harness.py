@@ -33,23 +33,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fsmemory.agent import (
     AlertPolicy,
-    AssemblyPolicy,
     ConversationPolicy,
     EpisodicMemoryPolicy,
-    Event,
     KnowledgeConfig,
     KnowledgeSession,
-    ModelResponse,
-    NoBootstrap,
-    ObserverAlert,
     SlidingWindowPolicy,
     TokenBudgetPolicy,
+    WorkingMemoryPolicy,
+)
+from fsmemory.agent.events import (
+    Event,
+    ModelResponse,
+    ObserverAlert,
     ToolCall,
     ToolResult,
     UserMessage,
-    WorkingMemoryPolicy,
     encode_events,
 )
+from fsmemory.agent.policies import AssemblyPolicy
+from fsmemory.agent.strategies import NoBootstrap
 from fsmemory.store import DiskKnowledgeStore, KnowledgeStore, MemoryKnowledgeStore
 
 

@@ -50,17 +50,14 @@ import tempfile
 from pathlib import Path
 
 from fsmemory.agent import (
-    AggregateTrigger,
     Assembly,
     ConversationPolicy,
-    Event,
     KnowledgeConfig,
     KnowledgeSession,
-    ModelResponse,
-    ToolCall,
-    WorkingMemoryAggregate,
     WorkingMemoryPolicy,
 )
+from fsmemory.agent.events import Event, ModelResponse, ToolCall
+from fsmemory.agent.strategies import AggregateTrigger, WorkingMemoryAggregate
 from fsmemory.store import DiskKnowledgeStore
 
 SYSTEM = "You are a warm, concise daily journal companion."

@@ -29,24 +29,25 @@ import time
 from fsmemory.agent import (
     AlertPolicy,
     Assembly,
-    CompactionCompleted,
-    CompactionSummary,
-    CompactTrigger,
     ConversationPolicy,
-    Event,
     KnowledgeConfig,
     KnowledgeSession,
+    SlidingWindowPolicy,
+    TokenBudgetPolicy,
+    WorkingMemoryPolicy,
+)
+from fsmemory.agent.events import (
+    CompactionCompleted,
+    CompactionSummary,
+    Event,
     ModelResponse,
     ObserverAlert,
-    SlidingWindowPolicy,
-    SummarizeCompact,
-    TokenBudgetPolicy,
     ToolCall,
     ToolResult,
-    WorkingMemoryPolicy,
     load_history,
     read_event_log,
 )
+from fsmemory.agent.strategies import CompactTrigger, SummarizeCompact
 from fsmemory.store import MemoryKnowledgeStore
 
 

@@ -31,7 +31,7 @@ __all__ = ["TOOL_FORMATS", "ToolFormat", "ToolSchema", "strict_parameters"]
 ToolFormat = Literal["openai", "openai-strict", "responses", "responses-strict", "anthropic"]
 
 #: The names :meth:`ToolSchema.schema` accepts.
-TOOL_FORMATS: tuple[str, ...] = get_args(ToolFormat)
+TOOL_FORMATS: tuple[ToolFormat, ...] = get_args(ToolFormat)
 
 # Keywords outside the subset every strict-mode provider accepts; their meaning moves
 # into the description (a default) or is checked by the tool itself (bounds).

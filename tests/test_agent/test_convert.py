@@ -6,6 +6,14 @@ import itertools
 from typing import Any
 
 from fsmemory.agent import (
+    from_anthropic_messages,
+    from_anthropic_response,
+    from_openai_messages,
+    from_openai_response,
+    to_anthropic_messages,
+    to_openai_messages,
+)
+from fsmemory.agent.events import (
     CompactionSummary,
     Event,
     ModelResponse,
@@ -15,12 +23,6 @@ from fsmemory.agent import (
     ToolResult,
     Usage,
     UserMessage,
-    from_anthropic_messages,
-    from_anthropic_response,
-    from_openai_messages,
-    from_openai_response,
-    to_anthropic_messages,
-    to_openai_messages,
 )
 
 

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from fsmemory import _jsonutil
-from fsmemory.agent import (
+from fsmemory.agent.events import (
     AggregationCompleted,
     AggregationFailed,
     AggregationStarted,

@@ -38,7 +38,8 @@ def test_journal_reply_survives_a_real_response() -> None:
     example must still print the answer, not the usage record's empty text."""
     import importlib.util
 
-    from fsmemory.agent import Usage, from_anthropic_response, from_openai_response
+    from fsmemory.agent import from_anthropic_response, from_openai_response
+    from fsmemory.agent.events import Usage
 
     spec = importlib.util.spec_from_file_location(
         "journal", ROOT / "examples" / "journal_companion.py"

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from fsmemory.agent import MEMORY_COMMANDS, AnthropicMemoryTool, MemoryToolResult
+from fsmemory.agent import AnthropicMemoryTool
+from fsmemory.agent.tools import MEMORY_COMMANDS, MemoryToolResult
 from fsmemory.errors import BackendError
 from fsmemory.store import MemoryKnowledgeStore
 from tests.test_agent.conftest import CountingStore, PlainStore, run

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from fsmemory.agent import MEMORY_COMMANDS, AnthropicMemoryTool
+from fsmemory.agent import AnthropicMemoryTool
+from fsmemory.agent.tools import MEMORY_COMMANDS
 from fsmemory.errors import BackendError, ConflictError, LockTimeoutError
 from fsmemory.store import DiskKnowledgeStore, FsspecKnowledgeStore, MemoryKnowledgeStore
 from tests.test_agent.conftest import CountingStore

@@ -8,24 +8,24 @@ import pytest
 
 from fsmemory.agent import (
     AlertPolicy,
-    CompactTrigger,
     ConversationPolicy,
-    Event,
     KnowledgeConfig,
     KnowledgeSession,
     KnowledgeTool,
+    SlidingWindowPolicy,
+    TokenBudgetPolicy,
+    WorkingMemoryPolicy,
+)
+from fsmemory.agent.events import (
+    Event,
     ModelResponse,
     ObserverAlert,
-    SlidingWindowPolicy,
-    TailWindowCompact,
-    TokenBudgetPolicy,
     UnknownEvent,
     UserMessage,
-    WorkingMemoryAggregate,
-    WorkingMemoryPolicy,
     load_history,
     read_event_log,
 )
+from fsmemory.agent.strategies import CompactTrigger, TailWindowCompact, WorkingMemoryAggregate
 from fsmemory.store import DiskKnowledgeStore, MemoryKnowledgeStore
 from tests.test_agent.conftest import CountingStore
 

@@ -9,30 +9,28 @@ import pytest
 
 from fsmemory.agent import (
     AlertPolicy,
-    AssemblyContext,
-    AssemblyPolicy,
-    CompactionSummary,
     ConversationPolicy,
     EpisodicMemoryPolicy,
-    Event,
     KnowledgeMemoryPolicy,
+    SlidingWindowPolicy,
+    TokenBudgetPolicy,
+    WorkingMemoryPolicy,
+    assemble,
+)
+from fsmemory.agent.events import (
+    CompactionSummary,
+    Event,
     ModelResponse,
     ObserverAlert,
     Severity,
-    SlidingWindowPolicy,
-    TokenBudgetPolicy,
     ToolCall,
     ToolError,
     ToolResult,
     Usage,
     UserMessage,
-    WorkingMemoryPolicy,
-    assemble,
-    compaction_cut,
-    pair_safe_tail,
-    repair_tool_pairs,
-    validate_order,
 )
+from fsmemory.agent.policies import AssemblyContext, AssemblyPolicy, validate_order
+from fsmemory.agent.strategies import compaction_cut, pair_safe_tail, repair_tool_pairs
 from fsmemory.memory import KnowledgeMemory
 from fsmemory.store import MemoryKnowledgeStore
 

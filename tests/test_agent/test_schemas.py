@@ -9,16 +9,13 @@ import pytest
 
 from fsmemory import KnowledgeMemory
 from fsmemory.agent import (
-    TOOL_FORMATS,
     AnthropicMemoryTool,
-    FunctionTool,
     KnowledgeConfig,
     KnowledgeSession,
     KnowledgeTool,
-    ToolSchema,
     knowledge_tools,
-    strict_parameters,
 )
+from fsmemory.agent.tools import TOOL_FORMATS, FunctionTool, ToolSchema, strict_parameters
 from fsmemory.store import MemoryKnowledgeStore
 
 

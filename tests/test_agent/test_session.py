@@ -11,42 +11,46 @@ from typing import Any
 import pytest
 
 from fsmemory.agent import (
-    AggregateTrigger,
+    AlertPolicy,
+    ConversationPolicy,
+    EpisodicMemoryPolicy,
+    KnowledgeConfig,
+    KnowledgeSession,
+    SlidingWindowPolicy,
+    WorkingMemoryPolicy,
+)
+from fsmemory.agent.events import (
     AggregationCompleted,
     AggregationFailed,
     AggregationStarted,
-    AlertPolicy,
     CompactionCompleted,
     CompactionFailed,
     CompactionStarted,
     CompactionSummary,
-    CompactTrigger,
-    ConversationPolicy,
-    ConversationSummaryAggregate,
-    DefaultBootstrap,
-    EpisodicMemoryPolicy,
     Event,
     EventLogFailed,
     HaltEvent,
-    KnowledgeConfig,
-    KnowledgeSession,
     ModelResponse,
-    NoBootstrap,
     ObserverAlert,
     Severity,
-    SlidingWindowPolicy,
-    StrategyContext,
-    SummarizeCompact,
-    TailWindowCompact,
     ToolCall,
     ToolError,
     ToolResult,
     UnknownEvent,
     UserMessage,
-    WorkingMemoryAggregate,
-    WorkingMemoryPolicy,
     load_history,
     read_event_log,
+)
+from fsmemory.agent.strategies import (
+    AggregateTrigger,
+    CompactTrigger,
+    ConversationSummaryAggregate,
+    DefaultBootstrap,
+    NoBootstrap,
+    StrategyContext,
+    SummarizeCompact,
+    TailWindowCompact,
+    WorkingMemoryAggregate,
     skill_files,
 )
 from fsmemory.errors import BackendError, ConflictError
@@ -636,7 +640,7 @@ def test_repr_and_properties(store: MemoryKnowledgeStore) -> None:
 
 
 async def test_tail_event_log_uses_byte_offsets(store: MemoryKnowledgeStore) -> None:
-    from fsmemory.agent import tail_event_log
+    from fsmemory.agent.events import tail_event_log
 
     session = KnowledgeSession(KnowledgeConfig(store=store, bootstrap=NoBootstrap()), stream_id="s")
     await session.record(UserMessage("héllo wörld — ünïcode ✓"))

@@ -8,20 +8,22 @@ from typing import Any
 
 import pytest
 
-from fsmemory.agent import (
-    AggregateTrigger,
+from fsmemory.agent.events import (
     CompactionSummary,
-    CompactTrigger,
-    ConversationSummaryAggregate,
     Event,
     ModelResponse,
-    StrategyContext,
-    SummarizeCompact,
-    TailWindowCompact,
     ToolCall,
     ToolResult,
     Usage,
     UserMessage,
+)
+from fsmemory.agent.strategies import (
+    AggregateTrigger,
+    CompactTrigger,
+    ConversationSummaryAggregate,
+    StrategyContext,
+    SummarizeCompact,
+    TailWindowCompact,
     WorkingMemoryAggregate,
     fill_template,
     render_transcript,

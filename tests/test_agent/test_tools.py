@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from fsmemory.agent import KNOWLEDGE_ACTIONS, KnowledgeTool
+from fsmemory.agent import KnowledgeTool
+from fsmemory.agent.tools import KNOWLEDGE_ACTIONS
 from fsmemory.errors import BackendError
 from fsmemory.store import MemoryKnowledgeStore
 from tests.test_agent.conftest import CountingStore

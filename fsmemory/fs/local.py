@@ -5,19 +5,24 @@
   the new content, never a mix.
 * Appends use ``O_APPEND`` under a cross-process ``flock`` on ``<root>/.fsmemory.lock``,
   which also serializes compare-and-swap writes, so an append and a CAS rewrite of the
-  same file can never lose each other's bytes.
+  same file can never lose each other's bytes. Where there is no ``fcntl`` (Windows) the
+  lock is ``msvcrt.locking`` on the first byte of the same file; a Python with neither
+  opens and reads a folder, and raises :class:`~fsmemory.errors.BackendError` naming
+  the reason when a write needs the lock. ``fcntl`` is never imported where it is
+  missing.
 * Create-only writes use ``os.link`` of the finished temp file, which fails atomically
   when the target exists.
 * The final path component is opened with ``O_NOFOLLOW`` and parent directories are
   resolved and checked to stay inside the root, so a symlink planted in the folder
-  cannot lead a read or write outside it.
+  cannot lead a read or write outside it. Where ``O_NOFOLLOW`` does not exist (Windows)
+  the final component is checked with ``lstat`` just before it is opened.
 """
 
 from __future__ import annotations
 
 import builtins
 import errno
-import fcntl
+import importlib
 import os
 import stat as stat_mod
 import threading
@@ -48,6 +53,75 @@ from fsmemory.fs.paths import RESERVED_PREFIX, is_reserved_name, validate_path
 __all__ = ["LocalRoot"]
 
 _LOCK_NAME = f"{RESERVED_PREFIX}.lock"
+
+
+def _optional_module(name: str) -> Any:
+    """The platform module ``name`` (``fcntl``, ``msvcrt``), or None where it is missing."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+_fcntl = _optional_module("fcntl")
+_msvcrt = None if _fcntl is not None else _optional_module("msvcrt")
+
+# Flags that only some platforms have: 0 where they are missing. O_BINARY (Windows)
+# keeps the C runtime from translating line ends in reads and writes.
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+def _try_lock(fd: int) -> bool:
+    """Take the exclusive lock of the open lock file ``fd`` if no process holds it.
+
+    Raises:
+        BackendError: this Python has neither ``fcntl`` nor ``msvcrt``.
+    """
+    if _fcntl is not None:
+        try:
+            _fcntl.flock(fd, _fcntl.LOCK_EX | _fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+    if _msvcrt is not None:
+        os.lseek(fd, 0, os.SEEK_SET)  # msvcrt locks bytes from the current position
+        try:
+            _msvcrt.locking(fd, _msvcrt.LK_NBLCK, 1)
+        except OSError as exc:
+            if exc.errno in (errno.EACCES, errno.EDEADLOCK):
+                return False  # another process holds it
+            raise
+        return True
+    raise BackendError(
+        "writing to a local folder needs a cross-process file lock, and this Python has "
+        "neither fcntl (POSIX) nor msvcrt (Windows); reading works without one"
+    )
+
+
+def _unlock(fd: int) -> None:
+    if _fcntl is not None:
+        _fcntl.flock(fd, _fcntl.LOCK_UN)
+    elif _msvcrt is not None:
+        os.lseek(fd, 0, os.SEEK_SET)
+        _msvcrt.locking(fd, _msvcrt.LK_UNLCK, 1)
+
+
+def _refuse_symlink(full: str, path: str) -> None:
+    """Where ``O_NOFOLLOW`` is missing: refuse a final component that is a symlink."""
+    if not _O_NOFOLLOW and os.path.islink(full):
+        raise InvalidPathError(f"{path!r} is a symlink")
+
+
+def _pread(fd: int, size: int, offset: int) -> bytes:
+    """``os.pread`` where it exists, else a seek and a read (the fd is not shared)."""
+    if hasattr(os, "pread"):
+        return os.pread(fd, size, offset)
+    os.lseek(fd, offset, os.SEEK_SET)
+    return os.read(fd, size)
+
+
 _TMP_PREFIX = f"{RESERVED_PREFIX}-tmp-"
 
 
@@ -148,7 +222,8 @@ class LocalRoot(StorageRoot):
     # -- locking -----------------------------------------------------------------------
     @contextmanager
     def lock(self, name: str = "", *, timeout: float = 30.0) -> Iterator[None]:
-        """Hold the root's cross-process lock (``flock`` on ``.fsmemory.lock``).
+        """Hold the root's cross-process lock (``flock`` on ``.fsmemory.lock``; on
+        Windows ``msvcrt.locking`` of its first byte).
 
         Re-entrant within a thread of this process. ``name`` is accepted for API
         symmetry with lease locks; one lock guards the whole root.
@@ -164,7 +239,7 @@ class LocalRoot(StorageRoot):
                     self._lock_depth -= 1
                 return
             lock_path = os.path.join(self._real_root_path(), _LOCK_NAME)
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | _O_CLOEXEC, 0o644)
             try:
                 self._flock(fd, timeout)
                 self._lock_depth = 1
@@ -172,7 +247,7 @@ class LocalRoot(StorageRoot):
                     yield
                 finally:
                     self._lock_depth = 0
-                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    _unlock(fd)
             finally:
                 os.close(fd)
         finally:
@@ -180,11 +255,7 @@ class LocalRoot(StorageRoot):
 
     def _flock(self, fd: int, timeout: float) -> None:
         def take() -> bool:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return False
-            return True
+            return _try_lock(fd)
 
         retry_until(take, timeout, f"the lock of {self.url}", delay=0.0005, max_delay=0.02)
 
@@ -206,7 +277,8 @@ class LocalRoot(StorageRoot):
         file ignores the flag.
         """
         try:
-            fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+            _refuse_symlink(full, path)
+            fd = os.open(full, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | _O_NONBLOCK)
         except FileNotFoundError:
             raise KeyNotFoundError(path) from None
         except NotADirectoryError:
@@ -388,7 +460,7 @@ class LocalRoot(StorageRoot):
         tmp = os.path.join(parent, f"{_TMP_PREFIX}{uuid.uuid4().hex}")
         for _ in range(5):
             try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC, 0o644)
                 break
             except FileNotFoundError:
                 os.makedirs(parent, exist_ok=True)
@@ -455,10 +527,9 @@ class LocalRoot(StorageRoot):
     def _append(self, path: str, data: bytes, line_safe: bool) -> int:
         full = self._confined(path)
         with self.lock():
-            flags = (
-                os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-            )
+            flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | _O_NOFOLLOW | _O_CLOEXEC | _O_NONBLOCK
             try:
+                _refuse_symlink(full, path)
                 fd = os.open(full, flags, 0o644)
             except FileNotFoundError:
                 os.makedirs(os.path.dirname(full), exist_ok=True)
@@ -474,7 +545,7 @@ class LocalRoot(StorageRoot):
                     raise NotAFileError(f"{path}: {_kind(st.st_mode)}, not a regular file")
                 size = st.st_size
                 payload = data
-                if line_safe and size and os.pread(fd, 1, size - 1) != b"\n":
+                if line_safe and size and _pread(fd, 1, size - 1) != b"\n":
                     payload = b"\n" + data
                     size += 1
                 _write_all(fd, payload)
@@ -551,7 +622,7 @@ def _pread_range(fd: int, start: int, end: int | None) -> bytes:
     chunks = []
     pos = start
     while pos < stop:
-        chunk = os.pread(fd, stop - pos, pos)
+        chunk = _pread(fd, stop - pos, pos)
         if not chunk:
             break
         chunks.append(chunk)
@@ -587,6 +658,8 @@ def _unlink_quiet(path: str) -> None:
 
 
 def _fsync_dir(directory: str) -> None:
+    if not hasattr(os, "O_DIRECTORY"):
+        return  # Windows: a folder cannot be opened for fsync; its entries are journaled
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)

@@ -1,13 +1,19 @@
-"""The ``remember`` and ``recall`` tools of seed 000 (kept importable here).
+"""Deprecated: the ``remember`` and ``recall`` tools moved to :mod:`fsmemory.agent.tools`.
 
-They live in :mod:`fsmemory.agent` beside the other tools and share their schema
-vocabulary (``openai_schema``, ``responses_schema``, ``anthropic_schema``, ``schema``).
-``MemoryTool`` is the former name of :class:`~fsmemory.agent.FunctionTool`.
+Importing this module emits a :class:`DeprecationWarning`; every name still works and
+is the very object :mod:`fsmemory.agent.tools` holds (``MemoryTool`` is the former name
+of :class:`~fsmemory.agent.tools.FunctionTool`). Write instead::
+
+    from fsmemory.agent.tools import FunctionTool, knowledge_tools
+
+The module will be removed in a future release.
 """
 
 from __future__ import annotations
 
-from fsmemory.agent._functions import (
+import warnings
+
+from fsmemory.agent.tools import (
     DEFAULT_RECALL_LIMIT,
     FunctionTool,
     knowledge_tools,
@@ -16,6 +22,15 @@ from fsmemory.agent._functions import (
     parse_bool,
 )
 
+warnings.warn(
+    "fsmemory.tools is deprecated: import its names from fsmemory.agent.tools "
+    "(MemoryTool is fsmemory.agent.tools.FunctionTool); fsmemory.tools will be removed "
+    "in a future release",
+    DeprecationWarning,
+    stacklevel=2,
+)
+
+#: the former name of :class:`~fsmemory.agent.tools.FunctionTool`
 MemoryTool = FunctionTool
 
 __all__ = [

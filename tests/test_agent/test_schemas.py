@@ -15,7 +15,7 @@ from fsmemory.agent import (
     KnowledgeTool,
     knowledge_tools,
 )
-from fsmemory.agent.tools import TOOL_FORMATS, FunctionTool, ToolSchema, strict_parameters
+from fsmemory.agent.tools import TOOL_FORMATS, ToolSchema, strict_parameters
 from fsmemory.store import MemoryKnowledgeStore
 
 
@@ -157,10 +157,3 @@ def test_session_tools_in_every_format() -> None:
     assert quiet.tools("responses-strict") == []
     with pytest.raises(ValueError):
         quiet.tools("nope")  # type: ignore[arg-type]
-
-
-def test_old_names_still_work() -> None:
-    import fsmemory.tools
-
-    assert fsmemory.tools.MemoryTool is FunctionTool
-    assert fsmemory.tools.knowledge_tools is knowledge_tools

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from fsmemory import KnowledgeMemory
+from fsmemory.agent.tools import knowledge_tools, make_recall_tool, make_remember_tool, parse_bool
 from fsmemory.memory import entry as entry_module
 from fsmemory.memory.markdown import parse_memory_md
 from fsmemory.sanitizers import defang_delimiters, strip_surrogates
 from fsmemory.snapshot import FsspecBackend
-from fsmemory.tools import knowledge_tools, make_recall_tool, make_remember_tool, parse_bool
 from tests.test_sanitizers.test_defang_corpus import _LIVE_LINE, _LIVE_TOKEN, CORPUS
 
 from .conftest import FakeClock

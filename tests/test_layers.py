@@ -146,10 +146,8 @@ def test_no_provider_sdk_is_imported() -> None:
 
 
 def public_packages() -> list[str]:
-    names = [
-        "fsmemory",
-        "fsmemory.errors",
-    ]  # fsmemory.tools: deprecated, see test_deprecated_modules
+    # fsmemory.tools is deprecated (tests/test_deprecated_modules.py checks its names)
+    names = ["fsmemory", "fsmemory.errors"]
     for info in pkgutil.iter_modules(fsmemory.__path__):
         if info.ispkg and not info.name.startswith("_"):
             names.append(f"fsmemory.{info.name}")

@@ -25,7 +25,7 @@ import copy
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from fsmemory.agent._schema import ToolSchema
 from fsmemory.errors import FsMemoryError
@@ -40,6 +40,8 @@ __all__ = [
     "parse_bool",
     "recall_text",
 ]
+
+_T = TypeVar("_T")
 
 _TRUE = {"true", "yes", "1", "y", "on"}
 _FALSE = {"false", "no", "0", "n", "off", ""}
@@ -236,9 +238,21 @@ def _parse_limit(limit: object) -> int:
     return value if value > 0 else DEFAULT_RECALL_LIMIT
 
 
-def knowledge_tools(km: KnowledgeMemory, user_tools: Iterable[Any] = ()) -> list[Any]:
+@overload
+def knowledge_tools(km: KnowledgeMemory) -> list[FunctionTool]: ...
+@overload
+def knowledge_tools(km: KnowledgeMemory, user_tools: Iterable[_T]) -> list[FunctionTool | _T]: ...
+
+
+def knowledge_tools(
+    km: KnowledgeMemory, user_tools: Iterable[_T] = ()
+) -> list[FunctionTool] | list[FunctionTool | _T]:
     """``[remember, recall]`` for ``km``, followed by ``user_tools``; a user tool named
-    ``remember`` or ``recall`` replaces ours (by its ``name`` attribute or dict key)."""
+    ``remember`` or ``recall`` replaces ours (by its ``name`` attribute or dict key).
+
+    Typed as ``list[FunctionTool]`` without user tools, else a list of
+    :class:`FunctionTool` and the user tools' own type (``list[FunctionTool | dict[str,
+    Any]]`` for tool dicts, say)."""
     mine = [make_remember_tool(km), make_recall_tool(km)]
     theirs = list(user_tools)
     taken = {_tool_name(t) for t in theirs}

@@ -31,6 +31,7 @@ from fsmemory.memory import _index_cache, _settings
 from fsmemory.memory._context import Contexts
 from fsmemory.memory._facts_file import FactsFile
 from fsmemory.memory._index import MemoryIndex
+from fsmemory.memory._stats import MemoryStats
 from fsmemory.memory._vectors import Embedder, VectorStore
 from fsmemory.memory.entry import KnowledgeEntry, RememberResult, forget_records
 from fsmemory.memory.layout import (
@@ -665,11 +666,14 @@ class KnowledgeMemory:
             now = self._clock()
             return self._contexts.indexed(self._index, now, max_entries=entries, max_chars=chars)
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> MemoryStats:
         """Counts for monitoring: live entries, persistent facts, categories, log files
         and bytes, corrupt lines (log lines skipped, plus MEMORY.md lines that are not
         valid UTF-8, also counted alone as ``memory_md_invalid_lines``: they are kept
-        byte for byte and read with U+FFFD in place of the bad bytes), and the URL."""
+        byte for byte and read with U+FFFD in place of the bad bytes), and the URL.
+
+        A plain dict, typed as :class:`~fsmemory.memory._stats.MemoryStats` (each key's
+        type is known to a type checker)."""
         with self._lock:
             self._refresh()
             now = self._clock()

@@ -27,6 +27,7 @@ def test_smoke_run_prints_every_table(tmp_path: Path) -> None:
     out = done.stdout
     for title in (
         "## Memory on a local folder",
+        "## Import cost",
         "## Cold start",
         "## Remote cold open",
         "## Dedupe",

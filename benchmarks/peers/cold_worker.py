@@ -10,7 +10,6 @@ what a new process (a CLI call, a serverless cold start) pays. Modes:
   resident memory of the whole process; op ``recall-nocache`` deletes the local
   folder's index cache file first (a first process ever; ``build_context`` keeps no
   cache file of its own);
-* ``import``: ``import fsmemory`` and ``from fsmemory import KnowledgeMemory``;
 * ``cold-floor``: the floor of a cold open (fsmemory's folder, any URL): list and fetch
   every file with one ``cat``, read + ``orjson.loads`` every log line; and one GET
   round trip of a 1 KiB object (the faster of fsspec's client and fsmemory's root).
@@ -88,17 +87,6 @@ def mode_cold(params: dict[str, Any]) -> dict[str, Any]:
     return {"import": (t1 - t0) * 1000, "first": (t2 - t1) * 1000, "rss_mb": _rss_mb()}
 
 
-def mode_import(params: dict[str, Any]) -> dict[str, Any]:
-    """``import fsmemory`` and ``from fsmemory import KnowledgeMemory``."""
-    t0 = time.perf_counter()
-    import fsmemory
-
-    t1 = time.perf_counter()
-    _ = fsmemory.KnowledgeMemory
-    t2 = time.perf_counter()
-    return {"import": (t1 - t0) * 1000, "import_memory": (t2 - t0) * 1000}
-
-
 def mode_cold_floor(params: dict[str, Any]) -> dict[str, Any]:
     """List + fetch every file in one ``cat_ranges``, parse every log line; one 1 KiB GET."""
     import fsspec
@@ -150,4 +138,4 @@ def mode_cold_floor(params: dict[str, Any]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    workloads.serve({"cold": mode_cold, "import": mode_import, "cold-floor": mode_cold_floor})
+    workloads.serve({"cold": mode_cold, "cold-floor": mode_cold_floor})

@@ -30,10 +30,13 @@ def _command() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "fsmemory.cli"]
 
 
-def serve(args: list[str], body: Session, tmp_path: Path) -> None:
-    """Start ``fsmemory ARGS`` and run ``body`` on an initialised client session."""
+def serve(
+    args: list[str], body: Session, tmp_path: Path, env: dict[str, str] | None = None
+) -> None:
+    """Start ``fsmemory ARGS`` and run ``body`` on an initialised client session
+    (``env``: variables set for the server, over the SDK's default environment)."""
     command, *rest = _command()
-    params = StdioServerParameters(command=command, args=[*rest, *args], cwd=str(tmp_path))
+    params = StdioServerParameters(command=command, args=[*rest, *args], cwd=str(tmp_path), env=env)
 
     async def main() -> None:
         with open(tmp_path / "server-stderr.log", "w", encoding="utf-8") as errlog:
@@ -140,6 +143,107 @@ def test_hostile_input_is_a_tool_error_and_the_server_keeps_going(tmp_path: Path
     facts = KnowledgeMemory(str(store)).get_persistent_facts()
     assert "Injected" not in facts and facts["technical"] == ["Existing fact about Python"]
     assert "x" * 100 not in md.decode()
+
+
+def test_arguments_are_validated_strictly(tmp_path: Path) -> None:
+    """What the SDK's lax validation would coerce or drop is refused, each bad argument
+    named; nothing is stored by a refused call; well-typed calls still work."""
+    store = tmp_path / "mem"
+
+    async def body(session: ClientSession) -> None:
+        refused: list[tuple[str, dict[str, Any], list[str]]] = [
+            ("remember", {"content": "x", "persistent": "yes"}, ["persistent", "boolean"]),
+            ("remember", {"content": "x", "persistent": "true"}, ["persistent"]),
+            ("remember", {"content": "x", "persistent": 1}, ["persistent"]),
+            ("remember", {"content": "x", "colour": "red"}, ["colour", "not an argument"]),
+            ("remember", {"content": "x", "importance": "0.5"}, ["importance"]),
+            ("remember", {"content": ["x"]}, ["content"]),
+            ("remember", {"content": "x", "category": None}, ["category"]),
+            ("recall", {"query": "x", "limit": "5"}, ["limit", "integer"]),
+            ("recall", {"query": "x", "limit": 2.5}, ["limit"]),
+            ("recall", {"query": "x", "limit": True}, ["limit"]),
+            ("recall", {"query": "x", "verbose": True}, ["verbose", "not an argument"]),
+            ("forget", {"id": 42}, ["id"]),
+            ("forget", {"id": "x", "force": True}, ["force"]),
+            ("context", {"max_chars": 10}, ["max_chars", "not an argument"]),
+            ("context", {"__proto__": {}}, ["__proto__"]),
+        ]
+        for tool, args, needles in refused:
+            result = await session.call_tool(tool, args)
+            message = text_of(result)
+            assert result.is_error, (tool, args, message)
+            assert "Invalid arguments" in message, (tool, args, message)
+            for needle in needles:
+                assert needle in message, (tool, args, message)
+        long_value = "y" * 100_000
+        result = await session.call_tool(
+            "remember", {"content": "x", "category": 7, "z": long_value}
+        )
+        assert result.is_error and len(text_of(result)) < 1_000  # values are shortened
+        error, text = await call(
+            session, "remember", {"content": "Likes tea", "persistent": True, "importance": 1}
+        )
+        assert not error, text
+        error, text = await call(session, "recall", {"query": "tea", "limit": 3})
+        assert not error and "Likes tea" in text
+
+    serve(["--store", str(store), "mcp"], body, tmp_path)
+    assert [e.content for e in KnowledgeMemory(str(store)).entries()] == ["Likes tea"]
+
+
+ONE_MB_NOTE = "start of the big note " + "x" * 1_000_000 + " end of the big note"
+
+
+def test_a_1_mb_note_gives_a_bounded_context(tmp_path: Path) -> None:
+    store = tmp_path / "mem"
+    km = KnowledgeMemory(str(store))
+    km.remember("Prefers dark mode", "preferences", persistent=True)
+    km.remember(ONE_MB_NOTE, "context")
+    km.remember("Small note after the big one", "context")
+
+    def check(args: list[str], limit: int | None) -> None:
+        async def body(session: ClientSession) -> None:
+            error, text = await call(session, "context", {})
+            assert not error
+            if limit is None:
+                assert "end of the big note" in text and "truncated" not in text
+                return
+            assert len(text) <= limit and text.splitlines()[-1].startswith("[context truncated")
+            assert "Prefers dark mode" in text and "Small note after the big one" in text
+            assert "start of the big note" in text and "end of the big note" not in text
+
+        serve(["--store", str(store), "mcp", *args], body, tmp_path)
+
+    check([], 20_000)
+    check(["--max-context-chars", "1000"], 1000)
+    check(["--max-context-chars", "0"], None)
+
+
+def test_max_context_chars_is_checked_before_serving(tmp_path: Path) -> None:
+    for bad in ("10", "-5", "lots"):
+        done = subprocess.run(
+            [*_command(), "--store", str(tmp_path / "mem"), "mcp", "--max-context-chars", bad],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+        assert done.returncode == 2 and "--max-context-chars" in done.stderr, done.stderr
+
+
+def test_the_server_uses_fsmemory_store(tmp_path: Path) -> None:
+    store = tmp_path / "from-env"
+
+    async def body(session: ClientSession) -> None:
+        error, text = await call(session, "remember", {"content": "Found through the variable"})
+        assert not error, text
+
+    serve(["mcp"], body, tmp_path, env={"FSMEMORY_STORE": str(store)})
+    assert [e.content for e in KnowledgeMemory(str(store)).entries()] == [
+        "Found through the variable"
+    ]
+    assert not (tmp_path / "agent_memory").exists()
 
 
 def test_flags_after_the_subcommand_defang_dedupe_and_knowledge(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from fsmemory.testing.cloud_services import (
     start_moto,
 )
 from fsmemory.testing.services import start_or_skip
+from tests.test_fs.gcs_fake import GCSXmlRelay
 
 # The conformance suite lives in the package; let pytest explain its failed asserts.
 # (This module never imports it, so registering here is early enough.)
@@ -86,6 +87,24 @@ def gcs_root_url(gcs_storage_options: dict[str, Any]) -> str:
     bucket = _bucket_name()
     GCSRoot.from_url(f"gs://{bucket}", gcs_storage_options).fs.mkdir(bucket)
     return f"gs://{bucket}/root"
+
+
+@pytest.fixture(scope="session")
+def gcs_xml_relay(fake_gcs_service: FakeGCSService) -> Iterator[GCSXmlRelay]:
+    """GCS's XML API (the obstore route's) in front of the session's fake-gcs-server,
+    which answers only the JSON API; JSON requests pass through."""
+    relay = GCSXmlRelay(fake_gcs_service.url)
+    try:
+        yield relay
+    finally:
+        relay.stop()
+
+
+@pytest.fixture(scope="session")
+def gcs_obstore_storage_options(gcs_xml_relay: GCSXmlRelay) -> dict[str, Any]:
+    """Storage options reaching fake-gcs-server through the XML relay, anonymous: the
+    obstore route (``root.fs``, gcsfs, goes through the relay's JSON pass-through)."""
+    return {"endpoint_url": gcs_xml_relay.url, "token": "anon", "project": "fsmemory-test"}
 
 
 @pytest.fixture(scope="session")

@@ -1,87 +1,443 @@
-"""Google Cloud Storage root: native compare-and-swap through gcsfs.
+"""Google Cloud Storage root (``gs://``, ``gcs://``): native compare-and-swap through
+obstore, gcsfs where obstore cannot serve the configuration.
 
-Every primitive is one JSON-API request, issued through gcsfs's ``_call`` (so
-credentials, retries and the endpoint work exactly as in gcsfs):
+**Which route.** :meth:`GCSRoot.from_url` decides once, with :func:`resolve_route`, from
+the storage options and the environment, resolving credentials exactly as gcsfs (and the
+google-auth it calls) would; the root it returns sends every request one way:
+
+* **obstore** (:class:`GCSObstoreRoot`, ``pip install 'fsmemory[gcs]'``), GCS's XML API,
+  when the credential gcsfs would use is one obstore sends the same way:
+
+  - ``token`` naming a service-account key file, or a service-account key as a dict;
+  - no ``token`` and ``GOOGLE_APPLICATION_CREDENTIALS`` naming a service-account key
+    file (google-auth's first choice; not when a ``project`` option differs from the
+    file's ``project_id``: gcsfs then abandons those credentials);
+  - ``token="anon"`` (no credentials: public buckets and emulators).
+
+  The endpoint is ``endpoint_url``, else ``STORAGE_EMULATOR_HOST``, else
+  ``https://storage.googleapis.com``; ``http://`` endpoints are allowed. Options that
+  change nothing obstore sends (``project``: bucket creation and listing only,
+  ``access="full_control"``, gcsfs's cache and block-size settings) are fine.
+* **gcsfs** (:class:`GcsfsRoot`, ``pip install 'fsmemory[gcsfs]'``), GCS's JSON API, for
+  everything else: authorized-user, external-account (workload identity federation)
+  and impersonation files, gcloud's application-default credentials, the metadata
+  server (``token="cloud"``, or no credentials configured at all: gcsfs then ends
+  anonymous), ``token="google_default"``, ``"cache"``, ``"browser"``, a raw access
+  token, a ``Credentials`` object, ``requester_pays``, ``access`` other than
+  ``full_control``, ``session_kwargs``, ``version_aware``, any option obstore does not
+  model, proxies and CA bundles (``HTTPS_PROXY``, ``REQUESTS_CA_BUNDLE``, ...), mutual
+  TLS, other universes (``GOOGLE_CLOUD_UNIVERSE_DOMAIN``), ``GOOGLE_*`` variables that
+  obstore would read by itself (``GOOGLE_SERVICE_ACCOUNT``, ``GOOGLE_BEARER_TOKEN``,
+  ...), and obstore not installed.
+* The storage option ``client`` forces a route: ``"gcsfs"``, ``"obstore"`` (or
+  :class:`~fsmemory.errors.InvalidInputError` saying why it cannot), ``"auto"`` (the
+  default). The environment variable ``FSMEMORY_GCS_CLIENT`` sets the default for a
+  whole process. :attr:`GCSRoot.client` tells which route a root takes.
+
+An emulator that answers only the JSON API (fake-gcs-server does) needs
+``client="gcsfs"``: the obstore route speaks the XML API.
+
+Versions: the version token of both routes is the object's **generation** (GCS's ETag
+is an MD5 of the content, so the same bytes written twice keep one ETag: no CAS token).
+Conditional writes are native: ``x-goog-if-generation-match`` on obstore,
+``ifGenerationMatch`` on gcsfs, ``0`` for create-only; a version read through one route
+is a valid ``if_version`` on the other. A failed precondition (HTTP 412) becomes
+:class:`~fsmemory.errors.ConflictError`. The change token of listings and ``stat``
+(:attr:`~fsmemory.fs.base.FileInfo.token`) is the object's MD5 in hex on both routes
+(GCS's XML listing carries no generation obstore reads), as S3's ETag is there.
+
+Requests per primitive (both routes):
 
 ==============================  =====================================================
 operation                       requests
 ==============================  =====================================================
-``read``                        1 media ``GET`` (generation from ``x-goog-generation``)
-``read_range``                  1 media ``GET`` with ``Range``
-``stat``                        1 metadata ``GET``
-``write``                       1 multipart upload (new generation from the response)
-``write(if_version=gen)``       1 multipart upload with ``ifGenerationMatch=<gen>``
-``write(create_only=True)``     1 multipart upload with ``ifGenerationMatch=0``
-``append``                      1 media ``GET`` + 1 conditional upload per attempt
-``list`` / ``list_dirs``        1 objects ``list`` per 1000 names, never cached
+``read``                        1 ``GET`` (generation from ``x-goog-generation``)
+``read_range``                  1 ranged ``GET``
+``stat``                        1 ``HEAD`` (gcsfs: 1 metadata ``GET``)
+``write``                       1 upload (new generation from the response)
+``write(if_version=gen)``       1 upload conditional on generation ``gen``
+``write(create_only=True)``     1 upload conditional on generation ``0``
+``append``                      1 ``GET`` + 1 conditional upload per attempt
+``list`` / ``list_dirs``        1 listing request per 1000 names, never cached
 ``delete``                      1 ``DELETE`` (404 means it did not exist)
+``delete_many``/``delete_tree`` 1 ``DELETE`` each, several at a time
 ==============================  =====================================================
 
-The version token is the object's generation. GCS answers a failed
-``ifGenerationMatch`` with HTTP 412 (gcsfs raises ``FileExistsError``), which becomes
-:class:`~fsmemory.errors.ConflictError`.
+Retries: neither route retries by itself (obstore is built with ``max_retries=0``;
+gcsfs's retry decorator is undone in a subclass); the root's
+:class:`~fsmemory.fs.retry.RetryPolicy` (storage option ``retry``) retries, with a total
+deadline, and resolves ambiguous conditional writes by reading the object back: a
+conditional write carries a random marker in its user metadata (``fsmemory-write``),
+which one metadata request reads back on the obstore route. Timeouts: connecting is
+bounded by 10 s and each read by 60 s (gcsfs), the whole request by 70 s (obstore),
+unless ``requests_timeout`` (seconds) is given.
 
 gcsfs >= 2025 enables experimental zonal-bucket support by default, which makes every
 operation against an emulator or a plain bucket wait on a gRPC probe; unless the
-environment sets ``GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT`` to true, the root uses the plain
-``gcsfs.core.GCSFileSystem``. fsmemory never sets that variable itself (a library call
-changes no process-wide state); a process that sets it to false before importing gcsfs
-also skips importing the experimental module (~50-100 ms of a first GCS open here).
+environment sets ``GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT`` to true, the gcsfs route uses the
+plain ``gcsfs.core.GCSFileSystem``. fsmemory never sets that variable itself (a library
+call changes no process-wide state).
 
-Retries: gcsfs retries every failed request itself, up to 6 times with pauses growing
-to 32 s, and resends conditional uploads blindly (a lost reply then turns into a 412 for
-a write that landed). The filesystem :meth:`GCSRoot.from_url` builds is a subclass of
-gcsfs's whose requests are tried once; the root's :class:`~fsmemory.fs.retry.RetryPolicy`
-(storage option ``retry``) retries instead, with a total deadline, and resolves
-ambiguous conditional writes by reading the object back (see :mod:`fsmemory.fs.retry`).
-gcsfs sets no request timeout by default (a stalled connection waits for ever); unless
-``requests_timeout`` is given, connecting is bounded by 10 s and each read by 60 s.
+``root.fs`` is a gcsfs filesystem either way (for code that wants one, such as export):
+on the obstore route it is built from the same storage options on first access, so a
+root that never touches it never imports gcsfs.
+
+Processes: obstore's runtime does not survive ``fork()``. A root of the obstore route
+used before a fork becomes a :class:`GcsfsRoot` of the same URL and options in the
+child (gcsfs needed there), and roots opened in such a child take gcsfs; workers started
+with ``spawn`` use obstore as usual.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import builtins
+import json
+import logging
 import os
+import threading
 import uuid
-from typing import Any
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, ClassVar
 
 import orjson
 
-from fsmemory.errors import BackendError, ConflictError, MissingDependencyError
+from fsmemory.errors import (
+    BackendError,
+    ConflictError,
+    InvalidInputError,
+    InvalidPathError,
+    MissingDependencyError,
+)
 from fsmemory.fs._bucket import BucketRoot, single_try_subclass
+from fsmemory.fs._obstore import ObstoreRoot, obstore_usable
 from fsmemory.fs.base import FileInfo, Versioned
 from fsmemory.fs.generic import _mtime
+from fsmemory.fs.open import split_protocol
+from fsmemory.fs.retry import policy_from_options
 
-__all__ = ["GCSRoot"]
+__all__ = [
+    "CLIENT_ENV",
+    "CLIENT_OPTION",
+    "GCSObstoreRoot",
+    "GCSRoot",
+    "GCSRoute",
+    "GcsfsRoot",
+    "resolve_route",
+]
 
+logger = logging.getLogger(__name__)
+
+#: the storage option that picks the route, and the environment variable setting its
+#: default for a whole process
+CLIENT_OPTION = "client"
+CLIENT_ENV = "FSMEMORY_GCS_CLIENT"
+_CLIENT_CHOICES = ("auto", "obstore", "gcsfs")
 
 #: gcsfs's switch for its experimental zonal-bucket support (we default it to "false")
 ZB_HNS_ENV = "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"
 
-#: concurrent requests used by :meth:`GCSRoot.delete_tree`
+#: concurrent requests used by ``delete_many`` / ``delete_tree``
 _DELETE_CONCURRENCY = 16
 
-_LIST_FIELDS = "items(name,size,generation,updated),prefixes,nextPageToken"
+_LIST_FIELDS = "items(name,size,generation,updated,md5Hash),prefixes,nextPageToken"
 
-
-#: seconds to wait for a connection / for each read of a response, unless the caller
-#: passes ``requests_timeout``
+#: seconds to wait for a connection / for each read of a response (gcsfs), unless the
+#: caller passes ``requests_timeout``; obstore bounds the whole request by their sum
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 60.0
+
+#: GCS's endpoint (both APIs)
+DEFAULT_ENDPOINT = "https://storage.googleapis.com"
 
 # Names of the subclasses built by _single_try_class, so pickle can find them again.
 _SINGLE_TRY_NAME = {False: "GCSFileSystemSingleTry", True: "ExtendedGCSFileSystemSingleTry"}
 
+#: storage options the obstore route understands (any other one takes gcsfs); those
+#: besides ``token``/``endpoint_url``/``requests_timeout`` change no request obstore
+#: sends (bucket creation, gcsfs's own caches: they reach ``root.fs``)
+_OBSTORE_OPTIONS = frozenset(
+    {
+        "token",
+        "endpoint_url",
+        "requests_timeout",
+        "project",
+        "access",
+        "use_listings_cache",
+        "skip_instance_cache",
+        "listings_expiry_time",
+        "cache_timeout",
+        "default_location",
+        "block_size",
+    }
+)
+#: ``GOOGLE_*`` variables whose meaning the obstore route reproduces or that change
+#: nothing it sends; any other one (obstore reads ``GOOGLE_SERVICE_ACCOUNT``,
+#: ``GOOGLE_BEARER_TOKEN``, ``GOOGLE_BASE_URL``, ... by itself) takes gcsfs
+_GOOGLE_ENV_KNOWN = frozenset(
+    {
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "GOOGLE_CLOUD_PROJECT",
+        "GOOGLE_CLOUD_UNIVERSE_DOMAIN",
+        "GOOGLE_API_USE_CLIENT_CERTIFICATE",
+        "GOOGLE_API_USE_MTLS_ENDPOINT",
+    }
+)
+#: variables that change how gcsfs or google-auth connect (proxies)
+_ENV_CONNECTION = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+#: CA bundles of google-auth's requests (fine when they are the system's SSL_CERT_FILE,
+#: which aiohttp and obstore trust)
+_ENV_CA = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
+#: where google-auth may find a client-certificate configuration (mutual TLS)
+_CERT_CONFIG_ENV = (
+    "GOOGLE_API_CERTIFICATE_CONFIG",
+    "CLOUDSDK_CONTEXT_AWARE_CERTIFICATE_CONFIG_FILE_PATH",
+)
+#: token endpoints of Google's default universe (a key naming another one: gcsfs)
+_TOKEN_URIS = frozenset(
+    {"https://oauth2.googleapis.com/token", "https://accounts.google.com/o/oauth2/token"}
+)
+#: the fields obstore needs in a service-account key
+_KEY_FIELDS = ("client_email", "private_key", "private_key_id")
+#: fields only obstore reads in a key file (they would change what it does)
+_OBSTORE_ONLY_FIELDS = ("disable_oauth", "gcs_base_url")
+#: obstore's anonymous credential: a key with OAuth switched off (``skip_signature``
+#: alone still fetches a token for writes, from the metadata server)
+_ANONYMOUS_KEY = json.dumps(
+    {"disable_oauth": True, "client_email": "", "private_key": "", "private_key_id": ""}
+)
+
+
+@dataclass(frozen=True)
+class GCSRoute:
+    """Which client serves a GCS configuration, and why.
+
+    Attributes:
+        client: ``"obstore"`` or ``"gcsfs"``.
+        reason: why (for messages and logs).
+        config: obstore's ``GCSStore`` configuration, empty for gcsfs.
+        client_options: obstore's HTTP client options, empty for gcsfs.
+    """
+
+    client: str
+    reason: str
+    config: dict[str, Any] = field(default_factory=dict, repr=False)
+    client_options: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+def _gcsfs(reason: str) -> GCSRoute:
+    return GCSRoute("gcsfs", reason)
+
+
+def _env(environ: Mapping[str, str], name: str) -> str | None:
+    value = environ.get(name, "").strip()
+    return value or None
+
+
+def _key_problem(info: object) -> str | None:
+    """Why ``info`` (a parsed key file or dict) is not a service-account key obstore
+    uses as google-auth would, or None when it is."""
+    if not isinstance(info, dict):
+        return "not a JSON object"
+    kind = info.get("type")
+    if kind != "service_account":
+        return f"credentials of type {kind!r}"
+    missing = [f for f in _KEY_FIELDS if not isinstance(info.get(f), str) or not info.get(f)]
+    if missing:
+        return f"a service-account key without {', '.join(missing)}"
+    if info.get("universe_domain", "googleapis.com") != "googleapis.com":
+        return f"a service-account key of universe {info.get('universe_domain')!r}"
+    if info.get("token_uri", next(iter(_TOKEN_URIS))) not in _TOKEN_URIS:
+        return f"a service-account key with token_uri {info.get('token_uri')!r}"
+    odd = [f for f in _OBSTORE_ONLY_FIELDS if f in info]
+    if odd:
+        return f"a key file with {', '.join(odd)} (read by obstore only)"
+    return None
+
+
+def _key_file(path: str) -> tuple[dict[str, Any] | None, str]:
+    """``(key, "")`` for a service-account key file, or ``(None, why not)``."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            info = json.load(handle)
+    except (OSError, ValueError) as exc:
+        return None, f"a credentials file that cannot be read as JSON ({exc})"
+    problem = _key_problem(info)
+    return (None, problem) if problem else (info, "")
+
+
+def _same_file(a: str, b: str | None) -> bool:
+    try:
+        return b is not None and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _gcloud_adc_path(environ: Mapping[str, str]) -> str:
+    """gcloud's application-default credentials file, as google-auth finds it."""
+    config = _env(environ, "CLOUDSDK_CONFIG") or os.path.join(
+        os.path.expanduser("~"), ".config", "gcloud"
+    )
+    return os.path.join(config, "application_default_credentials.json")
+
+
+def _uses_client_cert(environ: Mapping[str, str]) -> bool:
+    """Whether google-auth may present a client certificate (mutual TLS)."""
+    flag = (_env(environ, "GOOGLE_API_USE_CLIENT_CERTIFICATE") or "").lower()
+    if flag:
+        return flag == "true"
+    if any(_env(environ, name) for name in _CERT_CONFIG_ENV):
+        return True
+    default = os.path.join(os.path.expanduser("~"), ".config", "gcloud", "certificate_config.json")
+    return os.path.exists(default)
+
+
+def _timeouts(value: object) -> dict[str, Any] | None:
+    """obstore's client timeouts for gcsfs's ``requests_timeout`` (seconds), or None
+    when it is not a number."""
+    if value is None:
+        connect, total = CONNECT_TIMEOUT, CONNECT_TIMEOUT + READ_TIMEOUT
+    elif isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        connect, total = min(CONNECT_TIMEOUT, float(value)), float(value)
+    else:
+        return None
+    return {"connect_timeout": timedelta(seconds=connect), "timeout": timedelta(seconds=total)}
+
+
+def _credentials(
+    options: Mapping[str, Any], environ: Mapping[str, str]
+) -> tuple[dict[str, Any] | None, str]:
+    """obstore's credential settings for the credential gcsfs would use: ``(config,
+    what)``, or ``(None, why not)``."""
+    token = options.get("token")
+    if token == "anon":
+        return {"service_account_key": _ANONYMOUS_KEY, "skip_signature": True}, "token='anon'"
+    if isinstance(token, dict):
+        problem = _key_problem(token)
+        if problem:
+            return None, f"token is {problem}"
+        return {"service_account_key": json.dumps(token)}, "a service-account key (token dict)"
+    if isinstance(token, str) and token in ("google_default", "cloud", "cache", "browser"):
+        return None, f"token={token!r} (google-auth's chain, the metadata server or a cache)"
+    if isinstance(token, str | os.PathLike):
+        path = os.fspath(token)
+        if not os.path.exists(path):
+            return None, "token is not a file: a raw access token (checked by gcsfs)"
+        key, problem = _key_file(path)
+        if key is None:
+            return None, f"token file holds {problem}"
+        return {"service_account": path}, "a service-account key file (token)"
+    if token is not None:
+        return None, f"token of type {type(token).__name__} (a Credentials object)"
+    explicit = _env(environ, "GOOGLE_APPLICATION_CREDENTIALS")
+    if explicit is None:
+        return None, (
+            "no token and no GOOGLE_APPLICATION_CREDENTIALS: google-auth's default chain "
+            "(gcloud credentials, the metadata server, else anonymous)"
+        )
+    if os.path.abspath(explicit) == os.path.abspath(_gcloud_adc_path(environ)):
+        return None, "GOOGLE_APPLICATION_CREDENTIALS is gcloud's own credentials file"
+    key, problem = _key_file(explicit)
+    if key is None:
+        return None, f"GOOGLE_APPLICATION_CREDENTIALS holds {problem}"
+    project = options.get("project") or _env(environ, "GCSFS_DEFAULT_PROJECT")
+    if project and project != key.get("project_id"):
+        return None, (
+            f"project {project!r} differs from the key's project: gcsfs then does not use "
+            "GOOGLE_APPLICATION_CREDENTIALS"
+        )
+    return {
+        "service_account": explicit
+    }, "a service-account key file (GOOGLE_APPLICATION_CREDENTIALS)"
+
+
+def _auto_route(options: Mapping[str, Any], environ: Mapping[str, str]) -> GCSRoute:
+    unknown = sorted(set(options) - _OBSTORE_OPTIONS)
+    if unknown:
+        return _gcsfs(f"storage option(s) obstore does not model: {', '.join(unknown)}")
+    if options.get("access", "full_control") != "full_control":
+        return _gcsfs(f"access={options.get('access')!r} (a narrower OAuth scope)")
+    client_options = _timeouts(options.get("requests_timeout"))
+    if client_options is None:
+        return _gcsfs("requests_timeout is not a number of seconds")
+    for name in sorted(environ):
+        if name.startswith("GOOGLE_") and name not in _GOOGLE_ENV_KNOWN and environ[name].strip():
+            return _gcsfs(f"environment variable {name}")
+    for name in _ENV_CONNECTION:
+        if _env(environ, name) or _env(environ, name.lower()):
+            return _gcsfs(f"environment variable {name} (proxy settings)")
+    for name in _ENV_CA:
+        bundle = _env(environ, name)
+        if bundle and not _same_file(bundle, _env(environ, "SSL_CERT_FILE")):
+            return _gcsfs(f"{name} names another CA bundle than SSL_CERT_FILE")
+    universe = _env(environ, "GOOGLE_CLOUD_UNIVERSE_DOMAIN") or "googleapis.com"
+    if universe != "googleapis.com":
+        return _gcsfs(f"universe domain {universe}")
+    if _uses_client_cert(environ):
+        return _gcsfs("a client certificate (mutual TLS)")
+    config, what = _credentials(options, environ)
+    if config is None:
+        return _gcsfs(what)
+    emulator = _env(environ, "STORAGE_EMULATOR_HOST")
+    if emulator in ("default",):
+        emulator = None
+    if emulator and not emulator.startswith(("http://", "https://")):
+        emulator = f"http://{emulator}"
+    endpoint = str(options.get("endpoint_url") or emulator or DEFAULT_ENDPOINT).rstrip("/")
+    config["base_url"] = endpoint
+    if endpoint.startswith("http://"):
+        client_options["allow_http"] = True
+    return GCSRoute("obstore", f"{what}, endpoint {endpoint}", config, client_options)
+
+
+def resolve_route(
+    url: str, options: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+) -> GCSRoute:
+    """Which client serves ``url`` with these storage options (see the module docs).
+
+    Args:
+        url: the ``gs://`` / ``gcs://`` URL.
+        options: the storage options (``retry`` ignored, ``client`` honoured).
+        environ: the environment (default ``os.environ``).
+
+    Raises:
+        InvalidInputError: a bad ``client`` choice, or ``client="obstore"`` for a
+            configuration obstore cannot serve.
+    """
+    env = os.environ if environ is None else environ
+    given = dict(options or {})
+    choice = str(given.get(CLIENT_OPTION) or env.get(CLIENT_ENV) or "auto").strip().lower()
+    if choice not in _CLIENT_CHOICES:
+        raise InvalidInputError(
+            f"storage option {CLIENT_OPTION!r} must be one of {', '.join(_CLIENT_CHOICES)}: "
+            f"{choice!r}"
+        )
+    if choice == "gcsfs":
+        return _gcsfs(f"forced ({CLIENT_OPTION}='gcsfs' or {CLIENT_ENV})")
+    opts = {k: v for k, v in given.items() if k not in ("retry", CLIENT_OPTION)}
+    route = _auto_route(opts, env)
+    if choice == "obstore" and route.client != "obstore":
+        raise InvalidInputError(f"{url}: obstore cannot serve this configuration: {route.reason}")
+    return route
+
 
 def _gcsfs_class(*, experimental: bool | None = None) -> Any:
     """The gcsfs filesystem class: the plain one unless the environment asks for the
-    experimental zonal-bucket class (``GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT=true``)."""
+    experimental zonal-bucket class (``GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT=true``).
+
+    Raises:
+        MissingDependencyError: gcsfs is not installed (``fsmemory[gcsfs]``).
+    """
     try:
         import gcsfs
         import gcsfs.core
     except ImportError as exc:
-        raise MissingDependencyError("gcsfs", "gcs") from exc
+        raise MissingDependencyError("gcsfs", "gcsfs") from exc
     if experimental is None:
         experimental = os.environ.get(ZB_HNS_ENV, "").strip().lower() in ("true", "1")
     if experimental:
@@ -115,6 +471,16 @@ def _quote(part: str) -> str:
     return quote(part, safe="")
 
 
+def _md5_hex(value: object) -> str | None:
+    """The hex digest of a JSON-API ``md5Hash`` (base64), or None when there is none."""
+    if not value:
+        return None
+    try:
+        return base64.b64decode(str(value), validate=True).hex()
+    except (binascii.Error, ValueError):
+        return None
+
+
 def _multipart_body(name: str, data: bytes) -> tuple[bytes, str]:
     """A ``multipart/related`` upload body and its boundary (never found in ``data``)."""
     while True:
@@ -135,23 +501,112 @@ def _multipart_body(name: str, data: bytes) -> tuple[bytes, str]:
     return body, boundary
 
 
+#: obstore stores (and their observers) by bucket and configuration: roots of one
+#: bucket share connections (a warm serverless worker opening the memory per invocation)
+_STORES: dict[str, tuple[Any, builtins.list[Any]]] = {}
+_STORES_LOCK = threading.Lock()
+
+
+def _shared_store(bucket: str, route: GCSRoute) -> tuple[Any, builtins.list[Any]]:
+    """The ``GCSStore`` of ``bucket`` for this route (built once per process, obstore's
+    retries off) and the observers list its roots share.
+
+    Raises:
+        ImportError: obstore is not installed.
+        obstore's error: the configuration was refused (a key it cannot parse, ...).
+    """
+    key = repr((bucket, sorted(route.config.items()), sorted(route.client_options.items())))
+    with _STORES_LOCK:
+        found = _STORES.get(key)
+        if found is None:
+            from obstore.store import GCSStore
+
+            store = GCSStore(
+                bucket,
+                config=route.config,  # type: ignore[arg-type]
+                client_options=route.client_options,  # type: ignore[arg-type]
+                retry_config={"max_retries": 0, "retry_timeout": timedelta(seconds=0)},
+            )
+            found = _STORES[key] = (store, [])
+    return found
+
+
 class GCSRoot(BucketRoot):
     """A prefix in a GCS bucket (``gs://bucket/prefix``) with native compare-and-swap.
 
-    Built by :meth:`~fsmemory.fs.generic.FsspecRoot.from_url`; the constructor arguments
-    are :class:`BucketRoot`'s, ``fs`` being a ``gcsfs.GCSFileSystem``.
+    :meth:`from_url` returns one of the two routes (see the module docs):
+    :class:`GCSObstoreRoot` or :class:`GcsfsRoot`.
     """
 
     service = "GCS"
+    #: which client sends this root's requests: ``"obstore"`` or ``"gcsfs"``
+    client: ClassVar[str] = "gcsfs"
+
+    @classmethod
+    def from_url(cls, url: str, options: Mapping[str, Any] | None = None) -> GCSRoot:
+        """Open ``url`` with storage options: gcsfs's (``token``, ``project``,
+        ``endpoint_url``, ``requests_timeout``, ...) plus ``retry``
+        (:meth:`FsspecRoot.from_url`) and ``client``: ``"auto"`` (default),
+        ``"obstore"`` or ``"gcsfs"``. The environment variable ``FSMEMORY_GCS_CLIENT``
+        sets the default.
+
+        Raises:
+            InvalidInputError: a malformed ``retry`` or ``client`` option, or
+                ``client="obstore"`` with a configuration only gcsfs can serve.
+            InvalidPathError: the URL names no bucket.
+            MissingDependencyError: the route's package is not installed
+                (``pip install 'fsmemory[gcs]'`` for obstore, ``'fsmemory[gcsfs]'`` for
+                gcsfs).
+        """
+        opts = dict(options or {})
+        policy = policy_from_options(opts)
+        forced = str(opts.get(CLIENT_OPTION) or os.environ.get(CLIENT_ENV) or "").lower()
+        route = resolve_route(url, opts)
+        opts.pop(CLIENT_OPTION, None)
+        _, rest = split_protocol(url)
+        path = rest.strip("/")
+        bucket = path.split("/", 1)[0]
+        if not bucket:
+            raise InvalidPathError(f"GCS URLs need a bucket: {url!r}")
+        if route.client == "obstore" and not obstore_usable():
+            route = _gcsfs("a process forked after obstore was used")
+        if route.client == "obstore":
+            try:
+                store, observers = _shared_store(bucket, route)
+            except ImportError as exc:
+                if forced == "obstore":
+                    raise MissingDependencyError("obstore", "gcs") from exc
+                route = _gcsfs("obstore is not installed")
+            except Exception as exc:
+                if forced == "obstore":
+                    raise InvalidInputError(
+                        f"{url}: obstore refused the configuration: {exc}"
+                    ) from exc
+                route = _gcsfs(f"obstore refused the configuration ({str(exc).splitlines()[0]})")
+            else:
+
+                def factory() -> Any:
+                    return GcsfsRoot._connect(url, dict(opts))[0]
+
+                return GCSObstoreRoot(
+                    store,
+                    path,
+                    url=url,
+                    retry=policy,
+                    fs_factory=factory,
+                    observers=observers,
+                    fork_class=_ForkedGcsfsRoot,
+                )
+        logger.debug("%s takes gcsfs: %s", url, route.reason)
+        fs, full = GcsfsRoot._connect(url, opts)
+        return GcsfsRoot(fs, full, url=url, retry=policy)
 
     @staticmethod
     def _fs_class() -> Any:
-        """gcsfs's filesystem, tried once per request (see the module docs). Storage
-        options are gcsfs's (``token``, ``project``, ``endpoint_url``,
-        ``requests_timeout``, ...) plus ``retry`` (:meth:`FsspecRoot.from_url`).
+        """gcsfs's filesystem, tried once per request (see the module docs).
 
         Raises:
-            MissingDependencyError: gcsfs is not installed (``pip install 'fsmemory[gcs]'``).
+            MissingDependencyError: gcsfs is not installed (``pip install 'fsmemory[gcsfs]'``).
         """
         return _single_try_class()
 
@@ -163,6 +618,13 @@ class GCSRoot(BucketRoot):
             opts["requests_timeout"] = aiohttp.ClientTimeout(
                 total=None, sock_connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT
             )
+
+
+class GcsfsRoot(GCSRoot):
+    """The gcsfs route of :class:`GCSRoot` (GCS's JSON API): ``fs`` is a
+    ``gcsfs.GCSFileSystem`` whose requests are tried once; every primitive is one
+    request issued through gcsfs's ``_call`` (so credentials and the endpoint work
+    exactly as in gcsfs). The constructor arguments are :class:`BucketRoot`'s."""
 
     # -- plumbing ----------------------------------------------------------------------
     def _media_url(self, bucket: str, key: str, generation: str | None = None) -> str:
@@ -243,7 +705,7 @@ class GCSRoot(BucketRoot):
         return str(generation)
 
     def _token(self, info: dict[str, Any]) -> str:
-        return str(info.get("generation", ""))
+        return _md5_hex(info.get("md5Hash")) or str(info.get("generation", ""))
 
     # -- BucketRoot hooks --------------------------------------------------------------
     async def _list_page(
@@ -266,7 +728,9 @@ class GCSRoot(BucketRoot):
         return str(obj["name"])
 
     def _info_of(self, rel: str, obj: dict[str, Any]) -> FileInfo:
-        return FileInfo(rel, int(obj.get("size") or 0), _mtime(obj), str(obj.get("generation", "")))
+        """The change token is the object's MD5 in hex, as on the obstore route (its
+        generation when GCS keeps no MD5: composite objects)."""
+        return FileInfo(rel, int(obj.get("size") or 0), _mtime(obj), self._token(obj))
 
     async def _head(self, key: str) -> dict[str, Any]:
         return await self._metadata(self.bucket, key)
@@ -309,3 +773,103 @@ class GCSRoot(BucketRoot):
                 return True
 
         return sum(await asyncio.gather(*(one(k) for k in keys)))
+
+
+class GCSObstoreRoot(ObstoreRoot, GCSRoot):
+    """The obstore route of :class:`GCSRoot` (GCS's XML API; see
+    :mod:`fsmemory.fs._obstore`). The constructor arguments are
+    :class:`~fsmemory.fs._obstore.ObstoreRoot`'s, ``store`` being an
+    ``obstore.store.GCSStore`` for the bucket.
+
+    The version token is the generation (``x-goog-generation``); compare-and-swap is
+    ``x-goog-if-generation-match``; the change token of listings and ``stat`` is the
+    ETag (the MD5 of the content) without quotes.
+    """
+
+    client: ClassVar[str] = "obstore"
+    put_options: ClassVar[Mapping[str, Any]] = {"use_multipart": False}
+
+    def _version(self, meta: Mapping[str, Any]) -> str:
+        """The generation of an object's metadata or of a write's result.
+
+        Raises:
+            BackendError: the reply carried none (a proxy dropped ``x-goog-generation``):
+                without it no compare-and-swap can follow.
+        """
+        version = meta.get("version")
+        if not version:
+            raise BackendError(f"{self.url}: GCS's reply carries no x-goog-generation")
+        return str(version)
+
+    def _update_mode(self, version: str) -> dict[str, str]:
+        """``x-goog-if-generation-match: <version>``."""
+        return {"version": version}
+
+    def _etag(self, meta: Mapping[str, Any]) -> str:
+        return str(meta.get("e_tag") or "").strip('"')
+
+    def _put(
+        self,
+        full: str,
+        path: str,
+        data: bytes,
+        if_version: str | None,
+        create: bool,
+        *,
+        marker: str | None = None,
+    ) -> str:
+        """One ``PUT`` (see :class:`~fsmemory.fs._obstore.ObstoreRoot`); a version that
+        is no generation (not a number) can never match."""
+        if if_version is not None and not (if_version.isascii() and if_version.isdigit()):
+            raise ConflictError(f"{path!r} has no version {if_version!r}")
+        return super()._put(full, path, data, if_version, create, marker=marker)
+
+    def _token(self, info: dict[str, Any]) -> str:
+        return self._etag(info)
+
+    def _info_of(self, rel: str, obj: dict[str, Any]) -> FileInfo:
+        """Size, mtime and the ETag (GCS's XML listing gives no generation obstore reads)."""
+        return FileInfo(rel, int(obj.get("size") or 0), _mtime(obj), self._etag(obj))
+
+    async def _delete_object(self, key: str) -> None:
+        """One ``DELETE`` (GCS answers 404 for a missing object)."""
+        import obstore
+
+        self._call(obstore.delete, key)
+
+    async def _delete_keys(self, keys: builtins.list[str]) -> int:
+        """One ``DELETE`` per object, several at a time (GCS's XML API has no batch
+        delete); objects already gone do not count."""
+        import obstore
+
+        def one(key: str) -> bool:
+            try:
+                self._call(obstore.delete, key)
+            except FileNotFoundError:
+                return False
+            return True
+
+        if len(keys) == 1:
+            return int(one(keys[0]))
+        with ThreadPoolExecutor(min(_DELETE_CONCURRENCY, len(keys))) as pool:
+            return sum(pool.map(one, keys))
+
+
+class _ForkedGcsfsRoot(GcsfsRoot):
+    """What a :class:`GCSObstoreRoot` becomes in a forked child (obstore's runtime does
+    not survive fork): the gcsfs route of the same URL and options, its filesystem
+    built on first use."""
+
+    _fs: Any
+    _fs_factory: Callable[[], Any]
+
+    @property  # type: ignore[override]
+    def fs(self) -> Any:
+        """The gcsfs filesystem, built on first use."""
+        if self._fs is None:
+            self._fs = self._fs_factory()
+        return self._fs
+
+    @fs.setter
+    def fs(self, value: Any) -> None:
+        self._fs = value

@@ -172,8 +172,15 @@ class FakeGCSService(Service):
         return _http_answers(f"{self.url}/storage/v1/b")
 
     def gcs_storage_options(self) -> dict[str, Any]:
-        """gcsfs ``storage_options`` for this endpoint (anonymous, a fixed project)."""
-        return {"endpoint_url": self.url, "token": "anon", "project": "fsmemory-test"}
+        """``storage_options`` for this endpoint (anonymous, a fixed project) on the gcsfs
+        route: fake-gcs-server answers only GCS's JSON API, not the XML API of the
+        obstore route."""
+        return {
+            "endpoint_url": self.url,
+            "token": "anon",
+            "project": "fsmemory-test",
+            "client": "gcsfs",
+        }
 
 
 def start_moto(

@@ -128,7 +128,7 @@ def test_s3_unreachable_endpoint_is_backend_error() -> None:
 
 @pytest.mark.parametrize(
     ("url", "modules", "extra"),
-    [("s3://bucket/x", ["s3fs"], "s3fs"), ("gs://bucket/x", ["gcsfs", "gcsfs.core"], "gcs")],
+    [("s3://bucket/x", ["s3fs"], "s3fs"), ("gs://bucket/x", ["gcsfs", "gcsfs.core"], "gcsfs")],
 )
 def test_missing_extra_names_the_install(
     monkeypatch: pytest.MonkeyPatch, url: str, modules: list[str], extra: str

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from fsmemory.fs import StorageRoot, open_root
+from fsmemory.fs.gcs import GCSRoot
 from fsmemory.fs.s3 import S3Root
 from fsmemory.testing.conformance import StorageRootTests
 
@@ -60,13 +61,27 @@ class TestS3Root(StorageRootTests):
 
 @pytest.mark.gcs
 class TestGCSRoot(StorageRootTests):
-    """GCS through gcsfs against fake-gcs-server."""
+    """GCS on both routes: obstore (the default for anonymous access to an endpoint)
+    through the XML relay in front of fake-gcs-server (``tests/test_fs/gcs_fake.py``),
+    and gcsfs (``client="gcsfs"``) on fake-gcs-server itself."""
 
     concurrency_ops = 10
 
-    @pytest.fixture
-    def root(self, gcs_root_url: str, gcs_storage_options: dict[str, Any]) -> StorageRoot:
-        return open_root(gcs_root_url, gcs_storage_options)
+    @pytest.fixture(params=["obstore", "gcsfs"])
+    def root(
+        self,
+        request: pytest.FixtureRequest,
+        gcs_root_url: str,
+        gcs_storage_options: dict[str, Any],
+    ) -> StorageRoot:
+        route = request.param
+        if route == "obstore":
+            options = request.getfixturevalue("gcs_obstore_storage_options")
+        else:
+            options = gcs_storage_options
+        root = open_root(gcs_root_url, options)
+        assert isinstance(root, GCSRoot) and root.client == route
+        return root
 
 
 @pytest.mark.azure

@@ -81,7 +81,7 @@ def test_without_redis() -> None:
 
 @pytest.mark.parametrize(
     ("module", "url", "extra"),
-    [("s3fs", "s3://bucket/agent", "s3fs"), ("gcsfs", "gs://bucket/agent", "gcs")],
+    [("s3fs", "s3://bucket/agent", "s3fs"), ("gcsfs", "gs://bucket/agent", "gcsfs")],
 )
 def test_without_an_object_store_client(module: str, url: str, extra: str) -> None:
     _run(

@@ -117,27 +117,38 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 class _ProgressBar:
-    """A one-line progress bar on a terminal stream (redrawn at most 10 times a second)."""
+    """A one-line progress bar on a terminal stream (redrawn at most 10 times a second,
+    and whenever the stage changes): the Parquet files that ``--compact`` merges (or a
+    rewrite replaces) first, then the source files read."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, *, compact: bool = False) -> None:
         self.stream = stream
         self.last = 0.0
         self.started = time.monotonic()
         self.drawn = False
+        self.stage = ""
+        self.rewrite_label = "merging small Parquet files" if compact else "rewriting Parquet files"
 
     def __call__(self, p: ExportProgress) -> None:
         now = time.monotonic()
-        if now - self.last < 0.1:
+        last_of_stage = p.stage == "rewrite" and p.parts_done == p.parts_total
+        if now - self.last < 0.1 and p.stage == self.stage and not last_of_stage:
             return
-        self.last = now
-        fraction = p.bytes_read / p.bytes_total if p.bytes_total else 0.0
+        if p.stage != self.stage:
+            self.started = now  # each stage's rate counts from its start
+        self.last, self.stage = now, p.stage
+        if p.stage == "rewrite":
+            fraction = p.parts_done / p.parts_total if p.parts_total else 1.0
+            detail = f"{self.rewrite_label}  {p.parts_done:,}/{p.parts_total:,} files"
+        else:
+            fraction = p.bytes_read / p.bytes_total if p.bytes_total else 0.0
+            rate = p.lines / max(now - self.started, 1e-9)
+            detail = f"{p.lines:,} lines  {p.files_done}/{p.files_total} files  {rate:,.0f} lines/s"
         fraction = min(1.0, max(0.0, fraction))
         width = 24
         filled = int(fraction * width)
-        rate = p.lines / max(now - self.started, 1e-9)
         self.stream.write(
-            f"\r[{'#' * filled}{'.' * (width - filled)}] {fraction:4.0%} "
-            f"{p.lines:,} lines  {p.files_done}/{p.files_total} files  {rate:,.0f} lines/s "
+            f"\r[{'#' * filled}{'.' * (width - filled)}] {fraction:4.0%} {detail} \x1b[K"
         )
         self.stream.flush()
         self.drawn = True
@@ -197,7 +208,7 @@ def run_export_command(args: argparse.Namespace) -> int:
 
     bar = None
     if not args.no_progress and sys.stderr.isatty():
-        bar = _ProgressBar(sys.stderr)
+        bar = _ProgressBar(sys.stderr, compact=args.compact)
     try:
         report = export_parquet(
             args.source,

@@ -31,7 +31,9 @@ class CorruptLine:
 @dataclass(frozen=True, slots=True)
 class ExportProgress:
     """A progress snapshot, passed to the ``progress`` callback of
-    :func:`~fsmemory.export.export_parquet` after every block of lines.
+    :func:`~fsmemory.export.export_parquet` after every block of lines, and (stage
+    ``"rewrite"``) after every Parquet file merged by ``compact`` or rewritten without a
+    re-exported source file's rows, which happens before the reading.
 
     Attributes:
         files_done: source files finished in this run.
@@ -40,6 +42,10 @@ class ExportProgress:
         bytes_read: source bytes read so far.
         bytes_total: source bytes this run reads in total (an estimate while files grow).
         rows: rows written so far.
+        stage: ``"read"`` (reading source files) or ``"rewrite"`` (merging or rewriting
+            Parquet files).
+        parts_done: Parquet files merged or rewritten so far.
+        parts_total: Parquet files this run merges or rewrites.
     """
 
     files_done: int
@@ -48,6 +54,9 @@ class ExportProgress:
     bytes_read: int
     bytes_total: int
     rows: int
+    stage: str = "read"
+    parts_done: int = 0
+    parts_total: int = 0
 
 
 @dataclass(frozen=True, slots=True)

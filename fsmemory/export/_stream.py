@@ -344,7 +344,8 @@ class Stream:
             states[key] = fresh
         plan.works.sort(key=lambda w: order(w.source))
         dropped = {(ledger.base_state(k).root, ledger.base_state(k).path) for k in plan.reexport}
-        for path in sorted(affected):
+        for done, path in enumerate(sorted(affected)):
+            self._rewrite_progress(len(plan.works), done, len(affected))
             info = base.parts.get(path)
             keepers = [k for k in holders.get(path, []) if k not in plan.reexport]
             for key in keepers:
@@ -365,7 +366,19 @@ class Stream:
                 self.pipe.submit(sinks[info.table].write, info.date, kept, keepers)
         for sink in sinks.values():
             self.pipe.submit(sink.finish_all)
+        self._rewrite_progress(len(plan.works), len(affected), len(affected))
         return affected
+
+    def _rewrite_progress(self, files: int, done: int, total: int) -> None:
+        progress = self.ctx.opts.progress
+        if progress is not None:
+            c = self.counters
+            rows = sum(c.rows.values())
+            progress(
+                ExportProgress(
+                    0, files, c.lines_read, c.bytes_read, 0, rows, "rewrite", done, total
+                )
+            )
 
     def _holders(self, base: Manifest, plan: Plan, affected: set[str]) -> dict[str, list[str]]:
         """The source files with rows in each ``affected`` part (their segments read)."""

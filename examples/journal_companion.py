@@ -25,6 +25,14 @@ OpenAI::
             model="gpt-4o", messages=assembly.to_openai(), tools=session.tools("openai"))
         return from_openai_response(r)                       # ModelResponse, ToolCall, Usage
 
+OpenAI, Responses API (the same ``from_openai_response`` reads its reply)::
+
+    async def chat_model(session, assembly):
+        r = client.responses.create(
+            model="gpt-4.1", input=assembly.to_openai_responses(),
+            tools=session.tools("responses"))
+        return from_openai_response(r)                       # ModelResponse, ToolCall, Usage
+
 Anthropic::
 
     from anthropic import Anthropic

@@ -91,7 +91,9 @@ class KnowledgeSession:
                 if a.halt: break                          # AlertPolicy saw a FATAL alert
                 reply = client.chat.completions.create(model=..., messages=a.to_openai(),
                                                        tools=session.tools("openai"))
-                events = from_openai_response(reply)
+                # or the Responses API: client.responses.create(model=...,
+                #     input=a.to_openai_responses(), tools=session.tools("responses"))
+                events = from_openai_response(reply)     # either reply type
                 await session.record(*events)
                 calls = [e for e in events if isinstance(e, ToolCall)]
                 if not calls: break

@@ -28,6 +28,7 @@ class SyncKnowledgeSession:
             with session.turn("hello"):
                 a = session.assemble()
                 reply = client.chat.completions.create(model=..., messages=a.to_openai())
+                # or: reply = client.responses.create(model=..., input=a.to_openai_responses())
                 session.record(*from_openai_response(reply))
 
     The coroutines run on an event loop private to this object, in the calling

@@ -392,3 +392,71 @@ def test_chat_completions_responses_still_convert() -> None:
     )
     assert [type(e) for e in events] == [ModelResponse, Usage]
     assert isinstance(events[1], Usage) and events[1].input_tokens == 3
+
+
+def test_a_session_loop_on_the_responses_api() -> None:
+    """A KnowledgeSession driven by Responses replies: the model's knowledge-tool call is
+    answered, every request is valid input and the call and its output reach the model
+    paired, and the event log keeps them."""
+    import asyncio
+
+    from openai.types.responses import FunctionToolParam, ResponseInputParam
+
+    from fsmemory.agent import ConversationPolicy, KnowledgeConfig, KnowledgeSession
+    from fsmemory.store import MemoryKnowledgeStore
+
+    requests: list[list[dict[str, Any]]] = []
+    replies = [
+        _response(
+            [
+                _call(
+                    "call_k1",
+                    "knowledge",
+                    '{"action": "write", "path": "/notes/tea.md", "content": "green\\n"}',
+                )
+            ]
+        ),
+        _response([_message("Noted: you like green tea.")]),
+    ]
+
+    def create(*, input: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Response:
+        pydantic.TypeAdapter(ResponseInputParam).validate_python(input, strict=True)
+        for tool in tools:
+            pydantic.TypeAdapter(FunctionToolParam).validate_python(tool)
+        requests.append(input)
+        return replies[len(requests) - 1]
+
+    async def main() -> list[Event]:
+        store = MemoryKnowledgeStore()
+        session = KnowledgeSession(KnowledgeConfig(store=store), policies=[ConversationPolicy()])
+        async with session:
+            await session.record(UserMessage("remember that I like green tea"))
+            while True:
+                a = await session.assemble()
+                events = from_openai_response(
+                    create(input=a.to_openai_responses(), tools=session.tools("responses"))
+                )
+                await session.record(*events)
+                calls = [e for e in events if isinstance(e, ToolCall)]
+                if not calls:
+                    break
+                for call in calls:
+                    result = await session.run_tool(call)
+                    assert result is not None
+                    await session.record(result)
+            await session.end_turn()
+        assert await store.read("/notes/tea.md") == "green\n"
+        return list(session.history)
+
+    history = asyncio.run(main())
+    second = requests[1]
+    kinds = [item.get("type") for item in second]
+    assert kinds[-2:] == ["function_call", "function_call_output"]
+    assert second[-2]["call_id"] == second[-1]["call_id"] == "call_k1"
+    assert not second[-1]["output"].startswith("Error")
+    assert [type(e) for e in history if e.conversational] == [
+        UserMessage,
+        ToolCall,
+        ToolResult,
+        ModelResponse,
+    ]

@@ -11,8 +11,8 @@ from langgraph.store.base import MatchCondition
 
 from fsmemory.errors import InvalidInputError
 from fsmemory.integrations._langgraph_files import Record
-from fsmemory.memory._rank import analyze
-from fsmemory.memory._rank import query_terms as _weighted_terms
+from fsmemory.memory.text import analyze
+from fsmemory.memory.text import query_terms as _weighted_terms
 
 __all__ = [
     "condition_holds",
@@ -77,7 +77,7 @@ def keyword_score(query_terms: Sequence[str], text: str) -> float:
     Each query term scores 1 when it is a word of ``text`` and 0.6 when it is the start
     of one (terms of 3+ characters); with several terms the whole phrase adds 0.5. The
     sum is divided by the best possible sum. Words come from
-    :func:`fsmemory.memory._rank.analyze`, the analyser of ``KnowledgeMemory.recall``
+    :func:`fsmemory.memory.text.analyze`, the analyser of ``KnowledgeMemory.recall``
     (stemmed words without stopwords).
 
     Args:

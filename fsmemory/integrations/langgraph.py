@@ -86,7 +86,7 @@ from fsmemory.errors import (
 )
 from fsmemory.fs import StorageRoot, open_root
 from fsmemory.fs.base import FileInfo
-from fsmemory.memory._rank import analyze, typed_words, words
+from fsmemory.memory.text import analyze, typed_words, words
 
 try:
     from langgraph.store.base import (

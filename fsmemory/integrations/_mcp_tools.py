@@ -24,7 +24,7 @@ from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from fsmemory.agent import KnowledgeTool
-from fsmemory.agent._functions import recall_text
+from fsmemory.agent.tools import recall_text
 from fsmemory.errors import FsMemoryError
 from fsmemory.integrations.mcp import DEFAULT_MAX_CONTEXT_CHARS, bound_context
 from fsmemory.memory import KnowledgeMemory, escape_line

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -443,6 +444,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _log_warnings_to_stderr() -> None:
+    """The command's own process shows fsmemory's warnings and errors on stderr, one line
+    each (``fsmemory: warning: skipping corrupt line ...``); a library call of
+    :func:`main` leaves the host's logging alone."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_LevelFormatter("fsmemory: %(levelname)s: %(message)s"))
+    handler.setLevel(logging.WARNING)
+    logger = logging.getLogger("fsmemory")
+    logger.addHandler(handler)
+    if logger.level == logging.NOTSET:
+        logger.setLevel(logging.WARNING)
+
+
+class _LevelFormatter(logging.Formatter):
+    """Level names in lower case and a record on one line (no traceback)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """``fsmemory: warning: message``."""
+        record.levelname = record.levelname.lower()
+        record.exc_info = record.exc_text = None
+        return " ".join(super().format(record).split())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     words = sys.argv[1:] if argv is None else list(argv)
@@ -450,6 +474,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(words)
     # Started as the command (no argv given): the process is the command's own.
     args.own_process = argv is None
+    if args.own_process:
+        _log_warnings_to_stderr()
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         return func(args)

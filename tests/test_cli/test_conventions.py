@@ -74,6 +74,23 @@ def test_the_package_logger_is_silent_until_the_host_configures_logging(tmp_path
     assert python("-c", code, cwd=tmp_path).stdout.strip() == "['NullHandler']"
 
 
+def test_the_command_shows_warnings_and_a_library_call_does_not(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    logs = tmp_path / "mem" / "logs"
+    logs.mkdir(parents=True)
+    good = '{"id":"a","timestamp":"2026-12-01T10:00:00.000000Z","category":"x","content":"ok"}'
+    (logs / "2026-12-01.jsonl").write_text(good + "\n{oops\n")
+    done = python("-m", "fsmemory", "--store", str(tmp_path / "mem"), "recall", "ok", cwd=tmp_path)
+    assert done.returncode == 0 and "[x] ok" in done.stdout
+    warnings = [line for line in done.stderr.splitlines() if line]
+    assert len(warnings) == 1 and warnings[0].startswith("fsmemory: warning: skipping corrupt line")
+    for cache in (tmp_path / "mem").glob(".fsmemory-cache*"):
+        cache.unlink()
+    code, out, err = cli(capsys, "--store", str(tmp_path / "mem"), "recall", "ok")
+    assert code == 0 and "[x] ok" in out and err == ""
+
+
 # -- --json on every command ---------------------------------------------------------------
 
 

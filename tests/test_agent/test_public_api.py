@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -185,3 +187,31 @@ def test_entry_points_import_without_a_warning() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         from fsmemory.agent import KnowledgeSession, to_openai_responses_input  # noqa: F401
+
+
+def _private_imports(path: Path) -> list[str]:
+    """Modules imported by ``path`` that are private modules of fsmemory.memory or
+    fsmemory.agent (``fsmemory.memory._rank``, ``fsmemory.agent._functions``, ...)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[:2] in (["fsmemory", "memory"], ["fsmemory", "agent"]) and any(
+                p.startswith("_") for p in parts[2:3]
+            ):
+                found.append(f"{path.name}:{node.lineno} {name}")
+    return found
+
+
+def test_integrations_import_no_private_module_of_memory_or_agent() -> None:
+    """Integrations are users of the library: they go through its public modules."""
+    package = Path(importlib.import_module("fsmemory.integrations").__file__ or "").parent
+    files = sorted(package.glob("*.py"))
+    assert len(files) >= 3
+    assert [hit for f in files for hit in _private_imports(f)] == []

@@ -143,6 +143,9 @@ class GCSXmlRelay:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # headers and body are written apart: without this, Nagle's algorithm and
+            # the client's delayed ACK hold every reply ~40 ms
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:
                 return

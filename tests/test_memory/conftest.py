@@ -15,7 +15,9 @@ BACKENDS = [
     "local",
     "memory",
     pytest.param("s3", marks=pytest.mark.s3),
-    pytest.param("gcs", marks=pytest.mark.gcs),
+    pytest.param("gcs", marks=pytest.mark.gcs),  # obstore (the XML relay)
+    # the gcsfs route: every suite of fs/ and store/ by default, this one in the slow run
+    pytest.param("gcs-gcsfs", marks=[pytest.mark.gcs, pytest.mark.slow]),
     pytest.param("azure", marks=pytest.mark.azure),
     # the adlfs route: every suite of fs/ and store/ by default, this one in the slow run
     pytest.param("azure-adlfs", marks=[pytest.mark.azure, pytest.mark.slow]),
@@ -47,10 +49,9 @@ def backend_location(
         return f"memory://{name}", {}
     if backend == "s3":
         return request.getfixturevalue("s3_root_url"), request.getfixturevalue("s3_storage_options")
-    if backend == "gcs":
-        return request.getfixturevalue("gcs_root_url"), request.getfixturevalue(
-            "gcs_storage_options"
-        )
+    if backend in ("gcs", "gcs-gcsfs"):
+        fixture = "gcs_obstore_storage_options" if backend == "gcs" else "gcs_storage_options"
+        return request.getfixturevalue("gcs_root_url"), request.getfixturevalue(fixture)
     if backend == "azure":
         return request.getfixturevalue("azure_root_url"), request.getfixturevalue(
             "azure_storage_options"

@@ -29,7 +29,7 @@ from fsmemory.memory._index import MemoryIndex, _Strings
 from fsmemory.memory._rank import BM25Index, top_accepted
 
 from .conftest import FakeClock, backend_location
-from .test_request_counts import REMOTE
+from .test_request_counts import CACHE_WITH_LISTING, REMOTE
 
 Make = Callable[..., KnowledgeMemory]
 
@@ -440,9 +440,9 @@ def test_a_cached_cold_open_is_a_listing_and_one_get(
 def test_a_cached_cold_open_sends_the_cache_get_with_the_listing(
     request: pytest.FixtureRequest, backend: str, tmp_path: Path
 ) -> None:
-    """On S3 both requests are sent together (one round trip), not through the
-    sequential cache read; elsewhere the cache is read after the listing. Either way: a
-    listing and one GET."""
+    """On S3 and GCS (obstore) both requests are sent together (one round trip), not
+    through the sequential cache read; elsewhere the cache is read after the listing.
+    Either way: a listing and one GET."""
     url, options = backend_location(request, backend, tmp_path)
     _seed(KnowledgeMemory(url, storage_options=options), n=500)
     KnowledgeMemory(url, storage_options=options).recall("tea")
@@ -460,7 +460,7 @@ def test_a_cached_cold_open_sends_the_cache_get_with_the_listing(
         observers.append(lambda operation, key: events.append(f"{operation} {key}"))
     fresh.recall("python deploy")
     assert fresh._cache_loaded
-    if backend == "s3":  # sent together (tests/test_fs/test_s3_routes.py sees the pair)
+    if backend in CACHE_WITH_LISTING:  # sent together (test_s3_routes.py sees the pair)
         assert sorted(e.split()[0] for e in events) == ["get", "list"], events
         assert any(e.endswith("/.fsmemory-cache.index") for e in events), events
     else:

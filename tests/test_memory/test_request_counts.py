@@ -14,8 +14,12 @@ from .conftest import backend_location
 REMOTE = [
     pytest.param("s3", marks=pytest.mark.s3),
     pytest.param("gcs", marks=pytest.mark.gcs),
+    pytest.param("gcs-gcsfs", marks=[pytest.mark.gcs, pytest.mark.slow]),
     pytest.param("redis", marks=pytest.mark.redis),
 ]
+#: the backends whose root sends the index cache's GET together with the listing
+#: (the obstore routes)
+CACHE_WITH_LISTING = ("s3", "gcs")
 
 
 @pytest.mark.parametrize("backend", REMOTE)
@@ -69,9 +73,9 @@ def test_a_cold_open_costs_one_listing_and_one_get_per_file(
     with count_requests(fresh.root) as c:
         assert fresh.recall("fact 5")[0].content == "fact 5"
     listing = 2 if backend == "redis" else 1
-    # On S3 the index cache's GET travels with the listing (it answers 404 here: a
-    # memory this small never writes one); elsewhere it is read only after a listing
-    # shows a memory large enough to have one.
+    # On S3 and GCS (obstore) the index cache's GET travels with the listing (it
+    # answers 404 here: a memory this small never writes one); elsewhere it is read
+    # only after a listing shows a memory large enough to have one.
     probe = [call for call in c.calls if call.endswith("/.fsmemory-cache.index")]
-    assert len(probe) == (1 if backend == "s3" else 0), c.calls
+    assert len(probe) == (1 if backend in CACHE_WITH_LISTING else 0), c.calls
     assert len(c) == listing + files + len(probe), c.calls

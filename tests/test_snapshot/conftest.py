@@ -15,7 +15,9 @@ BACKENDS = [
     "local",
     "memory",
     pytest.param("s3", marks=pytest.mark.s3),
-    pytest.param("gcs", marks=pytest.mark.gcs),
+    pytest.param("gcs", marks=pytest.mark.gcs),  # obstore (the XML relay)
+    # the gcsfs route: every suite of fs/ and store/ by default, this one in the slow run
+    pytest.param("gcs-gcsfs", marks=[pytest.mark.gcs, pytest.mark.slow]),
     pytest.param("azure", marks=pytest.mark.azure),
     # the adlfs route: every suite of fs/ and store/ by default, this one in the slow run
     pytest.param("azure-adlfs", marks=[pytest.mark.azure, pytest.mark.slow]),
@@ -45,9 +47,10 @@ def make_spec(request: pytest.FixtureRequest, kind: str, tmp_path: Any) -> Spec:
     if kind == "s3":
         url = request.getfixturevalue("s3_root_url")
         return kind, f"{url}/{name}.snapshot", request.getfixturevalue("s3_storage_options")
-    if kind == "gcs":
+    if kind in ("gcs", "gcs-gcsfs"):
         url = request.getfixturevalue("gcs_root_url")
-        return kind, f"{url}/{name}.snapshot", request.getfixturevalue("gcs_storage_options")
+        fixture = "gcs_obstore_storage_options" if kind == "gcs" else "gcs_storage_options"
+        return kind, f"{url}/{name}.snapshot", request.getfixturevalue(fixture)
     if kind in ("azure", "azure-adlfs"):
         url = request.getfixturevalue("azure_root_url")
         fixture = "azure_storage_options" if kind == "azure" else "azure_adlfs_storage_options"

@@ -125,7 +125,24 @@ class TestS3Store(KnowledgeStoreTests):
 
 @pytest.mark.gcs
 class TestGcsStore(KnowledgeStoreTests):
-    """GCS (fake-gcs-server)."""
+    """GCS through obstore (the XML relay in front of fake-gcs-server): appends and CAS
+    through generation-conditional PUTs."""
+
+    appenders = 4
+    appends_each = 5
+
+    @pytest.fixture
+    def store(
+        self, gcs_root_url: str, gcs_obstore_storage_options: dict[str, Any]
+    ) -> FsspecKnowledgeStore:
+        return FsspecKnowledgeStore(
+            gcs_root_url, poll_interval=0.2, storage_options=gcs_obstore_storage_options
+        )
+
+
+@pytest.mark.gcs
+class TestGcsStoreThroughGcsfs(KnowledgeStoreTests):
+    """GCS through gcsfs (fake-gcs-server): CAS through ``ifGenerationMatch``."""
 
     appenders = 4
     appends_each = 5

@@ -186,29 +186,19 @@ def run_export_command(args: argparse.Namespace) -> int:
     _prepare_process(own_process=getattr(args, "own_process", False))
     from fsmemory.export import export_parquet
 
-    # `fsmemory -o KEY=VALUE export ...` (the command's global option) counts too.
-    global_options = getattr(args, "storage_option", None) or []
     try:
-        source_options = parse_storage_options(
-            [*global_options, *getattr(args, "export_storage_option", [])]
-        )
-        dest_items = getattr(args, "export_dest_storage_option", [])
-        dest_options = parse_storage_options(dest_items) if dest_items else None
+        source_options, dest_options = _export_storage_options(args)
     except ValueError as exc:
         print(f"fsmemory export: {exc}", file=sys.stderr)
         return 2
-    if args.shard is not None and (args.full or args.compact):
-        flag = "--full" if args.full else "--compact"
-        print(f"fsmemory export: {flag} cannot be combined with --shard", file=sys.stderr)
+    problem = _argument_problem(args)
+    if problem is not None:
+        print(f"fsmemory export: {problem}", file=sys.stderr)
         return 2
-    if args.concurrency < 1:
-        print("fsmemory export: --concurrency must be at least 1", file=sys.stderr)
-        return 2
-    from fsmemory.export import NeedsFullExport
-
     bar = None
     if not args.no_progress and sys.stderr.isatty():
         bar = _ProgressBar(sys.stderr, compact=args.compact)
+    failure: tuple[str, int] | None = None
     try:
         report = export_parquet(
             args.source,
@@ -225,30 +215,54 @@ def run_export_command(args: argparse.Namespace) -> int:
             compact=args.compact,
             concurrency=args.concurrency,
         )
-    except NeedsFullExport as exc:
-        if bar is not None:
-            bar.close()
-        print(f"fsmemory export: {exc.problem}; rebuild it with --full", file=sys.stderr)
-        return 2
-    except MissingDependencyError as exc:
-        if bar is not None:
-            bar.close()
-        print(f"fsmemory export: {exc}", file=sys.stderr)
-        return 1
-    except (ValueError, ImportError) as exc:
-        if bar is not None:
-            bar.close()
-        print(f"fsmemory export: {exc}", file=sys.stderr)
-        return 2
-    except (FsMemoryError, OSError) as exc:
-        if bar is not None:
-            bar.close()
-        print(f"fsmemory export failed: {exc}", file=sys.stderr)
-        return 1
+    except (ValueError, ImportError, FsMemoryError, OSError) as exc:
+        failure = _failure(exc)
     if bar is not None:
         bar.close()
+    if failure is not None:
+        message, code = failure
+        print(message, file=sys.stderr)
+        return code
     if args.json:
         print(_jsonutil.dumps(report.to_dict(), indent=True).decode())
     else:
         print(report.summary())
     return 0
+
+
+def _export_storage_options(
+    args: argparse.Namespace,
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The source's storage options (the command's global ``-o`` ones count too) and the
+    destination's (None: the source's apply).
+
+    Raises:
+        ValueError: an option is not ``KEY=VALUE``.
+    """
+    global_options = getattr(args, "storage_option", None) or []
+    source = parse_storage_options([*global_options, *getattr(args, "export_storage_option", [])])
+    dest_items = getattr(args, "export_dest_storage_option", [])
+    return source, (parse_storage_options(dest_items) if dest_items else None)
+
+
+def _argument_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with a combination of flags (None: nothing)."""
+    if args.shard is not None and (args.full or args.compact):
+        flag = "--full" if args.full else "--compact"
+        return f"{flag} cannot be combined with --shard"
+    if args.concurrency < 1:
+        return "--concurrency must be at least 1"
+    return None
+
+
+def _failure(exc: Exception) -> tuple[str, int]:
+    """The message and exit code of an export that raised ``exc``."""
+    from fsmemory.export import NeedsFullExport
+
+    if isinstance(exc, NeedsFullExport):
+        return f"fsmemory export: {exc.problem}; rebuild it with --full", 2
+    if isinstance(exc, MissingDependencyError):
+        return f"fsmemory export: {exc}", 1
+    if isinstance(exc, ValueError | ImportError):
+        return f"fsmemory export: {exc}", 2
+    return f"fsmemory export failed: {exc}", 1

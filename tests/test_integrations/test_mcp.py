@@ -246,6 +246,131 @@ def test_the_server_uses_fsmemory_store(tmp_path: Path) -> None:
     assert not (tmp_path / "agent_memory").exists()
 
 
+def _raw_session(store: Path, tmp_path: Path, protocol: str) -> dict[int, dict[str, Any]]:
+    """Initialise the server with ``protocol`` as a client of another SDK would, without
+    any SDK, and call two tools, one request at a time; returns the replies by id."""
+    requests: list[dict[str, Any]] = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": protocol,
+                "capabilities": {},
+                "clientInfo": {"name": "other-sdk", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "remember", "arguments": {"content": f"Said in {protocol}"}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "tools/call",
+            "params": {"name": "remember", "arguments": {"content": "x", "persistent": "yes"}},
+        },
+    ]
+    replies: dict[int, dict[str, Any]] = {}
+    with open(tmp_path / "raw-stderr.log", "wb") as errlog:
+        proc = subprocess.Popen(
+            [*_command(), "--store", str(store), "mcp"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errlog,
+            cwd=tmp_path,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            for request in requests:
+                proc.stdin.write(json.dumps(request).encode() + b"\n")
+                proc.stdin.flush()
+                while "id" in request and request["id"] not in replies:
+                    line = proc.stdout.readline()
+                    assert line, "the server closed its output"
+                    message = json.loads(line)
+                    if "id" in message:
+                        replies[message["id"]] = message
+        finally:
+            proc.stdin.close()
+            proc.wait(timeout=30)
+    return replies
+
+
+@pytest.mark.parametrize("protocol", ["2024-11-05", "2025-11-25"])  # oldest, newest of 1.x
+def test_clients_of_the_1_x_sdk_line_are_served(tmp_path: Path, protocol: str) -> None:
+    """The protocol versions an ``mcp<2`` client (langchain-mcp-adapters, say) announces
+    are accepted: the server can run in an environment of its own."""
+    store = tmp_path / "mem"
+    replies = _raw_session(store, tmp_path, protocol)
+    assert replies[1]["result"]["protocolVersion"] == protocol
+    names = {tool["name"] for tool in replies[2]["result"]["tools"]}
+    assert names == {"remember", "recall", "forget", "context"}
+    assert not replies[3]["result"].get("isError"), replies[3]
+    assert replies[4]["result"]["isError"] and "persistent" in json.dumps(replies[4])
+    assert [e.content for e in KnowledgeMemory(str(store)).entries()] == [f"Said in {protocol}"]
+
+
+MCP1_CLIENT = """\
+import asyncio, json, sys
+import mcp
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+async def main():
+    command, *args = json.loads(sys.argv[1])
+    params = StdioServerParameters(command=command, args=args)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        out = {"tools": sorted(t.name for t in (await session.list_tools()).tools)}
+        saved = await session.call_tool("remember", {"content": "From an SDK 1 client", "persistent": True})
+        refused = await session.call_tool("remember", {"content": "x", "persistent": "yes"})
+        found = await session.call_tool("recall", {"query": "client"})
+        out["saved"] = [saved.isError, saved.content[0].text]
+        out["refused"] = [refused.isError, refused.content[0].text]
+        out["found"] = found.content[0].text
+    print(json.dumps(out))
+
+asyncio.run(main())
+"""
+
+
+def test_an_sdk_1_x_client_drives_the_server(tmp_path: Path) -> None:
+    """The setup the README recommends next to langchain-mcp-adapters: the client's
+    environment has ``mcp<2``, the server runs from its own environment. Runs when
+    ``FSMEMORY_TEST_MCP1_PYTHON`` names a Python with ``mcp<2`` installed."""
+    python = os.environ.get("FSMEMORY_TEST_MCP1_PYTHON")
+    if not python:
+        pytest.skip("FSMEMORY_TEST_MCP1_PYTHON is not set (a Python with mcp<2)")
+    line = subprocess.run(
+        [python, "-c", "import importlib.metadata as m; print(m.version('mcp'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert line.startswith("1."), f"{python} has mcp {line}, not an SDK 1.x"
+    store = tmp_path / "mem"
+    server = [*_command(), "--store", str(store), "mcp"]
+    done = subprocess.run(
+        [python, "-c", MCP1_CLIENT, json.dumps(server)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["tools"] == ["context", "forget", "recall", "remember"]
+    assert out["saved"][0] is False and "long-term memory" in out["saved"][1]
+    assert out["refused"][0] is True and "persistent" in out["refused"][1]
+    assert "From an SDK 1 client" in out["found"]
+    assert [e.content for e in KnowledgeMemory(str(store)).entries()] == ["From an SDK 1 client"]
+
+
 def test_flags_after_the_subcommand_defang_dedupe_and_knowledge(tmp_path: Path) -> None:
     store = tmp_path / "mem"
     KnowledgeMemory(str(store)).remember("A persistent fact", "general", True)

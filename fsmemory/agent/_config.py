@@ -16,7 +16,7 @@ from fsmemory.store import FsspecKnowledgeStore, KnowledgeStore
 __all__ = ["KnowledgeConfig"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class KnowledgeConfig:
     """The knowledge bundle of a :class:`~fsmemory.agent.KnowledgeSession`.
 
@@ -59,6 +59,35 @@ class KnowledgeConfig:
     aggregate_trigger: AggregateTrigger | None = None
     bootstrap: StoreBootstrap | None = None
     storage_options: Mapping[str, Any] | None = None
+
+    def __init__(
+        self,
+        store: KnowledgeStore | str | os.PathLike[str],
+        expose_tool: bool = True,
+        write_event_log: bool = True,
+        compact: CompactStrategy | None = None,
+        compact_trigger: CompactTrigger | None = None,
+        aggregate: AggregateStrategy | None = None,
+        aggregate_trigger: AggregateTrigger | None = None,
+        bootstrap: StoreBootstrap | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        # Written out (not generated) so that a URL or folder is a valid ``store`` for
+        # type checkers too; ``self.store`` is always the opened KnowledgeStore.
+        values = {
+            "store": store,
+            "expose_tool": expose_tool,
+            "write_event_log": write_event_log,
+            "compact": compact,
+            "compact_trigger": compact_trigger,
+            "aggregate": aggregate,
+            "aggregate_trigger": aggregate_trigger,
+            "bootstrap": bootstrap,
+            "storage_options": storage_options,
+        }
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         store: object = self.store

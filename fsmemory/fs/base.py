@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import builtins
 import hashlib
-import random
 import re
 import time
 from abc import ABC, abstractmethod
@@ -96,6 +95,11 @@ class Capabilities:
     local_io: bool = False
 
 
+#: the storage-option key under which a :class:`~fsmemory.fs.RetryPolicy` (or a dict of
+#: its fields) can be passed to :func:`fsmemory.fs.open_root` for S3, GCS and Redis roots;
+#: every root accepts it
+OPTION_KEY = "retry"
+
 _CACHE_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 
 
@@ -115,9 +119,9 @@ def check_options(kind: str, options: Mapping[str, Any], known: Iterable[str]) -
     Raises:
         InvalidInputError: ``options`` holds a key outside ``known`` and ``retry``.
     """
-    from fsmemory.fs.retry import OPTION_KEY, RetryPolicy
-
     if OPTION_KEY in options:
+        from fsmemory.fs.retry import RetryPolicy
+
         RetryPolicy.from_value(options[OPTION_KEY])
     allowed = {*known, OPTION_KEY}
     unknown = sorted(set(options) - allowed)
@@ -375,6 +379,8 @@ class StorageRoot(ABC):
                     self.write(path, new, if_version=current.version)
                 return new
             except ConflictError:
+                import random  # only on a conflict
+
                 time.sleep(delay * (0.5 + random.random()))
                 delay = min(delay * 2, 0.25)
         raise ConflictError(f"gave up updating {path!r} after {attempts} conflicting attempts")

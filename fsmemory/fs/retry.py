@@ -60,6 +60,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from fsmemory.errors import BackendError, ConflictError, InvalidInputError, KeyNotFoundError
+from fsmemory.fs.base import OPTION_KEY
 from fsmemory.fs.errors import is_transient
 
 __all__ = [
@@ -75,10 +76,6 @@ logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 _P = ParamSpec("_P")
-
-#: the storage-option key under which a :class:`RetryPolicy` (or a dict of its fields)
-#: can be passed to :func:`fsmemory.fs.open_root` for S3, GCS and Redis roots
-OPTION_KEY = "retry"
 
 _state = threading.local()
 

@@ -77,6 +77,16 @@ _PERSISTENT, _DEAD, _HIDDEN, _NEVER = PERSISTENT, DEAD, HIDDEN, NEVER
 _ROW_EPOCHS = itertools.count()
 
 
+def _numpy() -> Any:
+    """NumPy for a search heavy enough to add its scores up in arrays (None when it is
+    not installed: the search stays in Python)."""
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy
+
+
 class MemoryIndex(Claims, Feeding, IndexState):
     """Entries, search postings, and parse cursors for one memory root."""
 
@@ -117,6 +127,8 @@ class MemoryIndex(Claims, Feeding, IndexState):
         self._ranker: BM25Index | None = None  # built on the first search
         self._unranked: list[int] = []
         self._evict_heap: list[tuple[float, int, str, int]] | None = None
+        self._order: list[int] | None = None  # rows by priority (priority_order)
+        self._order_epoch = 0
         self._content_counts: dict[str, int] | None = None
         # Corrupt lines skipped, per log: a log dropped or read again takes its own along.
         self._corrupt: dict[str, int] = {}
@@ -527,7 +539,9 @@ class MemoryIndex(Claims, Feeding, IndexState):
         terms = query_terms(query, stem_of)
         if not terms:
             accept = self._row_acceptor(category, us_of(now))
-            typed = top_accepted(self.typed_word_scores(query), limit, accept, self._row_priority)
+            order = self.priority_order()
+            scores = self.typed_word_scores(query)
+            typed = top_accepted(scores, limit, accept, self._row_priority, order)
             return [self._entry(row) for _, row in typed]
         pairs = term_pairs(analyze(query, stem_of))
         for _attempt in range(2):  # again when a loaded ranker turned out damaged
@@ -538,6 +552,8 @@ class MemoryIndex(Claims, Feeding, IndexState):
                 self._row_acceptor(category, us_of(now)),
                 self._row_priority,
                 pairs,
+                self.priority_order(),
+                _numpy,
             )
             if not ranker.damaged:
                 break
@@ -654,14 +670,39 @@ class MemoryIndex(Claims, Feeding, IndexState):
     def most_important(
         self, limit: int, category: str | None, now: datetime
     ) -> list[KnowledgeEntry]:
-        """Live entries ranked by importance, then recency."""
+        """Live entries ranked by importance, then recency (then id): the first
+        ``limit`` live ones of :meth:`priority_order` from its end."""
         now_us = us_of(now)
-        candidates = (
-            (self._importance[row], self._created[row], self._ids[row], row)
-            for row in range(len(self._ids))
-            if (category is None or self._cats[row] == category) and self._live_row(row, now_us)
-        )
-        return [self._entry(c[3]) for c in heapq.nlargest(limit, candidates)]
+        cats = self._cats
+        found: list[KnowledgeEntry] = []
+        if limit <= 0:
+            return found
+        for row in reversed(self.priority_order()):
+            if (category is None or cats[row] == category) and self._live_row(row, now_us):
+                found.append(self._entry(row))
+                if len(found) == limit:
+                    break
+        return found
+
+    def priority_order(self) -> list[int]:
+        """Every row in ascending :meth:`row_priority` (importance, creation time, id;
+        equal ones by row), removed rows included: built on first use (three sorts
+        with C-level keys), then extended as rows are added (a row's priority never
+        changes; a reset starts it again)."""
+        order = self._order
+        if order is None or self._order_epoch != self.row_epoch:
+            ids, created, importance = self._ids, self._created, self._importance
+            order = sorted(range(len(ids)), key=ids.__getitem__)
+            order.sort(key=created.__getitem__)
+            order.sort(key=importance.__getitem__)
+            self._order, self._order_epoch = order, self.row_epoch
+        elif len(order) < len(self._ids):
+            for row in range(len(order), len(self._ids)):
+                bisect.insort(order, row, key=self._row_order_key)
+        return order
+
+    def _row_order_key(self, row: int) -> tuple[float, int, str]:
+        return (self._importance[row], self._created[row], self._ids[row])
 
     # -- persisted form (the index cache, see fsmemory.memory._index_cache) --------------
     @property

@@ -23,6 +23,7 @@ sunris``) adds a fixed bonus, so phrases rank above scattered words.
 from __future__ import annotations
 
 import bisect
+import heapq
 import itertools
 import math
 import operator
@@ -30,6 +31,7 @@ import re
 from array import array
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 from fsmemory.memory._analysis import (
@@ -65,6 +67,14 @@ _MIN_PREFIX = 4
 _PREFIX_WEIGHT = 0.5
 # Bonus per query term pair found side by side in an entry.
 _PAIR_BONUS = 0.5
+#: postings a query may hold in all and still be scored whole (no pruning)
+_SMALL = 4096
+#: postings :meth:`BM25Index.search` walks in Python before NumPy (when given) adds
+#: up the scores instead
+_BUDGET = 64_000
+#: margin below which a score bound clearly cannot reach another score (scores are
+#: compared rounded to nine decimals)
+_EPS = 1e-8
 
 
 def typed_word_scores(
@@ -476,6 +486,47 @@ class BM25Index:
     def _idf(self, df: int) -> float:
         return math.log(1.0 + (self._n_docs - df + 0.5) / (df + 0.5))
 
+    def _entries(self, query: Mapping[str, float]) -> list[tuple[int, float, float]]:
+        """``(term id, weight, upper bound)`` of every indexed term standing in for a
+        query term, highest upper bound first (equal bounds in query order).
+
+        The weight is the term's part of the score per unit of ``tf / (tf + norm)``;
+        the upper bound, the most it adds to any document. Every scorer adds the terms'
+        parts in this order (then the pair bonuses), so a score is the same float
+        whichever way it was reached.
+        """
+        k1p, base, per_len = self._norms()
+        found: list[tuple[int, float, float]] = []
+        for term, weight in query.items():
+            for tid, factor in self._expand(term):
+                w = weight * factor * self._idf(self._df[tid]) * k1p
+                top = self._max_tf[tid] or 1
+                found.append((tid, w, w * top / (top + base + per_len * self._min_length)))
+        found.sort(key=lambda entry: -entry[2])  # stable: equal bounds keep query order
+        return found
+
+    def _pair_tids(self, pairs: Collection[tuple[str, str]]) -> list[tuple[int, int]]:
+        """The term ids of the pairs whose both terms are indexed (in sorted order, so
+        bonuses are added in the same order in every process)."""
+        found: list[tuple[int, int]] = []
+        for first, second in sorted(pairs):
+            a, b = self._live_tid(first), self._live_tid(second)
+            if a is not None and b is not None:
+                found.append((a, b))
+        return found
+
+    def _add_postings(self, acc: dict[int, float], tid: int, w: float) -> None:
+        """Add term ``tid``'s part to every live document holding it."""
+        _, base, per_len = self._norms()
+        get = acc.get
+        if per_len:
+            lengths = self._length
+            for key, tf in self._posting(tid):
+                acc[key] = get(key, 0.0) + w * tf / (tf + base + per_len * lengths[key])
+        else:
+            for key, tf in self._posting(tid):
+                acc[key] = get(key, 0.0) + w * tf / (tf + base)
+
     def scores(
         self, query: Mapping[str, float], pairs: Collection[tuple[str, str]] = ()
     ) -> dict[int, float]:
@@ -488,50 +539,42 @@ class BM25Index:
         """
         if not self._n_docs:
             return {}
-        k1p, base, per_len = self._norms()
-        lengths = self._length
         acc: dict[int, float] = {}
-        get = acc.get
-        for term, weight in query.items():
-            for tid, factor in self._expand(term):
-                w = weight * factor * self._idf(self._df[tid]) * k1p
-                if per_len:
-                    for key, tf in self._posting(tid):
-                        acc[key] = get(key, 0.0) + w * tf / (tf + base + per_len * lengths[key])
-                else:
-                    for key, tf in self._posting(tid):
-                        acc[key] = get(key, 0.0) + w * tf / (tf + base)
-        self._add_pair_bonus(acc, pairs, None)
+        for tid, w, _ in self._entries(query):
+            self._add_postings(acc, tid, w)
+        self._add_pair_bonus(acc, self._pair_tids(pairs))
         return acc
 
     def score_array(
         self, np: Any, query: Mapping[str, float], pairs: Collection[tuple[str, str]] = ()
     ) -> Any:
         """:meth:`scores` as a NumPy float64 array indexed by key (0 for keys matching
-        no term, removed ones included), computed a posting list at a time.
+        no term, removed ones included), computed a posting list at a time; each score
+        is the same float as :meth:`scores` gives.
 
         ``np`` is the NumPy module: this module never imports it, so only a caller that
         already uses NumPy (hybrid recall) pays for it.
         """
+        if not self._n_docs:
+            return np.zeros(len(self._alive), dtype=np.float64)
+        return self._entry_array(np, self._entries(query), self._pair_tids(pairs))
+
+    def _entry_array(
+        self, np: Any, entries: Sequence[tuple[int, float, float]], pairs: Sequence[tuple[int, int]]
+    ) -> Any:
+        """The scores of :meth:`score_array` from :meth:`_entries` and :meth:`_pair_tids`."""
         n_keys = len(self._alive)
         out = np.zeros(n_keys, dtype=np.float64)
-        if not self._n_docs:
-            return out
-        k1p, base, per_len = self._norms()
+        _, base, per_len = self._norms()
         alive = np.array(self._alive, dtype=np.bool_)
         lengths = np.array(self._length, dtype=np.float64) if per_len else None
-        for term, weight in query.items():
-            for tid, factor in self._expand(term):
-                keys, tf = self._posting_arrays(np, tid, alive)
-                w = weight * factor * self._idf(self._df[tid]) * k1p
-                norm = tf + base
-                if lengths is not None:
-                    norm += per_len * lengths[keys]
-                out += np.bincount(keys, weights=w * tf / norm, minlength=n_keys)
-        for first, second in pairs:
-            a, b = self._live_tid(first), self._live_tid(second)
-            if a is None or b is None:
-                continue
+        for tid, w, _ in entries:
+            keys, tf = self._posting_arrays(np, tid, alive)
+            norm = tf + base
+            if lengths is not None:
+                norm += per_len * lengths[keys]
+            out += np.bincount(keys, weights=w * tf / norm, minlength=n_keys)
+        for a, b in pairs:
             both = np.intersect1d(
                 self._posting_arrays(np, a, alive)[0], self._posting_arrays(np, b, alive)[0]
             )
@@ -571,27 +614,19 @@ class BM25Index:
         del seq  # a live view would stop the array from growing
         return keys[np.unique(which[found])]
 
-    def _add_pair_bonus(
-        self, acc: dict[int, float], pairs: Collection[tuple[str, str]], among: set[int] | None
-    ) -> None:
-        """Add the pair bonus to the documents of ``acc`` holding a pair side by side
-        (only those in ``among`` when given: they hold every query term)."""
+    def _add_pair_bonus(self, acc: dict[int, float], pairs: Sequence[tuple[int, int]]) -> None:
+        """Add the pair bonus to the documents of ``acc`` holding a pair side by side."""
         seq, start, length = self._seq, self._start, self._length
-        for first, second in pairs:
-            a = self._live_tid(first)
-            b = self._live_tid(second)
-            if a is None or b is None:
-                continue
-            if among is not None:
-                both: Iterable[int] = among
-            else:
-                both = {key for key, _ in self._posting(a)}.intersection(
-                    key for key, _ in self._posting(b)
-                )
+        for a, b in pairs:
+            rows_a, rows_b = self._post(a)[0], self._post(b)[0]
+            if len(rows_a) > len(rows_b):
+                rows_a, rows_b = rows_b, rows_a
+            both = set(rows_a).intersection(rows_b)
             for key in both:
-                at = start[key]
-                if _side_by_side(seq[at : at + length[key]], a, b):
-                    acc[key] += _PAIR_BONUS
+                if key in acc:  # live (a removed document has no score)
+                    at = start[key]
+                    if _side_by_side(seq[at : at + length[key]], a, b):
+                        acc[key] += _PAIR_BONUS
 
     def search(
         self,
@@ -600,69 +635,151 @@ class BM25Index:
         accept: Callable[[int], bool],
         priority: Callable[[int], tuple[Any, ...]],
         pairs: Collection[tuple[str, str]] = (),
+        order: Sequence[int] | None = None,
+        numpy: Callable[[], Any] | None = None,
     ) -> list[tuple[float, int]]:
-        """The best ``limit`` accepted documents as ``(score, key)``, best first.
+        """The best ``limit`` accepted documents as ``(score, key)``, best first: the
+        first ``limit`` accepted keys of :meth:`scores` by :func:`top_accepted`, without
+        scoring what cannot reach them.
 
         Equal scores (to nine decimals) are ordered by ``priority(key)``, higher first
-        (e.g. importance, then recency). When enough accepted documents hold every
-        query term and no document missing one can reach them, only those are scored.
-        """
-        found = self._search_all_terms(query, limit, accept, priority, pairs)
-        if found is not None:
-            return found
-        return top_accepted(self.scores(query, pairs), limit, accept, priority)
+        (e.g. importance, then recency); ``order`` (every key in ascending priority)
+        lets a large group of equal scores be walked instead of sorted.
 
-    def _search_all_terms(
+        Terms are taken highest upper bound first (MaxScore, as Lucene and tantivy
+        prune): once the documents scored so far hold ``limit`` accepted ones that no
+        document missing every term taken can reach, the remaining terms only complete
+        the scores of documents that still can, read from each document's own term
+        sequence (a word in every entry costs a lookup per candidate, not a pass over
+        its postings). When that would still walk more than :data:`_BUDGET` postings
+        and ``numpy`` gives the NumPy module (None when it is not installed), the scores
+        are added up a posting list at a time in NumPy (:meth:`score_array`, the same
+        floats): it is imported only then.
+        """
+        if not self._n_docs or limit <= 0:
+            return []
+        entries = self._entries(query)
+        tids = self._pair_tids(pairs)
+        if sum(self._df[tid] for tid, _, _ in entries) <= _SMALL:
+            acc: dict[int, float] = {}
+            for tid, w, _ in entries:
+                self._add_postings(acc, tid, w)
+            self._add_pair_bonus(acc, tids)
+            return top_accepted(acc, limit, accept, priority, order)
+        np = numpy() if numpy is not None and self._walks(entries, tids) > _BUDGET else None
+        if np is not None:
+            return self._top_of_array(
+                self._entry_array(np, entries, tids), np, limit, accept, priority, order
+            )
+        scored = self._max_score(entries, tids, limit, accept)
+        return top_accepted(scored, limit, accept, priority, order)
+
+    def _bounds(
+        self, entries: Sequence[tuple[int, float, float]], pairs: Sequence[tuple[int, int]]
+    ) -> list[float]:
+        """``bounds[j]``: the most a document holding none of the first ``j`` entries'
+        terms can score (the rest's upper bounds, and the bonus of each pair both of
+        whose terms are among the rest)."""
+        bounds = [0.0] * (len(entries) + 1)
+        taken: set[int] = set()
+        for j in range(len(entries) + 1):
+            rest = sum(ub for _, _, ub in entries[j:])
+            open_pairs = sum(1 for a, b in pairs if a not in taken and b not in taken)
+            bounds[j] = rest + _PAIR_BONUS * open_pairs
+            if j < len(entries):
+                taken.add(entries[j][0])
+        return bounds
+
+    def _walks(
+        self, entries: Sequence[tuple[int, float, float]], pairs: Sequence[tuple[int, int]]
+    ) -> int:
+        """The fewest postings :meth:`_max_score` must walk before it can stop adding
+        documents: terms are taken while even the best score reachable from the terms
+        taken (their bounds added up) does not clear what the rest could add."""
+        bounds = self._bounds(entries, pairs)
+        reach, walked = 0.0, 0
+        for j, (tid, _, ub) in enumerate(entries):
+            if j and bounds[j] < reach - _EPS:
+                break
+            walked += self._df[tid]
+            reach += ub
+        return walked
+
+    def _max_score(
         self,
-        query: Mapping[str, float],
+        entries: Sequence[tuple[int, float, float]],
+        pairs: Sequence[tuple[int, int]],
+        limit: int,
+        accept: Callable[[int], bool],
+    ) -> dict[int, float]:
+        """The scores of every document that can rank among the first ``limit``
+        accepted ones (each the float :meth:`scores` gives it; documents that cannot
+        reach them are left out)."""
+        bounds = self._bounds(entries, pairs)
+        acc: dict[int, float] = {}
+        theta = -math.inf
+        j = 0
+        while j < len(entries):
+            unseen = bounds[j]
+            if len(acc) >= limit and unseen < max(acc.values()) - _EPS:
+                theta = _kth_accepted(acc, limit, accept)
+                if unseen < theta - _EPS:
+                    break
+            tid, w, _ = entries[j]
+            self._add_postings(acc, tid, w)
+            j += 1
+        if j == len(entries):
+            self._add_pair_bonus(acc, pairs)
+            return acc
+        # Only documents already scored can still reach the first ``limit``: finish
+        # theirs from their own term sequences.
+        most = sum(ub for _, _, ub in entries[j:]) + _PAIR_BONUS * len(pairs)
+        rest = [(tid, w) for tid, w, _ in entries[j:]]
+        _, base, per_len = self._norms()
+        seq, start, length = self._seq, self._start, self._length
+        done: dict[int, float] = {}
+        for key, score in acc.items():
+            if score + most < theta - _EPS:
+                continue
+            at, n = start[key], length[key]
+            terms = seq[at : at + n]
+            for tid, w in rest:
+                tf = terms.count(tid)
+                if tf:
+                    score += w * tf / (tf + base + per_len * n) if per_len else w * tf / (tf + base)
+            for a, b in pairs:
+                if _side_by_side(terms, a, b):
+                    score += _PAIR_BONUS
+            done[key] = score
+        return done
+
+    def _top_of_array(
+        self,
+        out: Any,
+        np: Any,
         limit: int,
         accept: Callable[[int], bool],
         priority: Callable[[int], tuple[Any, ...]],
-        pairs: Collection[tuple[str, str]],
-    ) -> list[tuple[float, int]] | None:
-        """The exact result from the documents holding every term, or None when a
-        document missing a term might still rank among the first ``limit``."""
-        if len(query) < 2 or not self._n_docs:
-            return None
-        tids = [self._live_tid(term) for term in query]
-        if None in tids:
-            return None
-        live = [t for t in tids if t is not None]
-        posts = {tid: dict(self._posting(tid)) for tid in sorted(live, key=self._df.__getitem__)}
-        ordered = list(posts.values())
-        every = set(ordered[0]).intersection(*(p.keys() for p in ordered[1:]))
-        if len(every) < limit:
-            return None
-        k1p, base, per_len = self._norms()
-        lengths = self._length
-        acc: dict[int, float] = dict.fromkeys(every, 0.0)
-        bounds: list[float] = []
-        for weight, tid in zip(query.values(), live, strict=True):
-            post = posts[tid]
-            w = weight * self._idf(self._df[tid]) * k1p
-            if per_len:
-                for key in every:
-                    tf = post[key]
-                    acc[key] += w * tf / (tf + base + per_len * lengths[key])
+        order: Sequence[int] | None,
+    ) -> list[tuple[float, int]]:
+        """:func:`top_accepted` of the nonzero scores of ``out``, taken from its best
+        few (widened while rejected keys or a group of equal scores reach past them)."""
+        keys = np.flatnonzero(out)
+        want = max(limit * 4, 16)
+        while True:
+            if want >= len(keys):
+                floor = -math.inf
+                chosen = keys
             else:
-                for key in every:
-                    tf = post[key]
-                    acc[key] += w * tf / (tf + base)
-            top_tf = self._max_tf[tid] or 1
-            bounds.append(w * top_tf / (top_tf + base + per_len * self._min_length))
-        self._add_pair_bonus(acc, pairs, every)
-        found = top_accepted(acc, limit, accept, priority)
-        if len(found) < limit:
-            return None
-        # A document missing term t scores at most the bounds of the other terms plus
-        # the bonus of the pairs without t.
-        total = sum(bounds)
-        terms = list(query)
-        reach = max(
-            total - bounds[i] + _PAIR_BONUS * sum(1 for p in pairs if terms[i] not in p)
-            for i in range(len(terms))
-        )
-        return found if found[-1][0] > reach + 1e-9 else None
+                part = np.argpartition(out[keys], len(keys) - want)[len(keys) - want :]
+                floor = float(out[keys[part]].min()) - _EPS
+                chosen = keys[out[keys] >= floor]
+            scored = dict(zip(chosen.tolist(), out[chosen].tolist(), strict=True))
+            found = top_accepted(scored, limit, accept, priority, order)
+            # Keys left out score below ``floor``: they cannot tie the last one found.
+            if len(chosen) == len(keys) or (len(found) == limit and found[-1][0] >= floor + 1e-9):
+                return found
+            want *= 4
 
     # -- persisted form ------------------------------------------------------------------
     def state(self) -> tuple[dict[str, Any], dict[str, bytes]]:
@@ -754,6 +871,23 @@ class BM25Index:
         index._total = int(meta["total"])
         index._min_length = int(meta["min_length"])
         return index
+
+
+def _kth_accepted(acc: Mapping[int, float], limit: int, accept: Callable[[int], bool]) -> float:
+    """The ``limit``-th best score among the accepted keys of ``acc`` (minus infinity
+    when fewer are accepted)."""
+    want = max(limit * 4, 16)
+    while True:
+        best = heapq.nlargest(want, acc.items(), key=itemgetter(1))
+        found = 0
+        for key, score in best:
+            if accept(key):
+                found += 1
+                if found == limit:
+                    return score
+        if len(best) >= len(acc):
+            return -math.inf
+        want *= 4
 
 
 def _arr(code: str, data: bytes | memoryview) -> array[int]:

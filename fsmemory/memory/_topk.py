@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from operator import itemgetter
 from typing import Any, TypeVar
 
@@ -11,12 +11,17 @@ __all__ = ["top_accepted"]
 
 K = TypeVar("K", bound=Hashable)
 
+#: a tie group at least this large is ordered by walking the priority order (when
+#: given) instead of sorting it
+_WALK_MIN = 256
+
 
 def top_accepted(
     scores: Mapping[K, float],
     limit: int,
     accept: Callable[[K], bool],
     priority: Callable[[K], tuple[Any, ...]],
+    order: Sequence[K] | None = None,
 ) -> list[tuple[float, K]]:
     """The ``limit`` best accepted keys of ``scores`` as ``(score, key)``.
 
@@ -25,6 +30,11 @@ def top_accepted(
     equal to nine decimals are ordered by ``priority``, higher first; it is asked only
     of the keys of the score groups the answer is taken from (a word in hundreds of
     equally long entries does not order all of them).
+
+    ``order``, when given, holds every key in ascending ``priority`` (equal priorities
+    in ascending key order); a large group of equal scores is then ordered by walking
+    it from the end instead of sorting the group (a word in every entry asks for the
+    most important few of a group as large as the memory).
     """
     if not scores:
         return []
@@ -45,9 +55,7 @@ def top_accepted(
             group = (
                 [kv for kv in scores.items() if round(kv[1], 9) == score] if last else best[at:end]
             )
-            if len(group) > 1:
-                group.sort(key=lambda kv: priority(kv[0]), reverse=True)
-            for key, _ in group:
+            for key in _by_priority(group, priority, order, limit - len(found)):
                 if accept(key):
                     found.append((score, key))
                     if len(found) == limit:
@@ -58,3 +66,38 @@ def top_accepted(
         if complete:
             return found
         want *= 4
+
+
+def _by_priority(
+    group: list[tuple[K, float]],
+    priority: Callable[[K], tuple[Any, ...]],
+    order: Sequence[K] | None,
+    need: int,
+) -> Iterator[K]:
+    """The keys of ``group`` by ``priority``, higher first (see :func:`top_accepted`).
+
+    Sorting costs about ``g log g`` for a group of ``g``; walking the whole order from
+    its end meets ``need`` members after about ``need * len(order) / g`` steps: the
+    walk is taken when that is clearly less.
+    """
+    size = len(group)
+    if size == 1:
+        yield group[0][0]
+        return
+    if order is None or size < _WALK_MIN or need * len(order) > size * size.bit_length():
+        group.sort(key=lambda kv: priority(kv[0]), reverse=True)
+        for key, _ in group:
+            yield key
+        return
+    members = {key for key, _ in group}
+    left = size
+    for key in reversed(order):
+        if key in members:
+            yield key
+            left -= 1
+            if not left:
+                return
+    # Keys the order does not hold (none when it is complete): by priority after it.
+    seen = set(order)
+    rest = sorted((k for k in members if k not in seen), key=priority, reverse=True)
+    yield from rest

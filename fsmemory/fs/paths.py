@@ -13,7 +13,6 @@ import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from urllib.parse import unquote
 
 from fsmemory.errors import InvalidPathError
 
@@ -109,6 +108,8 @@ def _check_segment(segment: str, path: str) -> None:
     if segment in (".", ".."):
         raise InvalidPathError(f"path has a {segment!r} segment: {path!r}")
     if "%" in segment:
+        from urllib.parse import unquote  # a rare segment: spare every import its cost
+
         decoded = unquote(segment)
         if decoded in (".", "..") or "/" in decoded or "\\" in decoded or "\x00" in decoded:
             raise InvalidPathError(f"path has an encoded traversal segment: {path!r}")

@@ -1,0 +1,73 @@
+"""What a local memory does not need it does not load: the retry machinery (retries serve
+network roots) and URL parsing (only a path segment with ``%`` needs it), while
+``fsmemory.fs`` still offers the retry names and every root still checks a ``retry``
+option."""
+
+from __future__ import annotations
+
+import json
+import os
+import site
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import fsmemory.fs
+from fsmemory.errors import InvalidInputError, InvalidPathError
+from fsmemory.fs import open_root
+
+SCRIPT = """
+import json, sys
+from fsmemory import KnowledgeMemory
+km = KnowledgeMemory(sys.argv[1])
+km.remember("Prefers dark mode", category="preferences", persistent=True)
+km.remember("Deploys on Fridays")
+assert [e.content for e in km.recall("dark mode")] == ["Prefers dark mode"]
+assert "Deploys on Fridays" in km.build_context()
+unneeded = ("fsmemory.fs.retry", "random", "urllib.parse", "ipaddress")
+print(json.dumps(sorted(m for m in unneeded if m in sys.modules)))
+"""
+
+
+def test_a_local_memory_loads_neither_retries_nor_url_parsing(tmp_path: Path) -> None:
+    """Run as an installed package runs: without ``site`` (this checkout's editable
+    finder imports ``urllib.parse`` into every process), the package and its
+    dependencies on ``PYTHONPATH``."""
+    checkout = Path(fsmemory.fs.__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(checkout), *site.getsitepackages()])}
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", SCRIPT, str(tmp_path / "m")],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_a_percent_encoded_traversal_is_still_refused(tmp_path: Path) -> None:
+    root = open_root(tmp_path / "r")
+    for path in ("a/%2e%2e/b", "a/%2E%2e", "x%2Fy"):
+        with pytest.raises(InvalidPathError):
+            root.write(path, b"no")
+    root.write("100%25/ok.md", b"yes")
+    assert root.read_bytes("100%25/ok.md") == b"yes"
+    root.close()
+
+
+def test_the_retry_names_are_still_exported() -> None:
+    from fsmemory.fs import retry
+
+    assert fsmemory.fs.RetryPolicy is retry.RetryPolicy
+    assert fsmemory.fs.DEFAULT_RETRY is retry.DEFAULT_RETRY
+    assert fsmemory.fs.NO_RETRY is retry.NO_RETRY
+    assert {"DEFAULT_RETRY", "NO_RETRY", "RetryPolicy"} <= set(dir(fsmemory.fs))
+
+
+def test_a_local_root_still_checks_a_retry_option(tmp_path: Path) -> None:
+    root = open_root(tmp_path / "ok", {"retry": {"attempts": 3}})
+    root.close()
+    with pytest.raises(InvalidInputError):
+        open_root(tmp_path / "bad", {"retry": {"attempts": "many"}})

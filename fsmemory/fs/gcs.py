@@ -278,11 +278,13 @@ def _same_file(a: str, b: str | None) -> bool:
         return False
 
 
+def _home(environ: Mapping[str, str]) -> str:
+    return _env(environ, "HOME") or os.path.expanduser("~")
+
+
 def _gcloud_adc_path(environ: Mapping[str, str]) -> str:
     """gcloud's application-default credentials file, as google-auth finds it."""
-    config = _env(environ, "CLOUDSDK_CONFIG") or os.path.join(
-        os.path.expanduser("~"), ".config", "gcloud"
-    )
+    config = _env(environ, "CLOUDSDK_CONFIG") or os.path.join(_home(environ), ".config", "gcloud")
     return os.path.join(config, "application_default_credentials.json")
 
 
@@ -293,7 +295,7 @@ def _uses_client_cert(environ: Mapping[str, str]) -> bool:
         return flag == "true"
     if any(_env(environ, name) for name in _CERT_CONFIG_ENV):
         return True
-    default = os.path.join(os.path.expanduser("~"), ".config", "gcloud", "certificate_config.json")
+    default = os.path.join(_home(environ), ".config", "gcloud", "certificate_config.json")
     return os.path.exists(default)
 
 
@@ -365,6 +367,11 @@ def _auto_route(options: Mapping[str, Any], environ: Mapping[str, str]) -> GCSRo
     client_options = _timeouts(options.get("requests_timeout"))
     if client_options is None:
         return _gcsfs("requests_timeout is not a number of seconds")
+    universe = _env(environ, "GOOGLE_CLOUD_UNIVERSE_DOMAIN") or "googleapis.com"
+    if universe != "googleapis.com":
+        return _gcsfs(f"universe domain {universe}")
+    if _uses_client_cert(environ):
+        return _gcsfs("a client certificate (mutual TLS)")
     for name in sorted(environ):
         if name.startswith("GOOGLE_") and name not in _GOOGLE_ENV_KNOWN and environ[name].strip():
             return _gcsfs(f"environment variable {name}")
@@ -375,11 +382,6 @@ def _auto_route(options: Mapping[str, Any], environ: Mapping[str, str]) -> GCSRo
         bundle = _env(environ, name)
         if bundle and not _same_file(bundle, _env(environ, "SSL_CERT_FILE")):
             return _gcsfs(f"{name} names another CA bundle than SSL_CERT_FILE")
-    universe = _env(environ, "GOOGLE_CLOUD_UNIVERSE_DOMAIN") or "googleapis.com"
-    if universe != "googleapis.com":
-        return _gcsfs(f"universe domain {universe}")
-    if _uses_client_cert(environ):
-        return _gcsfs("a client certificate (mutual TLS)")
     config, what = _credentials(options, environ)
     if config is None:
         return _gcsfs(what)

@@ -132,6 +132,7 @@ class GCSXmlRelay:
 
     Attributes:
         requests: ``(method, path)`` of every XML-API request received, in order.
+        authorizations: the ``Authorization`` header of each of them (None: none sent).
     """
 
     def __init__(self, upstream: str) -> None:
@@ -139,6 +140,7 @@ class GCSXmlRelay:
         self._upstream = (str(parts.hostname), int(parts.port or 80))
         self._local = threading.local()
         self.requests: list[tuple[str, str]] = []
+        self.authorizations: list[str | None] = []
         relay = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -214,6 +216,7 @@ class GCSXmlRelay:
             reply = self._pass(handler, body)
         else:
             self.requests.append((handler.command, handler.path))
+            self.authorizations.append(handler.headers.get("Authorization"))
             reply = self._xml(handler, split.path, split.query, body)
         handler.send_response(reply.status)
         for name, value in reply.headers:

@@ -16,17 +16,23 @@ from fsmemory.store import FsspecKnowledgeStore, SyncKnowledgeStore
 
 SERVICES = [
     pytest.param("s3", marks=pytest.mark.s3),
-    pytest.param("gs", marks=pytest.mark.gcs),
+    pytest.param("gs", marks=pytest.mark.gcs),  # gcsfs on fake-gcs-server
+    pytest.param("gs-obstore", marks=pytest.mark.gcs),  # obstore through the XML relay
 ]
+#: the storage-options fixture of each service
+OPTIONS = {
+    "s3": "s3_storage_options",
+    "gs": "gcs_storage_options",
+    "gs-obstore": "gcs_obstore_storage_options",
+}
 
 
 @pytest.fixture
 def missing(request: pytest.FixtureRequest, service: str) -> tuple[str, str, dict[str, Any]]:
     """``(bucket, url, options)`` of a bucket nobody created."""
-    fixture = "s3_storage_options" if service == "s3" else "gcs_storage_options"
-    options: dict[str, Any] = request.getfixturevalue(fixture)
+    options: dict[str, Any] = request.getfixturevalue(OPTIONS[service])
     bucket = f"fsm-missing-{uuid.uuid4().hex[:12]}"
-    return bucket, f"{service}://{bucket}/agent", options
+    return bucket, f"{service.split('-')[0]}://{bucket}/agent", options
 
 
 ROOT_CALLS: dict[str, Callable[[StorageRoot], object]] = {
@@ -94,8 +100,7 @@ def test_an_existing_bucket_costs_no_extra_request_once_seen(
     from fsmemory.testing.requests import count_requests
 
     url = request.getfixturevalue("s3_root_url" if service == "s3" else "gcs_root_url")
-    fixture = "s3_storage_options" if service == "s3" else "gcs_storage_options"
-    root = open_root(url, request.getfixturevalue(fixture))
+    root = open_root(url, request.getfixturevalue(OPTIONS[service]))
     with pytest.raises(KeyNotFoundError):
         root.read("nope")  # first miss: one bucket check
     with count_requests(root) as calls:

@@ -288,19 +288,33 @@ def times(samples: Sequence[float], floor: Sequence[float]) -> str:
     return f"{statistics.median(samples) / statistics.median(floor):.2f}x"
 
 
-def timed_import(python: str, statement: str, cwd: str) -> tuple[float, float]:
+def timed_import(
+    python: str, statement: str, cwd: str, path: Sequence[str] | None
+) -> tuple[float, float]:
     """One fresh process running ``statement``: (the whole process's wall time, the
-    statement's own time), in ms."""
+    statement's own time), in ms. ``path``: run as an installed package runs (``-S``:
+    no ``.pth`` files, so no editable finder; these folders on ``PYTHONPATH``); None: as
+    the interpreter's environment runs it."""
     code = f"import time\nt0 = time.perf_counter()\n{statement}\nprint(time.perf_counter() - t0)"
     env = {**os.environ, "PYTHONHASHSEED": "0"}
+    command = [python, "-c", code]
+    if path is not None:
+        env["PYTHONPATH"] = os.pathsep.join(path)
+        command.insert(1, "-S")
     started = time.perf_counter()
-    done = subprocess.run(
-        [python, "-c", code], capture_output=True, text=True, cwd=cwd, env=env, timeout=120
-    )
+    done = subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
     whole = (time.perf_counter() - started) * 1000
     if done.returncode != 0:
         raise RuntimeError(f"python -c {statement!r} failed: {done.stderr.strip()[-500:]}")
     return whole, float(done.stdout.split()[-1]) * 1000
+
+
+def installed_path(python: str) -> list[str]:
+    """What an installed fsmemory finds on ``python``'s path: the checkout's package
+    folder and the environment's site-packages (its dependencies)."""
+    code = "import json, site; print(json.dumps(site.getsitepackages()))"
+    done = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
+    return [str(REPO), *json.loads(done.stdout)]
 
 
 def alternate(
@@ -689,21 +703,24 @@ class Suite:
     def _import_cost(self) -> None:
         """A user's first line, ``from fsmemory import KnowledgeMemory``, in fresh
         processes beside ``import orjson, snowballstemmer`` (the floor: the two libraries
-        fsmemory cannot do without), the lines alternating round by round."""
+        fsmemory cannot do without), the lines alternating round by round; laid out as
+        an installed package and as this checkout's editable install."""
         rounds = self.config.import_rounds
-        wall: dict[str, list[float]] = {key: [] for key, _ in IMPORT_LINES}
-        alone: dict[str, list[float]] = {key: [] for key, _ in IMPORT_LINES}
+        layouts = {"installed": installed_path(self.fs.python), "checkout": None}
+        jobs = [(layout, key, statement) for layout in layouts for key, statement in IMPORT_LINES]
+        wall: dict[tuple[str, str], list[float]] = {(j[0], j[1]): [] for j in jobs}
+        alone: dict[tuple[str, str], list[float]] = {(j[0], j[1]): [] for j in jobs}
         with tempfile.TemporaryDirectory(prefix="fsmemory-import-") as cwd:
             for r in range(rounds):
-                order = IMPORT_LINES if r % 2 == 0 else IMPORT_LINES[::-1]
-                for key, statement in order:
-                    whole, own = timed_import(self.fs.python, statement, cwd)
-                    wall[key].append(whole)
-                    alone[key].append(own)
+                for layout, key, statement in jobs if r % 2 == 0 else jobs[::-1]:
+                    whole, own = timed_import(self.fs.python, statement, cwd, layouts[layout])
+                    wall[layout, key].append(whole)
+                    alone[layout, key].append(own)
         table = Table(
             "Import cost: a fresh process's first line",
             [
                 "a fresh process runs",
+                "laid out as",
                 "whole process (ms)",
                 "the line alone (ms)",
                 "whole / floor",
@@ -711,37 +728,40 @@ class Suite:
                 "target",
             ],
         )
-        for key, statement in IMPORT_LINES:
-            is_python = key == "python"
+        for layout, key, statement in jobs:
+            floor, is_python = (layout, "floor"), key == "python"
             table.rows.append(
                 [
-                    f"`python -c '{statement}'`" + (" (the floor)" if key == "floor" else ""),
-                    ms(wall[key]),
-                    "-" if is_python else ms(alone[key]),
-                    times(wall[key], wall["floor"]),
-                    "-" if is_python else times(alone[key], alone["floor"]),
-                    {"memory": f"<= {IMPORT_GOAL}x", "package": "<= 20 ms alone"}.get(key, ""),
+                    f"`{statement}`" + (" (the floor)" if key == "floor" else ""),
+                    layout,
+                    ms(wall[layout, key]),
+                    "-" if is_python else ms(alone[layout, key]),
+                    times(wall[layout, key], wall[floor]),
+                    "-" if is_python else times(alone[layout, key], alone[floor]),
+                    f"<= {IMPORT_GOAL}x" if (layout, key) == ("installed", "memory") else "",
                 ]
             )
-        value = median_ratio(wall["memory"], wall["floor"])
+        value = median_ratio(wall["installed", "memory"], wall["installed", "floor"])
         self.targets.append(
             (
                 f"`from fsmemory import KnowledgeMemory` <= {IMPORT_GOAL}x "
-                "`import orjson, snowballstemmer` (fresh processes)",
+                "`import orjson, snowballstemmer` (fresh processes, installed)",
                 "not measured" if value is None else f"{value:.2f}x",
                 "-" if value is None else ("met" if value <= IMPORT_GOAL else "**missed**"),
             )
         )
-        self.absolute("import fsmemory <= 20 ms", alone["package"], 20)
+        self.absolute("import fsmemory <= 20 ms", alone["installed", "package"], 20)
         table.notes = [
             "Each cell is a new interpreter of fsmemory's environment (`python -c`, run from an "
             "empty folder, bytecode compiled beforehand): `whole process` is the wall time "
-            "from start to exit, as a shell sees it (the `pass` row is the interpreter alone), "
-            "`the line alone` is the statement's own time inside it (`time.perf_counter()` "
-            "around it). The target is on the whole process, the measure of the issue that "
-            "set it; the ratio of the lines alone leaves out the interpreter's start, which "
-            "both pay.",
-            f"Samples: {rounds} processes per line (the lines alternate).",
+            "from start to exit, as a shell sees it (`pass` is the interpreter alone), `the "
+            "line alone` the statement's own time inside it (`time.perf_counter()` around "
+            "it). `installed`: `python -S` with the checkout and site-packages on "
+            "`PYTHONPATH`, as a pip-installed fsmemory runs (no `.pth` files); `checkout`: "
+            "the editable install as it is, whose finder imports `pathlib`, `re`, "
+            "`urllib.parse` and more into every process at start-up, the floor's included, "
+            "which flatters the ratio. The target is on the installed whole process.",
+            f"Samples: {rounds} processes per line and layout (the lines alternate).",
         ]
         self.emit(table)
 

@@ -4,19 +4,27 @@ An embedder is any callable ``fn(texts: Sequence[str]) -> Sequence[Sequence[floa
 that embeds a batch at once (OpenAI embeddings, fastembed, sentence-transformers...).
 Its identity is its ``name`` attribute (else its qualified name) and its dimension (its
 ``dimension`` attribute, else the length of the first vector it returns). Vectors of one
-identity live in one append-only file::
+identity live in one binary file, ``<root>/vectors/<name>-<dimension>.f16v``
+(:mod:`fsmemory.memory._vecfile` has the layout): a header naming the format version,
+the embedder and the dimension, then appended blocks of rows, each row an entry id, the
+hash of the text it was made from and the vector as float16, each block with CRC32
+checksums. A vector serves an entry only when both its id and the hash of its text
+match (a log line a person fixed is embedded again). On a local folder the file is
+memory-mapped; elsewhere it is read in one request, and what was appended since in one
+more. A block that does not verify (a flipped byte, a block torn by a killed writer)
+is never served, and a file whose header is damaged or names another embedder or
+dimension is not read at all: the entries concerned are embedded again and the file is
+written again whole (only if nobody appended meanwhile). Two models never share a file;
+a file may be deleted at any time: entries without a vector are embedded again, in
+batches of ``embed_batch_size`` texts, by the next ``recall()``. The JSONL file older
+versions wrote (``<name>-<dimension>.jsonl``) is converted once, when the binary file is
+created. The vectors are never needed to read the memory, never appear in MEMORY.md or
+the logs, and are left out of snapshots for now (they are rebuilt from the logs; the
+file's appended blocks are what a snapshot can later carry incrementally).
 
-    <root>/vectors/<name>-<dimension>.jsonl
-
-one line per vector, ``{"id": ..., "h": <text_hash of the text>, "v": <base64 of
-little-endian float32>}``. A vector serves an entry only when both its id and the hash
-of its text match (a log line a person fixed is embedded again); a line without ``h``
-(written by an older version) cannot be checked and is skipped, its entry embedded again
-once. Two models never share a file; a file may be deleted at any time: entries without
-a vector are embedded again, in batches, by the next ``recall()``. The vectors are never
-needed to read the memory, never appear in MEMORY.md or the logs, and are left out of
-snapshots (they are rebuilt from the logs, which is cheaper to ship than 1.5 KB per
-entry).
+Vectors are kept as float16 in memory too (a vector just embedded is rounded as the file
+rounds it), so a memory ranks exactly the same from its file, without it, or after a
+restore; products widen a few hundred rows to float32 at a time.
 
 Ranking (:meth:`VectorStore.fused_scores`) is taken over the live entries only (not
 forgotten, hidden or expired): the mean vector and the standardisation see nothing else
@@ -39,7 +47,6 @@ NumPy is imported only here, and only when an embedder is used.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import logging
 import math
@@ -49,10 +56,10 @@ from datetime import timedelta
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
-from fsmemory import _jsonutil
 from fsmemory.errors import EmbedderError, require
 from fsmemory.fs.base import StorageRoot
 from fsmemory.memory._rank import query_terms, top_accepted, words
+from fsmemory.memory._vecfile import Rows, VectorFile, chunks, widen, widen_dot
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -64,6 +71,7 @@ __all__ = [
     "CONTEXT_GAP",
     "CONTEXT_SPAN",
     "CONTEXT_WEIGHT",
+    "DEFAULT_EMBED_BATCH",
     "LEXICAL_WEIGHT",
     "VECTOR_DIR",
     "Embedder",
@@ -78,22 +86,19 @@ logger = logging.getLogger(__name__)
 Embedder = Callable[[Sequence[str]], Sequence[Sequence[float]]]
 
 VECTOR_DIR = "vectors"
-_BATCH = 64
-# Bytes of the vector file read and decoded at a time: 100k vectors of 384 floats are
-# ~200 MB of text, and decoding them in one go held several copies at once.
-_LOAD_CHUNK = 8 << 20
+# How many missing vectors one embedder call is given (KnowledgeMemory(embed_batch_size)).
+DEFAULT_EMBED_BATCH = 64
+# A block of the file with at least this many rows is used where it lies (mapped or
+# read); smaller ones are copied into one buffer (each piece costs every product a step).
+_VIEW_ROWS = 256
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 # Weight of the lexical score in the fusion (both scores are standardised first).
 LEXICAL_WEIGHT = 0.3
 # The mean of the vectors is shrunk by n / (n + this) toward 0: a few vectors say little
 # about the direction all of a model's vectors share.
 _CENTRE_PRIOR = 4
-# The mean is summed in fixed point (see _fixed_sum): units of 2**-40, summed
-# _FIXED_CHUNK vectors at a time in float64 (whole numbers below 2**52: exact).
+# The mean is summed in fixed point (see _row_sum): units of 2**-40.
 _FIXED_ONE = float(1 << 40)
-_FIXED_CHUNK = 4096
-# A stored vector whose norm is this close to 1 is kept as it is (see _load_lines).
-_UNIT_TOLERANCE = 1e-5
 # Context (see context_scores): an entry gains this share of the best fused score among
 # the live entries written up to CONTEXT_SPAN places before or after it, no more than
 # CONTEXT_GAP apart in time.
@@ -129,12 +134,22 @@ class VectorStore:
         context: rank with context (see :meth:`fused_scores`).
     """
 
-    def __init__(self, root: StorageRoot, embedder: Embedder, *, context: bool = True) -> None:
+    def __init__(
+        self,
+        root: StorageRoot,
+        embedder: Embedder,
+        *,
+        context: bool = True,
+        batch_size: int = DEFAULT_EMBED_BATCH,
+    ) -> None:
         if not callable(embedder):
             raise TypeError("embedder must be callable: texts -> vectors")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError("embed_batch_size must be a positive int")
         self.root = root
         self.embedder = embedder
         self.context = context
+        self.batch_size = batch_size
         self.name = embedder_name(embedder)
         dim = getattr(embedder, "dimension", None)
         self.dimension: int | None = dim if isinstance(dim, int) and dim > 0 else None
@@ -142,8 +157,12 @@ class VectorStore:
         self._rows: dict[tuple[str, str], int] = {}
         self._ids: list[str] = []
         self._hashes: list[str] = []
-        self._buffer: Any = None  # (capacity, dimension) float32; rows [0, len(_ids))
-        self._loaded_upto = -1
+        # The vectors (float16), vector row order: pieces used where they lie (views of
+        # the mapped or read file), then rows copied into _tail from _tail_start on.
+        self._pieces: list[tuple[int, Any]] = []  # (first vector row, array)
+        self._tail: Any = None  # (capacity, dimension) float16
+        self._tail_start = 0
+        self._file: VectorFile | None = None
         # What the index looked like when its live rows were last all embedded: the
         # file is read again when it changes (or when a live row lacks a vector).
         self._filled_for: tuple[int, ...] = ()
@@ -155,11 +174,12 @@ class VectorStore:
         # (see _centring): which vector rows the sum holds, the sum itself (exact, in
         # fixed point), and the vector rows it was last asked for.
         self._counted: Any = None
-        self._fixed_sum: Any = None
+        self._fixed_sum: Any = None  # int64, units of 1 / _FIXED_ONE
         self._n_counted = 0
         self._centred_on: Any = None
         self._mu: Any = None
         self._dots: Any = None  # v . mu of every vector row
+        self._sq_norms: Any = ()  # |v|^2 of the first vector rows (see _product)
         self._spread: Any = None  # |v - mu| of every vector row
         # For the vector rows last centred on: v . mu, |v - mu| and |v - mu| > 0, and
         # the dots they were taken from.
@@ -178,7 +198,19 @@ class VectorStore:
     @property
     def path(self) -> str:
         """The vector file of this embedder (its dimension must be known)."""
+        return f"{VECTOR_DIR}/{self.name}-{self.dimension}.f16v"
+
+    @property
+    def legacy_path(self) -> str:
+        """The JSONL vector file older versions wrote (converted once)."""
         return f"{VECTOR_DIR}/{self.name}-{self.dimension}.jsonl"
+
+    def _vector_file(self) -> VectorFile | None:
+        if self._file is None and self.dimension is not None:
+            self._file = VectorFile(
+                self.root, self.path, self.legacy_path, self.name, self.dimension
+            )
+        return self._file
 
     # -- embedding -----------------------------------------------------------------------
     def embed(self, texts: Sequence[str]) -> Any:
@@ -221,33 +253,59 @@ class VectorStore:
 
     # -- storage -------------------------------------------------------------------------
     def store(self, ids: Sequence[str], vectors: Any, texts: Sequence[str]) -> None:
-        """Append the vectors of ``ids``, made from ``texts``, to the file (one append)
-        and keep them. Each line names its entry and the hash of the text
-        (:func:`text_hash`): a vector serves an entry only while its text is the same."""
+        """Keep the vectors of ``ids``, made from ``texts``, and append them to the file
+        (one block, one append). Each row names its entry and the hash of the text
+        (:func:`text_hash`): a vector serves an entry only while its text is the same.
+        Vectors are rounded to float16 first, in memory as in the file."""
         if not ids:
             return
         hashes = [text_hash(t) for t in texts]
-        lines = b"".join(
-            _jsonutil.dumps_line(
-                {"id": i, "h": h, "v": base64.b64encode(v.astype("<f4").tobytes()).decode()}
-            )
-            for i, h, v in zip(ids, hashes, vectors, strict=True)
-        )
+        half = vectors.astype("float16")
+        self._add(ids, hashes, half)
+        file = self._vector_file()
+        if file is None:
+            return
         try:
-            offset = self.root.append(self.path, lines, line_safe=True, unique=True)
+            converted = file.append(ids, hashes, half)
         except Exception as exc:  # derived data: another instance embeds them again
             logger.warning("could not store %d vectors (%s)", len(ids), exc)
-            self._add(ids, hashes, vectors)
             return
-        self._add(ids, hashes, vectors)
-        if offset == self._loaded_upto:
-            self._loaded_upto = offset + len(lines)
+        if converted is not None:
+            self._take([converted])
+
+    def _take(self, found: Sequence[Rows]) -> None:
+        """Keep the rows read from the file: a large block whose rows are all new is
+        used where it lies (no copy), other rows are copied."""
+        for rows in found:
+            keys = list(zip(rows.ids, rows.hashes, strict=True))
+            if (
+                len(keys) >= _VIEW_ROWS
+                and len(set(keys)) == len(keys)
+                and not any(key in self._rows for key in keys)
+            ):
+                self._seal()
+                self._pieces.append((len(self._ids), rows.vectors))
+                for key in keys:
+                    self._rows[key] = len(self._ids)
+                    self._ids.append(key[0])
+                    self._hashes.append(key[1])
+                self._tail_start = len(self._ids)
+            else:
+                self._add(rows.ids, rows.hashes, rows.vectors)
+
+    def _seal(self) -> None:
+        """End the copied rows where they are: what is added next comes after them."""
+        held = len(self._ids) - self._tail_start
+        if held:
+            self._pieces.append((self._tail_start, self._tail[:held]))
+        self._tail = None
+        self._tail_start = len(self._ids)
 
     def _add(self, ids: Sequence[str], hashes: Sequence[str], vectors: Any) -> None:
-        """Keep the vectors not held yet, one row per (id, text hash): the first vector
-        of a pair wins (two writers that embedded the same entry at once append it
-        twice; a second row of an entry would stand next to it in ranking's written
-        order). An entry whose text was changed by hand gets a row of its own."""
+        """Copy in the vectors (float16) not held yet, one row per (id, text hash): the
+        first vector of a pair wins (two writers that embedded the same entry at once
+        append it twice; a second row of an entry would stand next to it in ranking's
+        written order). An entry whose text was changed by hand gets a row of its own."""
         known = self._rows
         fresh: list[tuple[tuple[str, str], int]] = []
         taken: set[tuple[str, str]] = set()
@@ -257,106 +315,52 @@ class VectorStore:
                 fresh.append((key, n))
         if not fresh:
             return
-        start = len(self._ids)
+        start = len(self._ids) - self._tail_start
         end = start + len(fresh)
-        if self._buffer is None or end > self._buffer.shape[0]:
-            self._reserve(max(end, 2 * start), vectors.shape[1])
+        tail = self._tail
+        if tail is None or end > tail.shape[0]:
+            grown = _numpy().empty((max(end, 2 * start, 64), vectors.shape[1]), dtype="float16")
+            if tail is not None:
+                grown[:start] = tail[:start]
+            self._tail = tail = grown
         added = vectors if len(fresh) == len(ids) else vectors[[n for _, n in fresh]]
-        self._buffer[start:end] = added
+        tail[start:end] = added
         for key, _ in fresh:
             self._rows[key] = len(self._ids)
             self._ids.append(key[0])
             self._hashes.append(key[1])
 
-    def _reserve(self, rows: int, width: int) -> None:
-        """Make room for at least ``rows`` vectors of ``width`` floats (kept ones are
-        copied over)."""
-        buffer = self._buffer
-        if buffer is not None and buffer.shape[0] >= rows:
-            return
-        grown = _numpy().empty((max(rows, 64), width), dtype="float32")
-        if buffer is not None:
-            held = len(self._ids)
-            grown[:held] = buffer[:held]
-        self._buffer = grown
+    def _held(self) -> Rows:
+        """Every row held (for writing the file again)."""
+        np = _numpy()
+        parts = [array for _, array in self._parts()]
+        width = self.dimension or 0
+        vectors = np.concatenate(parts) if parts else np.zeros((0, width), dtype="float16")
+        return Rows(list(self._ids), list(self._hashes), vectors)
+
+    def _parts(self) -> list[tuple[int, Any]]:
+        """The vectors as ``(first vector row, float16 array)`` pieces, in order."""
+        held = len(self._ids) - self._tail_start
+        if not held:
+            return self._pieces
+        return [*self._pieces, (self._tail_start, self._tail[:held])]
 
     def load(self) -> None:
-        """Read vectors appended to the file since the last load (by any writer), in
-        reads of :data:`_LOAD_CHUNK` bytes: what a load holds beside the vectors is one
-        read's worth, not the whole file (100k vectors of 384 floats are ~200 MB of
-        text)."""
-        if self.dimension is None:
+        """Read the vectors appended to the file since the last load (by any writer):
+        the whole file at the first load (memory-mapped on a local folder, one read
+        elsewhere), then what was appended, in one request. A file that cannot be
+        served as it is (damaged bytes, a foreign or damaged header, too many blocks)
+        is written again whole from the rows held and those that verify."""
+        file = self._vector_file()
+        if file is None:
             return
         try:
-            info = self.root.stat(self.path)
-        except FileNotFoundError:
-            info = None
-        if info is None:
-            self._loaded_upto = 0
-            return
-        start = max(self._loaded_upto, 0)
-        # The shortest line a vector can have: {"id":"","h":"","v":"<base64>"} and a
-        # newline.
-        shortest = 24 + 4 * -(-4 * self.dimension // 3)
-        at, carried = start, b""  # carried: the start of a line a read cut
-        unverified = 0
-        while at < info.size:
-            piece = self.root.read_range(self.path, at, min(at + _LOAD_CHUNK, info.size))
-            if not piece:  # the file shrank meanwhile
-                break
-            *lines, carried = (carried + piece).split(b"\n")
-            if at == start:  # room for as many vectors as the bytes can hold, at once
-                self._reserve(len(self._ids) + (info.size - start) // shortest, self.dimension)
-            at += len(piece)
-            unverified += self._load_lines(lines)
-        self._loaded_upto = at - len(carried)
-        if unverified:
-            logger.info(
-                "%d vectors in %s name no text hash (an older format): their entries "
-                "are embedded again",
-                unverified,
-                self.path,
-            )
-
-    def _load_lines(self, lines: list[bytes]) -> int:
-        """Keep the vectors of whole lines of the vector file (a corrupt line, or one
-        of another dimension, is skipped: its entry is embedded again). A line without
-        the hash of its text (written by an older version) cannot be checked against
-        its entry: it is skipped too; the number of those is returned.
-
-        A vector that is already of unit length is kept as stored, bit for bit (a
-        vector read back ranks exactly as the one embedded); others are normalised."""
-        np = _numpy()
-        dimension = self.dimension or 0
-        ids: list[str] = []
-        hashes: list[str] = []
-        raws: list[bytes] = []
-        unverified = 0
-        for line in lines:
-            if not line.strip():
-                continue
-            try:
-                record = _jsonutil.loads(line)
-                raw = base64.b64decode(record["v"])
-                entry_id = record["id"]
-                digest = record.get("h")
-            except Exception:
-                logger.warning("skipping a corrupt line in %s", self.path)
-                continue
-            if len(raw) != 4 * dimension or not isinstance(entry_id, str):
-                continue
-            if not isinstance(digest, str):
-                unverified += 1
-                continue
-            ids.append(entry_id)
-            hashes.append(digest)
-            raws.append(raw)
-        if ids:
-            arr = np.frombuffer(b"".join(raws), dtype="<f4").reshape(len(ids), dimension)
-            norms = np.linalg.norm(arr, axis=1, keepdims=True)
-            unit = (np.abs(norms - 1.0) <= _UNIT_TOLERANCE) | (norms == 0)
-            self._add(ids, hashes, arr / np.where(unit, 1.0, norms).astype(np.float32))
-        return unverified
+            self._take(file.read_new())
+            if file.needs_rewrite is not None:
+                logger.warning("%s is written again: %s", self.path, file.needs_rewrite)
+                self._take(file.rewrite(self._held()))
+        except Exception as exc:  # derived data: what is missing is embedded again
+            logger.warning("could not read %s (%s)", self.path, exc)
 
     # -- index rows -> vector rows -------------------------------------------------------
     def _sync_rows(self, index: MemoryIndex) -> None:
@@ -420,10 +424,7 @@ class VectorStore:
                 self.load()
                 self._sync_rows(index)
             todo = np.flatnonzero(live & (self._vec_of[:n] < 0)).tolist()
-            for start in range(0, len(todo), _BATCH):
-                batch = todo[start : start + _BATCH]
-                texts = [index.row_content(r) for r in batch]
-                self.store(index.row_ids(batch), self.embed(texts), texts)
+            self._embed_missing(index, todo)
             self._sync_rows(index)
             served = live & (self._vec_of[:n] >= 0)
         self._filled_for = seen
@@ -436,26 +437,95 @@ class VectorStore:
         self._live = (self._map_epoch, rows, self._vec_of[rows])
         return self._live[1], self._live[2]
 
+    def _embed_missing(self, index: MemoryIndex, rows: list[int]) -> None:
+        """Embed the texts of index ``rows`` in batches of :attr:`batch_size`, storing
+        each batch as it comes back: when the embedder fails or times out, what it
+        embedded before stays stored and served.
+
+        Raises:
+            EmbedderError: naming how many of the missing vectors were embedded first.
+        """
+        size = self.batch_size
+        done = 0
+        for start in range(0, len(rows), size):
+            batch = rows[start : start + size]
+            texts = [index.row_content(r) for r in batch]
+            try:
+                vectors = self.embed(texts)
+            except EmbedderError as exc:
+                self._sync_rows(index)
+                raise EmbedderError(
+                    f"{exc} (after embedding {done} of {len(rows)} missing vectors, in "
+                    f"batches of {size}: those are stored and used; the next recall() "
+                    f"embeds the other {len(rows) - done})"
+                ) from exc.__cause__
+            self.store(index.row_ids(batch), vectors, texts)
+            done += len(batch)
+
     # -- ranking -------------------------------------------------------------------------
     def _stacked(self) -> Any:
-        """The stored vectors, one row per id of ``_ids`` (a view, grown by doubling)."""
-        if self._buffer is None:
-            return _numpy().zeros((0, self.dimension or 0), dtype="float32")
-        return self._buffer[: len(self._ids)]
+        """The stored vectors as one float32 array, one row per id of ``_ids`` (a
+        copy)."""
+        np = _numpy()
+        out = np.empty((len(self._ids), self.dimension or 0), dtype=np.float32)
+        for start, array in self._parts():
+            out[start : start + len(array)] = widen(np, array)
+        return out
 
-    def _centring(self, matrix: Any, vecs: Any) -> tuple[Any, Any, Any, Any]:
+    def _product(self, weights: Any, norms: bool = False) -> Any:
+        """``vectors @ weights`` (float32, one row per vector row) for float32
+        ``weights`` of shape (dimension, k). With ``norms``, the squared norm of each
+        vector row not measured yet is taken in the same pass (:attr:`_sq_norms`: a
+        float16 vector is of unit length only to about 1e-4)."""
+        np = _numpy()
+        n = len(self._ids)
+        out = np.empty((n, weights.shape[1]), dtype=np.float32)
+        known = len(self._sq_norms) if norms else n
+        if known < n:
+            sq = np.empty(n, dtype=np.float32)
+            sq[:known] = self._sq_norms
+        for start, array in self._parts():
+            end = start + len(array)
+            if end <= known:
+                widen_dot(np, array, weights, out[start:end])
+                continue
+            for at, part in chunks(np, array):
+                k = part.shape[0]
+                np.einsum("ij,jk->ik", part, weights, out=out[start + at : start + at + k])
+                np.einsum("ij,ij->i", part, part, out=sq[start + at : start + at + k])
+        if known < n:
+            self._sq_norms = sq
+        return out
+
+    def _row_sum(self, rows: Any) -> Any:
+        """The sum of the vector rows ``rows`` in units of ``1 / _FIXED_ONE`` (int64),
+        exact: a float16 value is a whole number of 2**-24, so a float64 sum of fewer
+        than 2**29 of them (unit vectors) loses nothing, and so does the scaling: the
+        same sum in any order and after any additions and subtractions."""
+        np = _numpy()
+        total = np.zeros(self.dimension or 0, dtype=np.float64)
+        rows = np.sort(np.asarray(rows, dtype=np.intp))
+        for start, array in self._parts():
+            lo, hi = np.searchsorted(rows, [start, start + len(array)])
+            if lo == hi:
+                continue
+            local = None if hi - lo == len(array) else rows[lo:hi] - start
+            for _, part in chunks(np, array, local):
+                total += part.sum(axis=0, dtype=np.float64)
+        return np.rint(total * _FIXED_ONE).astype(np.int64)
+
+    def _centring(self, vecs: Any) -> tuple[Any, bool]:
         """The mean ``mu`` of the vector rows ``vecs`` (the live entries', shrunk toward
-        0 for a small memory), and for each of ``vecs``: ``v . mu``, ``|v - mu|``, and
-        whether that is not 0 (see :meth:`dense_scores`).
+        0 for a small memory), and whether ``v . mu`` must be taken again for every
+        vector row (see :meth:`dense_scores`).
 
         A function of the live entries' vectors alone, whatever else the file holds
         (forgotten and expired entries, texts fixed since): every process, with the
         vector file or without it, ranks alike. The sum is kept in fixed point
-        (:func:`_fixed_sum`), exact whatever the order vectors come and go in, and
-        follows the live set by what joined and left it; ``v . mu`` is taken again (one
-        product) when the mean changed."""
+        (:meth:`_row_sum`), exact whatever the order vectors come and go in, and
+        follows the live set by what joined and left it."""
         np = _numpy()
-        n = matrix.shape[0]
+        n = len(self._ids)
         previous = self._centred_on
         if previous is not vecs and (previous is None or not np.array_equal(previous, vecs)):
             counted = self._counted
@@ -469,27 +539,19 @@ class VectorStore:
             joined = np.flatnonzero(want & ~counted)
             left = np.flatnonzero(counted & ~want)
             if self._fixed_sum is None:
-                self._fixed_sum = np.zeros(matrix.shape[1], dtype=np.int64)
+                self._fixed_sum = np.zeros(self.dimension or 0, dtype=np.int64)
             if joined.size or left.size:
-                self._fixed_sum += _fixed_sum(np, matrix, joined)
-                self._fixed_sum -= _fixed_sum(np, matrix, left)
+                self._fixed_sum += self._row_sum(joined)
+                self._fixed_sum -= self._row_sum(left)
                 self._mu = None
             self._counted = want
             self._n_counted = len(vecs)
         self._centred_on = vecs
-        if self._mu is None or len(self._dots) != n:
-            if self._mu is None:
-                total = self._fixed_sum.astype(np.float64) / _FIXED_ONE
-                self._mu = (total / (self._n_counted + _CENTRE_PRIOR)).astype(np.float32)
-            mu = self._mu
-            dots = self._dots = np.einsum("ij,j->i", matrix, mu)
-            self._spread = np.sqrt(np.maximum(1.0 - 2.0 * dots + float(mu @ mu), 0.0))
-        held = self._live_dots
-        if held[0] is not vecs or held[1] is not self._dots:
-            spread = self._spread[vecs]
-            self._live_dots = (vecs, self._dots, (self._dots[vecs], spread, spread > 1e-6))
-        dots, spread, spread_ok = self._live_dots[2]
-        return self._mu, dots, spread, spread_ok
+        stale = self._mu is None or self._dots is None or len(self._dots) != n
+        if self._mu is None:
+            total = self._fixed_sum.astype(np.float64) / _FIXED_ONE
+            self._mu = (total / (self._n_counted + _CENTRE_PRIOR)).astype(np.float32)
+        return self._mu, stale
 
     def dense_scores(self, query_vector: Any, vecs: Any = None) -> Any:
         """Cosine of ``query_vector`` with the vector rows ``vecs`` (every stored vector
@@ -499,20 +561,33 @@ class VectorStore:
         Sentence embeddings share a common direction (all of them are alike in it), which
         crowds the cosines of unrelated texts together; taking the mean away spreads them
         (measured on the LoCoMo development split with all-MiniLM-L6-v2: dense recall@5
-        0.609 raw, 0.637 centred). Computed from one product with the raw vectors:
+        0.609 raw, 0.637 centred). Computed from one pass over the raw vectors:
         ``(v - mu) . (q - mu) = v . q - v . mu - q . mu + mu . mu``, divided by
-        ``|v - mu|`` (the query's own norm is the same for every row)."""
+        ``|v - mu| = sqrt(|v|^2 - 2 v . mu + mu . mu)`` (the query's own norm is the
+        same for every row); ``v . mu`` is taken in the same pass when the mean
+        changed."""
         np = _numpy()
-        matrix = self._stacked()
         if vecs is None:
-            vecs = np.arange(matrix.shape[0])
-        # einsum runs in this thread: a BLAS matrix-vector product may start a thread
-        # pool, which costs more than it saves at this size and stalls on a busy machine.
-        raw = np.einsum("ij,j->i", matrix, query_vector)[vecs]
+            vecs = np.arange(len(self._ids))
+        query = np.asarray(query_vector, dtype=np.float32)
         if not len(vecs):
-            return raw
-        mu, dots, spread, spread_ok = self._centring(matrix, vecs)
-        shift = float(mu @ mu) - float(mu @ query_vector)
+            return np.zeros(0, dtype=np.float32)
+        mu, stale = self._centring(vecs)
+        if stale:
+            both = self._product(np.stack([query, mu], axis=1), norms=True)
+            raw_all = both[:, 0]
+            dots = self._dots = np.ascontiguousarray(both[:, 1])
+            spread = self._sq_norms - 2.0 * dots + float(mu @ mu)
+            self._spread = np.sqrt(np.maximum(spread, 0.0))
+        else:
+            raw_all = self._product(query[:, None])[:, 0]
+        held = self._live_dots
+        if held[0] is not vecs or held[1] is not self._dots:
+            spread = self._spread[vecs]
+            self._live_dots = (vecs, self._dots, (self._dots[vecs], spread, spread > 1e-6))
+        dots, spread, spread_ok = self._live_dots[2]
+        raw = raw_all[vecs]
+        shift = float(mu @ mu) - float(mu @ query)
         centred = raw - dots + np.float32(shift)
         return np.divide(centred, spread, out=np.zeros_like(centred), where=spread_ok)
 
@@ -638,22 +713,6 @@ def text_hash(text: str) -> str:
     """The hash a vector is keyed by beside its entry id: 8 bytes of BLAKE2b of the
     UTF-8 text, in hex."""
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
-
-
-def _fixed_sum(np: Any, matrix: Any, rows: Any) -> Any:
-    """The sum of ``matrix[rows]`` in units of ``1 / _FIXED_ONE`` (int64), exact: each
-    value is rounded to a whole number of units first, so the sum is the same in any
-    order and after any additions and subtractions (unit vectors lose nothing a
-    float32 mean would keep). Taken :data:`_FIXED_CHUNK` rows at a time: a chunk's
-    float64 sum of whole numbers below 2**40 is exact."""
-    total = np.zeros(matrix.shape[1], dtype=np.int64)
-    scale = np.float32(_FIXED_ONE)
-    for start in range(0, len(rows), _FIXED_CHUNK):
-        part = matrix[rows[start : start + _FIXED_CHUNK]]
-        part *= scale
-        np.rint(part, out=part)
-        total += part.sum(axis=0, dtype=np.float64).astype(np.int64)
-    return total
 
 
 def context_scores(

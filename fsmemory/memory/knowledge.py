@@ -32,7 +32,7 @@ from fsmemory.memory._context import Contexts
 from fsmemory.memory._facts_file import FactsFile
 from fsmemory.memory._index import MemoryIndex
 from fsmemory.memory._stats import MemoryStats
-from fsmemory.memory._vectors import Embedder, VectorStore
+from fsmemory.memory._vectors import DEFAULT_EMBED_BATCH, Embedder, VectorStore
 from fsmemory.memory.entry import KnowledgeEntry, RememberResult, forget_records
 from fsmemory.memory.layout import (
     DAILY_LOG_DIR,
@@ -118,12 +118,17 @@ class KnowledgeMemory:
         embedder: ``fn(texts) -> vectors``, batched, for hybrid recall: ``recall()``
             fuses BM25 with the cosine similarity of the embeddings (and, with
             ``recall_context``, the scores of the entries written next to each one).
-            Each ``remember()`` embeds its content before writing (an
-            :class:`EmbedderError` stores nothing) and appends the vector to
-            ``vectors/<name>-<dim>.jsonl``;
+            Each ``remember()`` embeds its own content only, before writing (an
+            :class:`EmbedderError` stores nothing), and appends the vector to
+            ``vectors/<name>-<dim>.f16v``;
             entries without a vector (older ones, other writers, another embedder) are
             embedded at the next ``recall()``. Identity: the embedder's ``name`` and
             ``dimension`` attributes when present. Needs numpy.
+        embed_batch_size: how many texts one embedder call is given when ``recall()``
+            embeds entries that lack a vector (default 64). Each batch is stored as it
+            comes back: an embedder that fails or times out mid-way leaves the batches
+            before stored and used, and ``recall()`` raises :class:`EmbedderError`
+            saying how many were embedded.
         recall_context: with an embedder, each entry also gains a quarter of the best
             score among the live entries written up to two places before or after it,
             at most an hour apart: facts noted in one sitting lean on each other, and
@@ -166,6 +171,7 @@ class KnowledgeMemory:
         embedder: Embedder | None = None,
         recall_context: bool = True,
         index_cache: bool = True,
+        embed_batch_size: int = DEFAULT_EMBED_BATCH,
     ) -> None:
         if storage_dir is not None and directory is not None:
             raise InvalidInputError("pass storage_dir or directory, not both")
@@ -181,6 +187,12 @@ class KnowledgeMemory:
             check_non_negative_int("max_context_chars", max_context_chars)
         if not isinstance(recall_context, bool):
             raise InvalidInputError("recall_context must be a bool")
+        if (
+            isinstance(embed_batch_size, bool)
+            or not isinstance(embed_batch_size, int)
+            or embed_batch_size < 1
+        ):
+            raise InvalidInputError("embed_batch_size must be a positive int")
         self.root: StorageRoot = open_root(location, storage_options)
         self._requested_log_days = max_log_days
         self._retention_day = ""  # the UTC day this instance's writes last applied it
@@ -208,7 +220,7 @@ class KnowledgeMemory:
 
             self._dedupe_hook = dedupe_against(self._dedupe_candidates, dedupe_threshold)
         self._vectors = (
-            VectorStore(self.root, embedder, context=recall_context)
+            VectorStore(self.root, embedder, context=recall_context, batch_size=embed_batch_size)
             if embedder is not None
             else None
         )

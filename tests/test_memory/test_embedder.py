@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from fsmemory import EmbedderError, KnowledgeMemory
+from fsmemory.memory import _vecfile
 from fsmemory.snapshot import FsspecBackend
 from tests.test_memory.conftest import FakeClock
 
-pytest.importorskip("numpy")
+np = pytest.importorskip("numpy")
 
 SYNONYMS = {"car": "automobile", "cars": "automobile", "vehicle": "automobile"}
 
@@ -55,6 +56,15 @@ class WordEmbedder:
         return out
 
 
+def vector_rows(data: bytes) -> list[str]:
+    """The entry ids of the verified rows of a vector file (its header must hold)."""
+    header = _vecfile.read_header(data)
+    assert header is not None
+    scan = _vecfile.scan_blocks(data, _vecfile.HEADER_SIZE, len(data), header.dimension)
+    assert scan.skipped == 0 and scan.end == len(data)
+    return [i for block in scan.blocks for i in block.ids]
+
+
 def files(km: KnowledgeMemory) -> dict[str, bytes]:
     return {i.path: km.root.read_bytes(i.path) for i in km.root.list("", recursive=True)}
 
@@ -69,11 +79,11 @@ def test_vectors_live_beside_the_logs_and_are_reused(
     assert [len(b) for b in first.batches] == [1, 1, 1, 1]
     stored = files(km)
     vector_files = [p for p in stored if p.startswith("vectors/")]
-    assert vector_files == ["vectors/words-128.jsonl"]
-    assert stored["vectors/words-128.jsonl"].count(b"\n") == 4
+    assert vector_files == ["vectors/words-128.f16v"]
+    assert vector_rows(stored["vectors/words-128.f16v"]) == [*ids, pid]
     for path, data in stored.items():
         if not path.startswith("vectors/"):
-            assert b'"v":' not in data, path
+            assert b"FSVB" not in data, path
     # A second instance reads the stored vectors: only the query is embedded.
     again = WordEmbedder()
     reader = make_km(embedder=again)
@@ -109,19 +119,20 @@ def test_missing_vectors_are_embedded_in_batches_and_a_new_embedder_never_mixes(
     km2.recall("pears again")
     assert sorted(len(b) for b in other.batches) == [1, 1, 6, 64]
     names = sorted(p.name for p in (tmp_path / "m" / "vectors").iterdir())
-    assert names == ["other-8.jsonl", "words-128.jsonl"]
-    assert (tmp_path / "m" / "vectors" / "words-128.jsonl").read_bytes().count(b"\n") == 70
+    assert names == ["other-8.f16v", "words-128.f16v"]
+    assert len(vector_rows((tmp_path / "m" / "vectors" / "words-128.f16v").read_bytes())) == 70
 
 
 def test_vectors_are_never_needed_and_rebuilt_when_deleted(tmp_path: Path) -> None:
     km = KnowledgeMemory(tmp_path / "m", embedder=WordEmbedder())
     kept = km.remember("plums are ripe")
-    vectors = tmp_path / "m" / "vectors" / "words-128.jsonl"
+    vectors = tmp_path / "m" / "vectors" / "words-128.f16v"
     vectors.write_bytes(b"not json\n" + vectors.read_bytes()[:10])
     assert KnowledgeMemory(tmp_path / "m").recall("plums")[0].id == kept
     rebuilt = WordEmbedder()
     assert KnowledgeMemory(tmp_path / "m", embedder=rebuilt).recall("plums")[0].id == kept
     assert sorted(len(b) for b in rebuilt.batches) == [1, 1]
+    assert vector_rows(vectors.read_bytes()) == [kept]  # written again, whole
 
 
 def broken(texts: Sequence[str]) -> list[list[float]]:
@@ -158,7 +169,7 @@ def test_snapshots_leave_vectors_out(tmp_path: Path) -> None:
     backend = FsspecBackend(str(tmp_path / "snap" / "memory.snapshot"))
     km = KnowledgeMemory(tmp_path / "a", backend=backend, embedder=WordEmbedder())
     entry = km.remember("figs in autumn")
-    assert (tmp_path / "a" / "vectors" / "words-128.jsonl").exists()
+    assert (tmp_path / "a" / "vectors" / "words-128.f16v").exists()
     restored = KnowledgeMemory(
         tmp_path / "b", backend=FsspecBackend(str(tmp_path / "snap" / "memory.snapshot"))
     )
@@ -181,7 +192,7 @@ def test_no_numeric_library_without_an_embedder(tmp_path: Path) -> None:
     assert done.stdout.strip() == "[]"
 
 
-def test_two_writers_share_vectors_and_a_torn_line_is_skipped(tmp_path: Path) -> None:
+def test_two_writers_share_vectors_and_a_torn_block_is_skipped(tmp_path: Path) -> None:
     e1, e2 = WordEmbedder(), WordEmbedder()
     km1 = KnowledgeMemory(tmp_path / "m", embedder=e1)
     km2 = KnowledgeMemory(tmp_path / "m", embedder=e2)
@@ -192,10 +203,12 @@ def test_two_writers_share_vectors_and_a_torn_line_is_skipped(tmp_path: Path) ->
     # Each text was embedded once, by its writer; the other read the vector from the file.
     assert e1.batches == [["alpha apricot orchard"], ["blueberry bush"]]
     assert e2.batches == [["beta blueberry bush"], ["apricot orchard"]]
-    # A crash mid-append leaves a torn last line: it is skipped, the next append is whole.
-    path = tmp_path / "m" / "vectors" / "words-128.jsonl"
+    # A crash mid-append leaves a torn last block: it is skipped, the next append is
+    # whole.
+    path = tmp_path / "m" / "vectors" / "words-128.f16v"
+    torn = _vecfile.encode_block(["torn"], ["0" * 16], np.zeros((1, 128), np.float16))
     with path.open("ab") as f:
-        f.write(b'{"id": "torn", "v": "AAAA')
+        f.write(torn[:-7])
     c = km1.remember("gamma grape vine")
     e3 = WordEmbedder()
     fresh = KnowledgeMemory(tmp_path / "m", embedder=e3)

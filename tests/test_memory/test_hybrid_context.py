@@ -14,7 +14,7 @@ import pytest
 
 from fsmemory import KnowledgeMemory
 from fsmemory.errors import InvalidInputError
-from fsmemory.memory import _vectors
+from fsmemory.memory import _vecfile, _vectors
 from fsmemory.memory._rank import query_terms
 from fsmemory.memory.entry import us_of
 
@@ -330,17 +330,21 @@ def test_an_entry_embedded_twice_by_two_writers_keeps_one_vector(tmp_path: Path)
         plain.remember(f"note {i} about tea in {FILLERS[i]}")
     first = KnowledgeMemory(folder, clock=clock, embedder=WordEmbedder("twice"))
     first.recall("tea")  # embeds the six and appends their vectors
-    vectors = folder / "vectors" / "twice-128.jsonl"
+    vectors = folder / "vectors" / "twice-128.f16v"
     once = vectors.read_bytes()
-    assert once.count(b"\n") == 6
+    header = _vecfile.read_header(once)
+    assert header is not None
+    blocks = _vecfile.scan_blocks(once, _vecfile.HEADER_SIZE, len(once), 128).blocks
+    assert sum(len(b.ids) for b in blocks) == 6
     with open(vectors, "ab") as handle:  # what a second writer racing the first appends
-        handle.write(once)
+        handle.write(once[_vecfile.HEADER_SIZE :])
+    once += once[_vecfile.HEADER_SIZE :]
     reader = KnowledgeMemory(folder, clock=clock, embedder=WordEmbedder("twice"))
     _check_definition(reader, "tea", clock)
     store = reader._vectors
     assert store is not None
     assert sorted(store._ids) == sorted(set(store._ids)) and len(store._ids) == 6
-    assert vectors.read_bytes() == once + once  # the file is derived data, left as it is
+    assert vectors.read_bytes() == once  # the file is derived data, left as it is
     # The writer that had them already reads the duplicates and keeps its rows.
     assert first._vectors is not None
     first._vectors.load()

@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from fsmemory import KnowledgeMemory
-from fsmemory.memory import _index_cache, _vectors
+from fsmemory.memory import _index_cache
 from fsmemory.memory._rank import BM25Index
 
 from .conftest import FakeClock
@@ -167,6 +167,8 @@ def test_centred_cosines_rank_like_the_centred_vectors() -> None:
     raw = rng.normal(size=(40, 6)).astype(np.float32) + np.array([4, 0, 0, 0, 0, 0], np.float32)
     vectors = raw / np.linalg.norm(raw, axis=1, keepdims=True)
     store._add([f"e{i}" for i in range(40)], ["0" * 16] * 40, vectors)
+    # Vectors are kept as float16: the definition is over what is kept.
+    vectors = store._stacked().astype(np.float64)
     query = vectors[7] + 0.1 * vectors[3]
     query /= np.linalg.norm(query)
     mu = vectors.mean(axis=0) * (40 / (40 + 4))
@@ -188,42 +190,3 @@ def test_centred_cosines_rank_like_the_centred_vectors() -> None:
     centred = both[some] - mu
     expected = centred @ (query - mu) / np.linalg.norm(centred, axis=1)
     assert np.allclose(store.dense_scores(query, some), expected, atol=1e-5)
-
-
-@pytest.mark.parametrize("chunk", [1, 700, 4096, 8 << 20])
-def test_vectors_load_alike_in_reads_of_any_size(
-    chunk: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The vector file is read in chunks: lines cut by a read, a line longer than a
-    read, corrupt lines and a torn last line give what one whole read gives, and the
-    next load starts where the whole lines end."""
-    folder = tmp_path / "m"
-    km = KnowledgeMemory(folder, embedder=WordEmbedder("chunks"))
-    ids = [km.remember(f"entry {i} about {w}") for i, w in enumerate(WORDS * 3)]
-    path = folder / "vectors" / "chunks-128.jsonl"
-    one_line = path.read_bytes().split(b"\n")[0]
-    long_line = one_line[:-1] + b', "note": "' + b"x" * 5000 + b'"}\n'
-    with open(path, "ab") as handle:
-        handle.write(b"not json\n" + b'{"id": "short", "v": "AAAA"}\n' + long_line)
-        handle.write(b'{"id": "torn", "v": "')  # a writer mid-append
-    whole = path.stat().st_size
-    monkeypatch.setattr(_vectors, "_LOAD_CHUNK", 1 << 30)
-    expected = _vectors.VectorStore(km.root, WordEmbedder("chunks"))
-    expected.load()
-    monkeypatch.setattr(_vectors, "_LOAD_CHUNK", chunk)
-    store = _vectors.VectorStore(km.root, WordEmbedder("chunks"))
-    store.load()
-    assert store._ids == expected._ids == ids  # the long line repeats the first id
-    # Room was made once, for no more vectors than the bytes can hold.
-    assert len(ids) <= store._buffer.shape[0] <= max(64, whole // 190)
-    assert np.array_equal(store._stacked(), expected._stacked())
-    torn = len(b'{"id": "torn", "v": "')
-    assert store._loaded_upto == expected._loaded_upto == whole - torn
-    # The torn line, finished, is read from where the last load stopped.
-    vector = one_line.split(b'"v":')[1]
-    with open(path, "ab") as handle:
-        handle.write(vector.strip().strip(b'"}') + b'", "h": "0123456789abcdef"}\n')
-    store.load()
-    assert store._ids == [*ids, "torn"]
-    assert np.array_equal(store._stacked()[-1], store._stacked()[0])
-    assert store._loaded_upto == path.stat().st_size

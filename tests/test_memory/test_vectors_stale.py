@@ -19,7 +19,7 @@ import orjson
 import pytest
 
 from fsmemory import KnowledgeMemory
-from fsmemory.memory import _vectors
+from fsmemory.memory import _vecfile, _vectors
 
 from .conftest import FakeClock
 from .test_embedder import WordEmbedder, fresh_vocabulary  # noqa: F401 (autouse)
@@ -83,7 +83,7 @@ def _corpus(seed: int, n: int) -> list[tuple[str, float | None, bool]]:
     quarter forgotten and a fifth expiring (ttl 1 day)."""
     rng = random.Random(seed)
     seen: set[str] = set()
-    out = []
+    out: list[tuple[str, float | None, bool]] = []
     while len(out) < n:
         text = " ".join(rng.sample(WORDS, rng.randint(3, 6)))
         if text in seen:
@@ -113,7 +113,7 @@ NO_WORD_IN_COMMON = ["harbour", "moonlight symphony", "quantum"]
 def _write(
     km: KnowledgeMemory,
     clock: FakeClock,
-    corpus: list[tuple[str, float | None, bool]],
+    corpus: Sequence[tuple[str, float | None, bool]],
     *,
     live_only: bool = False,
 ) -> list[str]:
@@ -149,9 +149,9 @@ def test_deleting_the_vector_file_changes_no_ranking(seed: int, tmp_path: Path) 
     _write(km, clock, corpus)
     queries = QUERIES + ONE_WORD + NO_WORD_IN_COMMON
     warm = _ranked(km, queries)
-    vectors = folder / "vectors" / "hashed-48.jsonl"
+    vectors = folder / "vectors" / "hashed-48.f16v"
     # The file holds the vectors of the forgotten and expired entries too.
-    assert vectors.read_bytes().count(b"\n") == len(corpus)
+    assert len(_file_rows(vectors.read_bytes())) == len(corpus)
     with_file = KnowledgeMemory(folder, clock=clock, embedder=HashEmbedder())
     assert _ranked(with_file, queries) == warm
     shutil.rmtree(folder / "vectors")
@@ -242,7 +242,7 @@ def test_a_hand_fixed_log_line_is_embedded_again(tmp_path: Path, clock: FakeCloc
     reference = KnowledgeMemory(tmp_path / "ref", clock=ref_clock, embedder=WordEmbedder("fix"))
     expected = _ranked(reference, FIX_QUERIES)
     assert expected[0][0] != FIXED  # nothing is about a car now
-    vectors = folder / "vectors" / "fix-128.jsonl"
+    vectors = folder / "vectors" / "fix-128.f16v"
     before = vectors.read_bytes()
     _fix_log_line(folder, OLD, FIXED)
 
@@ -253,13 +253,11 @@ def test_a_hand_fixed_log_line_is_embedded_again(tmp_path: Path, clock: FakeCloc
     # The fixed text was embedded once (after the first query), nothing else was.
     assert embedder.batches[:2] == [["car"], [FIXED]]
     assert all(len(b) == 1 for b in embedder.batches[2:])
-    # The vector file only grew: the old line is still there, byte for byte, and the
+    # The vector file only grew: the old row is still there, byte for byte, and the
     # new one names the entry and the hash of its new text.
     after = vectors.read_bytes()
     assert after.startswith(before)
-    (line,) = after[len(before) :].splitlines()
-    record = orjson.loads(line)
-    assert (record["id"], record["h"]) == (target, _vectors.text_hash(FIXED))
+    assert _file_rows(after)[len(_file_rows(before)) :] == [(target, _vectors.text_hash(FIXED))]
 
     # A later process reads both lines and serves the one of the current text.
     later = WordEmbedder("fix")
@@ -274,6 +272,27 @@ def test_a_hand_fixed_log_line_is_embedded_again(tmp_path: Path, clock: FakeCloc
     assert fourth.recall("car", limit=1)[0].id == target
     assert back.batches == [["car"]]
     assert vectors.read_bytes() == after
+
+
+def _file_rows(data: bytes) -> list[tuple[str, str]]:
+    """(entry id, text hash) of every verified row of a binary vector file."""
+    header = _vecfile.read_header(data)
+    assert header is not None
+    scan = _vecfile.scan_blocks(data, _vecfile.HEADER_SIZE, len(data), header.dimension)
+    assert scan.skipped == 0
+    return [key for b in scan.blocks for key in zip(b.ids, b.hashes, strict=True)]
+
+
+def _legacy_file(km: KnowledgeMemory) -> bytes:
+    """The JSONL vector file the version before the binary file wrote for the vectors
+    ``km`` holds: one line per vector, ``{"id", "h", "v": base64 float32}``."""
+    store = km._vectors
+    assert store is not None
+    return b"".join(
+        orjson.dumps({"id": i, "h": h, "v": base64.b64encode(v.astype("<f4").tobytes()).decode()})
+        + b"\n"
+        for i, h, v in zip(store._ids, store._hashes, store._stacked(), strict=True)
+    )
 
 
 def _old_format(data: bytes, shuffle: bool) -> bytes:
@@ -302,7 +321,12 @@ def test_vector_lines_without_a_true_text_hash_are_never_served(
     _write(km, clock, corpus)
     queries = QUERIES + ONE_WORD + NO_WORD_IN_COMMON
     expected = _ranked(km, queries)
+    # The JSONL file of the version before the binary one, with vectors handed to the
+    # wrong entries and no hash (or a hash that is none): converted without them.
+    binary = folder / "vectors" / "hashed-48.f16v"
     vectors = folder / "vectors" / "hashed-48.jsonl"
+    vectors.write_bytes(_legacy_file(km))
+    binary.unlink()
     old = _old_format(vectors.read_bytes(), shuffle=True)
     if hash_field is not None:  # a hash of the wrong kind (or of no text) is no hash
         lines = [orjson.loads(line) for line in old.splitlines()]
@@ -316,7 +340,9 @@ def test_vector_lines_without_a_true_text_hash_are_never_served(
         t for t, _ttl, _f in corpus
     )
     assert len(embedder.batches) == len(queries) + 1
-    assert vectors.read_bytes().startswith(old)  # left as it was, appended to
+    assert not vectors.exists()  # read once, converted
+    rows = _file_rows(binary.read_bytes())
+    assert sorted(rows) == sorted((e.id, _vectors.text_hash(e.content)) for e in reader.entries())
 
 
 def test_a_foreign_vector_of_the_right_shape_is_normalised_once(
@@ -330,17 +356,19 @@ def test_a_foreign_vector_of_the_right_shape_is_normalised_once(
     store = km._vectors
     assert store is not None
     ours = store._stacked()[0].copy()
-    vectors = folder / "vectors" / "hashed-48.jsonl"
-    record = orjson.loads(vectors.read_bytes())
-    scaled = np.frombuffer(base64.b64decode(record["v"]), dtype="<f4") * np.float32(3.0)
-    record["v"] = base64.b64encode(scaled.astype("<f4").tobytes()).decode()
     reader = _vectors.VectorStore(km.root, HashEmbedder())
     reader.load()
     assert np.array_equal(reader._stacked()[0], ours)  # bit for bit
+    # A JSONL file of the version before (converted once) with a vector at 3x length.
+    vectors = folder / "vectors" / "hashed-48.jsonl"
+    record = orjson.loads(_legacy_file(km))
+    scaled = np.frombuffer(base64.b64decode(record["v"]), dtype="<f4") * np.float32(3.0)
+    record["v"] = base64.b64encode(scaled.astype("<f4").tobytes()).decode()
     vectors.write_bytes(orjson.dumps(record) + b"\n")
+    (folder / "vectors" / "hashed-48.f16v").unlink()
     foreign = _vectors.VectorStore(km.root, HashEmbedder())
     foreign.load()
-    assert np.allclose(foreign._stacked()[0], ours, atol=1e-6)
+    assert np.allclose(foreign._stacked()[0], ours, atol=1e-3)
     assert foreign._ids == [entry]
 
 

@@ -1,0 +1,564 @@
+"""The binary vector file of hybrid recall: layout, checks and reading.
+
+One file per embedder identity, ``vectors/<name>-<dimension>.f16v``::
+
+    file header (HEADER_SIZE bytes)
+        magic       8   b"\\x89FSMVEC\\n"
+        version     u16 FORMAT_VERSION
+        dtype       u8  1: float16, little-endian
+        reserved    u8  0
+        dimension   u32
+        name length u16
+        generation  16  random bytes, new each time the file is written whole
+        name        the embedder's name (ASCII), then zeros up to HEADER_SIZE - 4
+        crc32       u32 of every byte before it
+    block, block, ... (appended; one per store, many rows in a rewrite)
+        magic       4   b"FSVB"
+        rows        u32
+        keys length u32 (the keys section, padded to a multiple of 8)
+        reserved    u32 0
+        body crc32  u32 of the keys section and the vectors
+        head crc32  u32 of the 20 bytes before it
+        keys        JSON ``[[id, ...], "<hex text hashes>"]``, ASCII, space padded
+        vectors     rows x dimension float16 (little-endian), row-major
+
+Integers are little-endian. A block is served only when both of its checksums hold:
+a flipped byte anywhere is caught by one of them. Blocks are self-delimiting and start
+with a magic, so a reader that meets bytes it cannot verify (a block torn by a killed
+writer, with later writers' blocks after it) looks for the next verifiable block and
+reports the bytes it skipped; a block cut short at the end of the file is left for the
+next read (a writer may still be writing it). The row count of the file is the sum of
+its verified blocks' rows. Appending one block per write is what lets a snapshot carry
+the file incrementally: a block is a unit that can be shipped and verified on its own.
+
+NumPy is imported only here and in ``_vectors``, and only when an embedder is used.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+import mmap
+import os
+import struct
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fsmemory.errors import ConflictError, KeyNotFoundError, NotAFileError
+from fsmemory.fs.base import StorageRoot
+from fsmemory.fs.local import LocalRoot
+
+__all__ = [
+    "BLOCK_HEAD",
+    "COMPACT_BLOCKS",
+    "FORMAT_VERSION",
+    "HEADER_SIZE",
+    "Block",
+    "Header",
+    "Rows",
+    "Scan",
+    "VectorFile",
+    "chunks",
+    "encode_block",
+    "encode_header",
+    "parse_jsonl",
+    "read_header",
+    "scan_blocks",
+    "widen",
+    "widen_dot",
+]
+
+logger = logging.getLogger("fsmemory.memory._vectors")
+
+MAGIC = b"\x89FSMVEC\n"
+FORMAT_VERSION = 1
+DTYPE_FLOAT16 = 1
+HEADER_SIZE = 160
+BLOCK_MAGIC = b"FSVB"
+BLOCK_HEAD = 24
+_FIXED = struct.Struct("<8sHBBIH16s")  # magic, version, dtype, 0, dimension, name length
+_BLOCK = struct.Struct("<4sIIIII")  # magic, rows, keys length, 0, body crc, head crc
+# Rows of float16 widened to float32 at a time (a few hundred KB: stays in cache).
+_WIDEN_ROWS = 512
+
+
+@dataclass(frozen=True)
+class Header:
+    """What the file header names."""
+
+    version: int
+    dimension: int
+    name: str
+    generation: bytes
+
+
+def encode_header(name: str, dimension: int, generation: bytes | None = None) -> bytes:
+    """The file header of a vector file of ``name`` and ``dimension`` (a fresh random
+    generation unless one is given)."""
+    raw_name = name.encode("ascii")
+    gen = generation if generation is not None else os.urandom(16)
+    fixed = _FIXED.pack(MAGIC, FORMAT_VERSION, DTYPE_FLOAT16, 0, dimension, len(raw_name), gen)
+    body = (fixed + raw_name).ljust(HEADER_SIZE - 4, b"\0")
+    if len(body) != HEADER_SIZE - 4:
+        raise ValueError(f"embedder name too long for the vector file: {name!r}")
+    return body + struct.pack("<I", zlib.crc32(body))
+
+
+def read_header(data: Any) -> Header | None:
+    """The header at the start of ``data`` (bytes-like), or None when it is not one this
+    version reads (too short, another magic or version or dtype, a bad checksum)."""
+    if len(data) < HEADER_SIZE:
+        return None
+    head = bytes(data[:HEADER_SIZE])
+    (crc,) = struct.unpack_from("<I", head, HEADER_SIZE - 4)
+    if zlib.crc32(head[: HEADER_SIZE - 4]) != crc:
+        return None
+    magic, version, dtype, _, dimension, name_len, gen = _FIXED.unpack_from(head)
+    if magic != MAGIC or version != FORMAT_VERSION or dtype != DTYPE_FLOAT16:
+        return None
+    start = _FIXED.size
+    if start + name_len > HEADER_SIZE - 4:
+        return None
+    try:
+        name = head[start : start + name_len].decode("ascii")
+    except UnicodeDecodeError:
+        return None
+    return Header(version, dimension, name, gen)
+
+
+def encode_block(ids: Sequence[str], hashes: Sequence[str], vectors: Any) -> bytes:
+    """One block: the rows' ids and text hashes (16 hex digits each) and their vectors
+    (an (n, dimension) float16 array)."""
+    keys = json.dumps([list(ids), "".join(hashes)], ensure_ascii=True).encode("ascii")
+    keys += b" " * (-len(keys) % 8)
+    body: bytes = keys + vectors.astype("<f2", copy=False).tobytes()
+    head = _BLOCK.pack(BLOCK_MAGIC, len(ids), len(keys), 0, zlib.crc32(body), 0)[:20]
+    return head + struct.pack("<I", zlib.crc32(head)) + body
+
+
+@dataclass(frozen=True)
+class Block:
+    """A verified block: its rows' ids and hashes, and where its vectors start."""
+
+    ids: list[str]
+    hashes: list[str]
+    vectors_at: int
+    end: int
+
+
+@dataclass
+class Scan:
+    """What :func:`scan_blocks` found: the verified blocks, where reading stopped (the
+    end of the last verified block, or the start of a block cut short at the end), and
+    how many bytes before that could not be verified (damage)."""
+
+    blocks: list[Block]
+    end: int
+    skipped: int
+
+
+def scan_blocks(data: Any, start: int, end: int, dimension: int) -> Scan:
+    """The blocks of ``data`` (bytes or an mmap) in ``[start, end)``."""
+    view = memoryview(data)
+    blocks: list[Block] = []
+    skipped = 0
+    pos = start
+    row_bytes = 2 * dimension
+    while pos + BLOCK_HEAD <= end:
+        block, torn = _block_at(data, view, pos, end, row_bytes)
+        if block is not None:
+            blocks.append(block)
+            pos = block.end
+            continue
+        after = _next_block(data, view, pos + 1, end, row_bytes)
+        if after is None:
+            if not torn:
+                skipped += end - pos
+                pos = end
+            break
+        skipped += after - pos
+        pos = after
+    return Scan(blocks, pos, skipped)
+
+
+def _next_block(data: Any, view: memoryview, at: int, end: int, row_bytes: int) -> int | None:
+    """Where the next verifiable block in ``[at, end)`` starts, or None."""
+    while True:
+        at = data.find(BLOCK_MAGIC, at, end)
+        if at < 0:
+            return None
+        if _block_at(data, view, at, end, row_bytes)[0] is not None:
+            return int(at)
+        at += 1
+
+
+def _block_at(
+    data: Any, view: memoryview, pos: int, end: int, row_bytes: int
+) -> tuple[Block | None, bool]:
+    """The block at ``pos`` if it verifies, and whether it may be a whole block cut
+    short by the end of the data (a head that verifies, a body past ``end``)."""
+    if bytes(view[pos : pos + 4]) != BLOCK_MAGIC or pos + BLOCK_HEAD > end:
+        return None, False
+    _, rows, keys_len, reserved, body_crc, head_crc = _BLOCK.unpack_from(view, pos)
+    if zlib.crc32(view[pos : pos + 20]) != head_crc or reserved or keys_len % 8:
+        return None, False
+    vectors_at = pos + BLOCK_HEAD + keys_len
+    block_end = vectors_at + rows * row_bytes
+    if block_end > end:
+        return None, True
+    if zlib.crc32(view[pos + BLOCK_HEAD : block_end]) != body_crc:
+        return None, False
+    try:
+        ids, joined = json.loads(bytes(view[pos + BLOCK_HEAD : vectors_at]))
+    except (ValueError, TypeError):
+        return None, False
+    if (
+        not isinstance(ids, list)
+        or not isinstance(joined, str)
+        or len(ids) != rows
+        or len(joined) != 16 * rows
+        or not all(isinstance(i, str) for i in ids)
+    ):
+        return None, False
+    hashes = [joined[k : k + 16] for k in range(0, 16 * rows, 16)]
+    return Block(ids, hashes, vectors_at, block_end), False
+
+
+def widen_rows(np: Any, bits: Any, wide: Any, sign: Any) -> Any:
+    """The float16 rows ``bits`` (viewed as uint16) as float32, in ``wide`` (a uint32
+    work array at least as large; ``sign`` another); returns the float32 view.
+
+    Done on the bits, exact for every finite float16 (subnormals included): NumPy's own
+    float16 cast converts one value at a time, several times slower."""
+    k = bits.shape[0]
+    w, s = wide[:k], sign[:k]
+    np.bitwise_and(bits, 0x7FFF, out=w)
+    np.left_shift(w, 13, out=w)
+    f = w.view(np.float32)
+    f *= np.float32(2.0**112)  # exponent bias 15 -> 127 (subnormals become normal)
+    np.bitwise_and(bits, 0x8000, out=s)
+    np.left_shift(s, 16, out=s)
+    np.bitwise_or(w, s, out=w)
+    return f
+
+
+def chunks(np: Any, matrix: Any, rows: Any = None) -> Any:
+    """Yield ``(start, float32 rows)`` over the float16 ``matrix`` (only ``rows``, an
+    ascending index array, when given), a few hundred rows widened at a time: a float32
+    copy of the whole matrix is twice its size. The yielded array is reused."""
+    n, d = matrix.shape
+    count = n if rows is None else len(rows)
+    if not count:
+        return
+    size = min(count, _WIDEN_ROWS)
+    wide = np.empty((size, d), dtype=np.uint32)
+    sign = np.empty((size, d), dtype=np.uint32)
+    bits = matrix.view(np.uint16)
+    for at in range(0, count, size):
+        part = bits[at : at + size] if rows is None else bits[rows[at : at + size]]
+        yield at, widen_rows(np, part, wide, sign)
+
+
+def widen_dot(np: Any, matrix: Any, weights: Any, out: Any) -> None:
+    """``out[:] = matrix @ weights`` for a float16 ``matrix`` (n, d) and float32
+    ``weights`` (d, k), in float32 (see :func:`chunks`)."""
+    for at, part in chunks(np, matrix):
+        # einsum runs in this thread: a BLAS product may start a thread pool, which
+        # costs more than it saves at this size and stalls on a busy machine.
+        np.einsum("ij,jk->ik", part, weights, out=out[at : at + part.shape[0]])
+
+
+def widen(np: Any, matrix: Any) -> Any:
+    """A float32 copy of the float16 ``matrix`` (exact)."""
+    out = np.empty(matrix.shape, dtype=np.float32)
+    for at, part in chunks(np, matrix):
+        out[at : at + part.shape[0]] = part
+    return out
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Vectors read from a file: ids, text hashes, and an (n, dimension) float16 array
+    (a view of what was read: the caller copies what it keeps of a small one)."""
+
+    ids: list[str]
+    hashes: list[str]
+    vectors: Any
+
+
+# A file of more blocks than this is written again as one block (each block costs a
+# cold open a few microseconds of parsing; one block per remember() adds up).
+COMPACT_BLOCKS = 1024
+
+
+class VectorFile:
+    """The vector file of one embedder identity on a root: reads what was appended
+    since the last read, appends blocks, and writes the file again whole (compare and
+    swap) when it is damaged, foreign, or made of too many blocks.
+
+    Args:
+        root: the memory root.
+        path: the file (root-relative).
+        legacy_path: the JSONL file older versions wrote (read once and converted when
+            this file is created).
+        name: the embedder's name (the header must name it).
+        dimension: the vectors' dimension (the header must name it).
+    """
+
+    def __init__(
+        self, root: StorageRoot, path: str, legacy_path: str, name: str, dimension: int
+    ) -> None:
+        self.root = root
+        self.path = path
+        self.legacy_path = legacy_path
+        self.name = name
+        self.dimension = dimension
+        self.end = -1  # where the next read starts (-1: read the file whole)
+        self.generation: bytes | None = None  # of the file read, or written, last
+        self.blocks = 0  # blocks in the file as read
+        self.needs_rewrite: str | None = None  # why the file must be written again
+
+    # -- reading ---------------------------------------------------------------------
+    def read_new(self) -> list[Rows]:
+        """The rows of the blocks appended since the last read (the whole file at the
+        first read, or after another writer wrote it whole). Sets
+        :attr:`needs_rewrite` when the file cannot be served as it is."""
+        if self.end < 0:
+            return self._read_whole()
+        first, rest = self.root.read_ranges(
+            [(self.path, 0, HEADER_SIZE), (self.path, self.end, None)]
+        )
+        if first is None:  # deleted: the next append creates it again
+            self.end, self.generation = -1, None
+            return []
+        header = read_header(first)
+        if header is None or header.generation != self.generation:
+            self.end = -1  # written whole since (a rewrite), or damaged
+            return self._read_whole()
+        if not rest:
+            return []
+        scan = scan_blocks(rest, 0, len(rest), self.dimension)
+        self.end += scan.end
+        self.blocks += len(scan.blocks)
+        self._check(scan)
+        return self._rows(rest, scan.blocks)
+
+    def _read_whole(self) -> list[Rows]:
+        data = self._open()
+        if data is None:
+            converted = self.create()
+            if converted is not None or self.end >= 0:
+                return [converted] if converted is not None else []
+            data = self._open()  # another writer created it meanwhile
+            if data is None:
+                return []
+        header = read_header(data)
+        if header is None or header.name != self.name or header.dimension != self.dimension:
+            self.needs_rewrite = "its header is damaged or names another embedder"
+            return []
+        scan = scan_blocks(data, HEADER_SIZE, len(data), self.dimension)
+        self.generation = header.generation
+        self.end = scan.end
+        self.blocks = len(scan.blocks)
+        self._check(scan)
+        return self._rows(data, scan.blocks)
+
+    def _check(self, scan: Scan) -> None:
+        if scan.skipped:
+            self.needs_rewrite = f"{scan.skipped} bytes in it do not verify"
+        elif self.blocks > COMPACT_BLOCKS:
+            self.needs_rewrite = f"it holds {self.blocks} blocks"
+
+    def _rows(self, data: Any, blocks: list[Block]) -> list[Rows]:
+        import numpy as np
+
+        out = []
+        for block in blocks:
+            count = len(block.ids) * self.dimension
+            vectors = np.frombuffer(data, dtype="<f2", count=count, offset=block.vectors_at)
+            out.append(Rows(block.ids, block.hashes, vectors.reshape(-1, self.dimension)))
+        return out
+
+    def _open(self) -> Any:
+        """The file's bytes: memory-mapped (read only) on a local folder, else read in
+        one request; None when there is no file."""
+        root = self.root
+        if isinstance(root, LocalRoot):
+            full = root.full_path(self.path)
+            real_root = os.path.realpath(root.root)
+            if os.path.realpath(os.path.dirname(full)).startswith(real_root + os.sep):
+                try:
+                    fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                except FileNotFoundError:
+                    return None
+                except OSError:
+                    fd = -1
+                if fd >= 0:
+                    try:
+                        size = os.fstat(fd).st_size
+                        if size == 0:
+                            return b""
+                        return mmap.mmap(fd, size, access=mmap.ACCESS_READ)
+                    except (OSError, ValueError):
+                        pass  # not a regular file: the root's read says why
+                    finally:
+                        os.close(fd)
+        try:
+            return root.read(self.path).data
+        except KeyNotFoundError:
+            return None
+
+    # -- writing ---------------------------------------------------------------------
+    def create(self) -> Rows | None:
+        """Create the file when it does not exist yet, with the vectors of the legacy
+        JSONL file when there is one (read once: it is deleted once converted). Returns
+        the rows converted. A file another writer created first is kept (the converted
+        rows are appended to it)."""
+        legacy, converted = self._legacy()
+        generation = os.urandom(16)
+        header = encode_header(self.name, self.dimension, generation)
+        block = b""
+        if converted is not None:
+            block = encode_block(converted.ids, converted.hashes, converted.vectors)
+        try:
+            self.root.write(self.path, header + block, create_only=True)
+        except ConflictError:
+            if block:
+                self.root.append(self.path, block, unique=True)
+        else:
+            self.generation = generation
+            self.end = len(header) + len(block)
+            self.blocks = 1 if block else 0
+        if legacy:
+            self.root.delete(self.legacy_path)
+            logger.info(
+                "converted %d vectors of %s into %s",
+                0 if converted is None else len(converted.ids),
+                self.legacy_path,
+                self.path,
+            )
+        return converted
+
+    def _legacy(self) -> tuple[bool, Rows | None]:
+        """Whether there is a legacy JSONL file, and the rows it converts to."""
+        try:
+            data = self.root.read_bytes(self.legacy_path)
+        except (KeyNotFoundError, NotAFileError):
+            return False, None
+        return True, parse_jsonl(data, self.dimension)
+
+    def append(self, ids: Sequence[str], hashes: Sequence[str], vectors: Any) -> Rows | None:
+        """Append one block of these rows (creating the file first when this instance
+        has not seen it; returns the rows that creation converted from the legacy
+        file). Concurrent appends each land whole: every root appends atomically."""
+        converted = None
+        if self.generation is None:
+            converted = self.create()
+        block = encode_block(ids, hashes, vectors)
+        offset = self.root.append(self.path, block, unique=True)
+        if offset == self.end:  # nobody appended since our last read: no need to read it
+            self.end = offset + len(block)
+            self.blocks += 1
+        return converted
+
+    def rewrite(self, held: Rows) -> list[Rows]:
+        """Write the file again whole (a fresh generation, one block): the rows held in
+        memory and those of the file that verify, each (id, hash) once. Only when the
+        file is still as read (compare and swap): a concurrent append is never lost.
+        Returns the file's rows that ``held`` lacked."""
+        import numpy as np
+
+        reason, self.needs_rewrite = self.needs_rewrite, None
+        try:
+            current = self.root.read(self.path)
+        except KeyNotFoundError:
+            current = None
+        extra: list[Rows] = []
+        if current is not None:
+            header = read_header(current.data)
+            if header is not None and (header.name, header.dimension) == (
+                self.name,
+                self.dimension,
+            ):
+                scan = scan_blocks(current.data, HEADER_SIZE, len(current.data), self.dimension)
+                extra = self._rows(current.data, scan.blocks)
+        known = set(zip(held.ids, held.hashes, strict=True))
+        ids, hashes, parts = list(held.ids), list(held.hashes), [held.vectors]
+        fresh_rows: list[Rows] = []
+        for rows in extra:
+            keep = []
+            for n, key in enumerate(zip(rows.ids, rows.hashes, strict=True)):
+                if key not in known:
+                    known.add(key)
+                    keep.append(n)
+            if keep:
+                kept = Rows(
+                    [rows.ids[n] for n in keep],
+                    [rows.hashes[n] for n in keep],
+                    np.array(rows.vectors[keep]),
+                )
+                fresh_rows.append(kept)
+                ids += kept.ids
+                hashes += kept.hashes
+                parts.append(kept.vectors)
+        generation = os.urandom(16)
+        data = encode_header(self.name, self.dimension, generation) + encode_block(
+            ids, hashes, np.concatenate(parts) if len(parts) > 1 else parts[0]
+        )
+        try:
+            if current is None:
+                self.root.write(self.path, data, create_only=True)
+            else:
+                self.root.write(self.path, data, if_version=current.version)
+        except ConflictError:
+            logger.info("%s changed while it was written again; left for later", self.path)
+            self.end = -1
+            return fresh_rows
+        logger.info("wrote %s again with %d vectors: %s", self.path, len(ids), reason)
+        self.generation, self.end, self.blocks = generation, len(data), 1
+        return fresh_rows
+
+
+def parse_jsonl(data: bytes, dimension: int) -> Rows | None:
+    """The vectors of a JSONL vector file older versions wrote (one line per vector,
+    ``{"id", "h", "v": base64 float32}``), as float16; lines that are damaged, of
+    another dimension or without a text hash are skipped. None when none is left."""
+    import numpy as np
+
+    ids: list[str] = []
+    hashes: list[str] = []
+    raws: list[bytes] = []
+    for line in data.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            raw = base64.b64decode(record["v"], validate=True)
+            entry_id, digest = record["id"], record.get("h")
+        except (ValueError, TypeError, KeyError, binascii.Error):
+            continue
+        if (
+            len(raw) != 4 * dimension
+            or not isinstance(entry_id, str)
+            or not isinstance(digest, str)
+            or len(digest) != 16
+        ):
+            continue
+        ids.append(entry_id)
+        hashes.append(digest)
+        raws.append(raw)
+    if not ids:
+        return None
+    arr = np.frombuffer(b"".join(raws), dtype="<f4").reshape(len(ids), dimension)
+    if not np.isfinite(arr).all():
+        keep = np.isfinite(arr).all(axis=1)
+        arr = arr[keep]
+        ids = [i for i, k in zip(ids, keep.tolist(), strict=True) if k]
+        hashes = [h for h, k in zip(hashes, keep.tolist(), strict=True) if k]
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    arr = arr / np.where(norms > 0, norms, 1.0)
+    return Rows(ids, hashes, arr.astype(np.float16)) if ids else None

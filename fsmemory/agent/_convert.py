@@ -434,8 +434,9 @@ def from_openai_responses_input(
     prompts (one starting with the compaction-summary prefix a
     :class:`CompactionSummary`); user and assistant messages, ``function_call`` and
     ``function_call_output`` items become events as in :func:`from_openai_response`
-    (outputs starting ``Error: `` become :class:`ToolError`). Reasoning items, hosted
-    tool calls and item references are skipped.
+    (outputs starting ``Error: `` become :class:`ToolError`; an output given as content
+    parts keeps their text). Reasoning items, hosted tool calls and item references
+    are skipped.
 
     Raises:
         ValueError: a ``function_call`` or ``function_call_output`` item without a string

@@ -266,6 +266,20 @@ def test_input_items_round_trip() -> None:
     assert [(type(e), e.text()) for e in back] == [(type(e), e.text()) for e in seen]
     names = [getattr(e, "name", None) for e in back if isinstance(e, ToolResult | ToolError)]
     assert names == ["recall", "recall"]
+    # an output given as content parts keeps its text parts
+    parts = {
+        "type": "function_call_output",
+        "call_id": "c",
+        "output": [
+            {"type": "input_text", "text": "chart of "},
+            {"type": "input_image", "image_url": "https://example.com/a.png", "detail": "auto"},
+            {"type": "input_text", "text": "sales"},
+        ],
+    }
+    _valid([parts])
+    assert [(type(e), e.text()) for e in from_openai_responses_input([parts])[1]] == [
+        (ToolResult, "chart of sales")
+    ]
 
 
 def test_a_loop_that_appends_response_output_reads_back() -> None:
@@ -341,6 +355,9 @@ def test_missing_fields() -> None:
         from_openai_responses_input([{"type": "function_call_output", "output": "x"}])
     with pytest.raises(ValueError, match="list"):
         from_openai_response({"object": "response", "output": "text"})
+    for junk in (None, 7, "function_call"):
+        with pytest.raises(TypeError, match="expected a dict"):
+            from_openai_response({"object": "response", "output": [junk]})
     # missing optional parts: no arguments, no content, no usage, no model
     events = from_openai_response(
         {

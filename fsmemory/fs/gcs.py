@@ -94,6 +94,7 @@ import asyncio
 import base64
 import binascii
 import builtins
+import importlib.util
 import json
 import logging
 import os
@@ -428,6 +429,14 @@ def resolve_route(
     return route
 
 
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported (without importing it)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def _gcsfs_class(*, experimental: bool | None = None) -> Any:
     """The gcsfs filesystem class: the plain one unless the environment asks for the
     experimental zonal-bucket class (``GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT=true``).
@@ -576,7 +585,7 @@ class GCSRoot(BucketRoot):
             try:
                 store, observers = _shared_store(bucket, route)
             except ImportError as exc:
-                if forced == "obstore":
+                if forced == "obstore" or not _installed("gcsfs"):
                     raise MissingDependencyError("obstore", "gcs") from exc
                 route = _gcsfs("obstore is not installed")
             except Exception as exc:

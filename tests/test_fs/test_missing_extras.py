@@ -132,6 +132,54 @@ def test_s3_without_obstore_takes_s3fs() -> None:
     )
 
 
+#: no Google credentials and no forced client (a bare gs:// URL needs gcsfs)
+NO_GOOGLE = {"GOOGLE_APPLICATION_CREDENTIALS": "", "FSMEMORY_GCS_CLIENT": ""}
+
+
+def test_gcs_anonymous_needs_no_gcsfs() -> None:
+    """Without gcsfs, a GCS root that obstore can serve opens; only ``root.fs`` (and
+    forcing gcsfs) names the extra, ``[gcsfs]``."""
+    _run(
+        ["gcsfs", "gcsfs.core"],
+        """
+        from fsmemory import open_root
+
+        options = {"token": "anon", "endpoint_url": "http://127.0.0.1:9"}
+        root = open_root("gs://bucket/agent", options)
+        assert root.client == "obstore", root.client
+        expect(lambda: root.fs, "gcsfs")
+        expect(lambda: open_root("gs://bucket/agent", {**options, "client": "gcsfs"}), "gcsfs")
+        """,
+        NO_GOOGLE,
+    )
+
+
+def test_gcs_without_obstore_takes_gcsfs() -> None:
+    """Without obstore, GCS roots take the gcsfs route; forcing obstore names ``[gcs]``;
+    without either, the fast path's extra is named."""
+    _run(
+        ["obstore", "obstore.store"],
+        """
+        from fsmemory import open_root
+
+        options = {"token": "anon", "endpoint_url": "http://127.0.0.1:9"}
+        root = open_root("gs://bucket/agent", options)
+        assert root.client == "gcsfs", root.client
+        expect(lambda: open_root("gs://bucket/agent", {**options, "client": "obstore"}), "gcs")
+        """,
+        NO_GOOGLE,
+    )
+    _run(
+        ["obstore", "obstore.store", "gcsfs", "gcsfs.core"],
+        """
+        from fsmemory import open_root
+
+        expect(lambda: open_root("gs://bucket/agent", {"token": "anon"}), "gcs")
+        """,
+        NO_GOOGLE,
+    )
+
+
 def test_without_watchdog_local_folders_poll() -> None:
     """watchdog is optional: without it a local folder's ``on_change`` polls."""
     _run(

@@ -285,7 +285,8 @@ def _required_str(item: Mapping[str, Any], key: str, kind: str) -> str:
 
 def _describe(item: Mapping[str, Any]) -> str:
     """A short, safe description of an item for error messages (keys and type only)."""
-    return f"type={item.get('type')!r}, keys={sorted(str(k) for k in item)[:12]}"
+    keys = sorted(str(k)[:40] for k in item)[:12]
+    return f"type={repr(item.get('type'))[:40]}, keys={keys}"
 
 
 def _message_text(content: Any) -> tuple[str, bool]:

@@ -351,6 +351,11 @@ def test_missing_fields() -> None:
             from_openai_response({"object": "response", "model": "m", "output": [broken]})
         with pytest.raises(ValueError, match="function_call"):
             from_openai_responses_input([broken])
+    # the error names the item without repeating what it holds
+    huge = {"type": "function_call", "name": "n" * 100_000, "arguments": "a" * 100_000}
+    with pytest.raises(ValueError, match="call_id") as caught:
+        from_openai_responses_input([huge])
+    assert len(str(caught.value)) < 300
     with pytest.raises(ValueError, match="function_call_output"):
         from_openai_responses_input([{"type": "function_call_output", "output": "x"}])
     with pytest.raises(ValueError, match="list"):

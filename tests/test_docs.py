@@ -31,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -52,6 +53,7 @@ REFERENCED_MODULES = (
     "fsmemory.memory",
     "fsmemory.fs",
     "fsmemory.fs.s3",
+    "fsmemory.fs.gcs",
     "fsmemory.fs.azure",
     "fsmemory.snapshot",
     "fsmemory.agent",
@@ -501,3 +503,12 @@ def test_the_reference_documents_every_public_name(site: Path) -> None:
                 continue  # the errors, documented on their own page
             missing.append(f"{name}.{member}")
     assert not missing, f"public names missing from the API reference: {missing}"
+
+
+def test_the_install_page_lists_every_extra() -> None:
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]
+    page = (ROOT / "docs" / "getting-started" / "install.md").read_text(encoding="utf-8")
+    missing = [name for name in extras if f"| `{name}` |" not in page]
+    assert not missing, f"extras missing from the installation page's table: {missing}"

@@ -28,7 +28,7 @@ from fsmemory.fs.base import FileInfo, StorageRoot
 from fsmemory.memory._index import MemoryIndex
 from fsmemory.memory.entry import datetime_of, decode_record, format_timestamp, us_of
 from fsmemory.memory.layout import MEMORY_FILE, log_date
-from fsmemory.memory.markdown import MemoryDocument, blocks_of, escape_line, plain_spans
+from fsmemory.memory.markdown import Fact, MemoryDocument, blocks_of, escape_line, plain_spans
 
 __all__ = [
     "Contexts",
@@ -181,19 +181,39 @@ def render_context(
         max_chars: when set, the oldest recent entries, then the last facts, are dropped
             until the text fits.
     """
+    if isinstance(facts, MemoryDocument):
+        long_term, facts_until = _fact_lines(facts.sections, now, whole=max_chars is None)
+    else:
+        long_term, facts_until = _block_lines(facts, whole=max_chars is None), None
+    while long_term and not long_term[-1]:
+        long_term.pop()
+    recent, recent_until = _recent_lines(newest, max_entries)
+    valid_until = facts_until if recent_until is None else _earliest(facts_until, recent_until)
+    return _fit(long_term, recent, max_chars), valid_until
+
+
+def _block_lines(blocks: Mapping[str, str], *, whole: bool) -> list[str]:
+    """The long-term lines of MEMORY.md's plain blocks (``whole``: a block stays one
+    string, as nothing will be cut from it)."""
+    long_term: list[str] = []
+    for cat, block in blocks.items():
+        if whole:
+            long_term += [f"## {cat}", block, ""]  # (a block is copied once, by the join)
+        else:
+            long_term += [f"## {cat}", *block.split("\n"), ""]
+    return long_term
+
+
+def _fact_lines(
+    sections: Mapping[str, Sequence[Fact]], now: datetime, *, whole: bool
+) -> tuple[list[str], datetime | None]:
+    """The long-term lines of MEMORY.md's parsed sections (facts expired at ``now``
+    left out) and the first expiry of a fact shown (``whole``: a section without
+    expiries is one string, as nothing will be cut from it)."""
     valid_until: datetime | None = None
     long_term: list[str] = []
-    if not isinstance(facts, MemoryDocument):
-        for cat, block in facts.items():
-            if max_chars is None:
-                long_term += [f"## {cat}", block, ""]  # (a block is copied once, by the join)
-            else:
-                long_term += [f"## {cat}", *block.split("\n"), ""]
-        sections = {}
-    else:
-        sections = facts.sections
     for cat, bullets in sections.items():
-        if max_chars is None and all(fact.expires_at is None for fact in bullets):
+        if whole and all(fact.expires_at is None for fact in bullets):
             # One block per section: no string per fact is made (at 100k entries
             # MEMORY.md holds tens of thousands of bullets).
             if bullets:
@@ -211,29 +231,42 @@ def render_context(
             long_term.append(f"## {cat}")
             long_term.extend(lines)
             long_term.append("")
+    return long_term, valid_until
+
+
+def _recent_lines(newest: Iterable[Recent], max_entries: int) -> tuple[list[str], datetime | None]:
+    """The recent lines (oldest first) of the first ``max_entries`` of ``newest``, and
+    the first expiry among them."""
+    valid_until: datetime | None = None
     recent: list[str] = []
-    if max_entries:
-        for created_at, category, content, expires_us in newest:
-            if expires_us is not None:
-                valid_until = _earliest(valid_until, datetime_of(expires_us))
-            stamp = created_at.strftime("%Y-%m-%d %H:%M")
-            recent.append(f"- [{stamp}] ({category}) {escape_line(content)}")
-            if len(recent) >= max_entries:
-                break
-        recent.reverse()
-    while long_term and not long_term[-1]:
-        long_term.pop()
+    if not max_entries:
+        return recent, None
+    for created_at, category, content, expires_us in newest:
+        if expires_us is not None:
+            valid_until = _earliest(valid_until, datetime_of(expires_us))
+        stamp = created_at.strftime("%Y-%m-%d %H:%M")
+        recent.append(f"- [{stamp}] ({category}) {escape_line(content)}")
+        if len(recent) >= max_entries:
+            break
+    recent.reverse()
+    return recent, valid_until
+
+
+def _fit(long_term: list[str], recent: list[str], max_chars: int | None) -> str:
+    """The context text, the oldest recent lines, then the last facts dropped until it
+    is at most ``max_chars`` long (the lists are cut in place)."""
     text = _assemble(long_term, recent)
-    if max_chars is not None and len(text) > max_chars:
-        while recent and len(text) > max_chars:
-            recent.pop(0)
-            text = _assemble(long_term, recent)
-        while long_term and len(text) > max_chars:
+    if max_chars is None or len(text) <= max_chars:
+        return text
+    while recent and len(text) > max_chars:
+        recent.pop(0)
+        text = _assemble(long_term, recent)
+    while long_term and len(text) > max_chars:
+        long_term.pop()
+        while long_term and (not long_term[-1] or long_term[-1].startswith("## ")):
             long_term.pop()
-            while long_term and (not long_term[-1] or long_term[-1].startswith("## ")):
-                long_term.pop()
-            text = _assemble(long_term, recent)
-    return text, valid_until
+        text = _assemble(long_term, recent)
+    return text
 
 
 def _assemble(long_term: list[str], recent: list[str]) -> str:

@@ -20,6 +20,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from itertools import compress, repeat
 from operator import itemgetter, methodcaller
+from typing import Any, NamedTuple
 
 from fsmemory import _jsonutil
 from fsmemory.fs.base import FileInfo, StorageRoot
@@ -237,9 +238,7 @@ class Feeding(IndexFields):
                 get = record.get
                 entry_id = get("id")
                 if get("op") == "forget":
-                    if not isinstance(entry_id, str):
-                        raise ValueError("forget record without id")
-                    self.forget(entry_id, path)
+                    self._feed_forget(entry_id, path)
                     continue
                 content = get("content")
                 category = get("category")
@@ -265,28 +264,18 @@ class Feeding(IndexFields):
                     expires = None
                     extras = None
                 else:
-                    decoded = decode_record(
-                        record,
-                        default_id="" if entry_id else stable_id("log", path, str(line_offset)),
-                    )
-                    entry_id, content, category = decoded.id, decoded.content, decoded.category
-                    importance, persistent = decoded.importance, decoded.persistent
-                    created = (
-                        us_of(datetime.now(tz=UTC))
-                        if decoded.created_us is None
-                        else decoded.created_us
-                    )
-                    expires = decoded.expires_us
-                    extras = (
-                        (decoded.ttl_days, decoded.metadata)
-                        if decoded.ttl_days is not None or decoded.metadata
-                        else None
-                    )
+                    (
+                        entry_id,
+                        content,
+                        category,
+                        importance,
+                        persistent,
+                        created,
+                        expires,
+                        extras,
+                    ) = _decoded(record, entry_id, path, line_offset)
             except (ValueError, TypeError, OverflowError) as exc:
-                if not raw.strip():
-                    continue
-                self._corrupt[path] = self._corrupt.get(path, 0) + 1
-                logger.warning("skipping corrupt line at %s:%d (%s)", path, line_offset, exc)
+                self._skip_corrupt(path, raw, line_offset, exc)
                 continue
             if entry_id in forgotten or entry_id in row_of:
                 continue
@@ -298,6 +287,19 @@ class Feeding(IndexFields):
             file_rows.append(row)
             self._add_log_row(row)
 
+    def _feed_forget(self, entry_id: Any, path: str) -> None:
+        """Apply a forget record of log ``path`` (``ValueError``: it names no id)."""
+        if not isinstance(entry_id, str):
+            raise ValueError("forget record without id")
+        self.forget(entry_id, path)
+
+    def _skip_corrupt(self, path: str, raw: bytes, offset: int, exc: Exception) -> None:
+        """Count and report a line that is no record (a blank line is no line at all)."""
+        if not raw.strip():
+            return
+        self._corrupt[path] = self._corrupt.get(path, 0) + 1
+        logger.warning("skipping corrupt line at %s:%d (%s)", path, offset, exc)
+
     def _bulk_feed(self, path: str, lines: list[bytes]) -> bool:
         """Index many lines column by column (C-level passes instead of a Python loop per
         line) when every one is a record as fsmemory writes it and nothing else is
@@ -305,67 +307,54 @@ class Feeding(IndexFields):
         """
         if self._fact_counts or self._md_rows or self._content_counts is not None:
             return False
-        try:
-            records = _jsonutil.loads(b"[" + b",".join(lines) + b"]")
-        except ValueError:
-            return False
-        if set(map(type, records)) != {dict} or set(map(len, records)) != {len(_CANONICAL)}:
-            return False
-        try:
-            columns = list(zip(*map(_canonical_fields, records), strict=True))
-        except KeyError:  # another set of fields (an op, metadata, ...)
-            return False
-        ids, contents, cats, stamps, importance, persistent, ttl, expiry = columns
+        block = _canonical_block(lines)
         if (
-            set(ttl) != {None}
-            or set(expiry) != {None}
-            or set(map(type, ids)) != {str}
-            or set(map(type, contents)) != {str}
-            or set(map(type, cats)) != {str}
-            or set(map(type, stamps)) != {str}
-            or set(map(type, importance)) != {float}
-            or set(map(type, persistent)) - {bool}
-            or set(map(itemgetter(-1), stamps)) != {"Z"}
-            or min(importance) < 0.0
-            or max(importance) > 1.0
-            or min(map(len, ids)) == 0
-            or len(set(ids)) != len(ids)
-            or not self._row_of.keys().isdisjoint(ids)
-            or not self._forgotten.keys().isdisjoint(ids)
+            block is None
+            or not self._row_of.keys().isdisjoint(block.ids)
+            or not self._forgotten.keys().isdisjoint(block.ids)
         ):
             return False
-        try:
-            seconds = map(methodcaller("timestamp"), map(_from_iso, stamps))
-            created = list(map(round, map(operator.mul, seconds, repeat(1e6))))
-        except ValueError:
-            return False
-        keys: list[Key] = []
-        persistent_rows: list[int] = []
         base = len(self._ids)
-        if any(persistent):
-            persistent_rows = list(compress(range(base, base + len(ids)), persistent))
-            texts = list(compress(contents, persistent))
-            stripped = list(map(str.strip, texts))
-            # One search over all texts: a space cannot join two halves of "<!--".
-            if stripped != texts or needs_escape(" ".join(texts)):
-                return False
-            keys = list(
-                zip(compress(cats, persistent), texts, repeat(_NEVER, len(texts)), strict=True)
-            )
-            if not self._pending.keys().isdisjoint(keys) or len(set(keys)) != len(keys):
-                return False
-        stamps_in_order = created == sorted(created) and (
-            not self._tl_stamp or created[0] >= self._tl_stamp[-1]
-        )
-        if not stamps_in_order:
+        waiting = self._waiting_facts(block, base)
+        if waiting is None:
             return False
+        created = block.created
+        if created != sorted(created) or (self._tl_stamp and created[0] < self._tl_stamp[-1]):
+            return False  # (the timeline would need sorting)
+        self._append_block(path, block, base, waiting)
+        return True
+
+    def _waiting_facts(self, block: _Block, base: int) -> tuple[list[Key], list[int]] | None:
+        """The keys of the persistent records of ``block`` (their rows from ``base`` on)
+        that wait for a bullet, and their rows; None when one of them needs the
+        line-by-line path (text to strip or escape, a key already waiting or twice)."""
+        persistent = block.persistent
+        if not any(persistent):
+            return [], []
+        texts = list(compress(block.contents, persistent))
+        # One search over all texts: a space cannot join two halves of "<!--".
+        if list(map(str.strip, texts)) != texts or needs_escape(" ".join(texts)):
+            return None
+        keys = list(
+            zip(compress(block.cats, persistent), texts, repeat(_NEVER, len(texts)), strict=True)
+        )
+        if not self._pending.keys().isdisjoint(keys) or len(set(keys)) != len(keys):
+            return None
+        return keys, list(compress(range(base, base + len(persistent)), persistent))
+
+    def _append_block(
+        self, path: str, block: _Block, base: int, waiting: tuple[list[Key], list[int]]
+    ) -> None:
+        """Add the rows of a checked block of log ``path`` (see :meth:`_bulk_feed`)."""
+        ids, created, persistent = block.ids, block.created, block.persistent
+        keys, persistent_rows = waiting
         rows = range(base, base + len(ids))
         self._ids.extend(ids)
-        self._contents.extend(contents)
-        self._cats.extend(map(self._interned.setdefault, cats, cats))
+        self._contents.extend(block.contents)
+        self._cats.extend(map(self._interned.setdefault, block.cats, block.cats))
         self._created.extend(created)
         self._expires.extend(repeat(_NEVER, len(ids)))
-        self._importance.extend(importance)
+        self._importance.extend(block.importance)
         self._flags.extend(map(_FLAGS_OF.__getitem__, persistent))
         self._row_of.update(zip(ids, rows, strict=True))
         if self._ranker is not None:  # (a log read again whole by a searched index)
@@ -379,7 +368,86 @@ class Feeding(IndexFields):
             for row in rows:
                 if not self._flags[row] & _PERSISTENT:
                     heapq.heappush(self._evict_heap, self._evict_item(row))
-        return True
+
+
+class _Block(NamedTuple):
+    """A block of log lines that are all records as fsmemory writes them, by column."""
+
+    ids: tuple[str, ...]
+    contents: tuple[str, ...]
+    cats: tuple[str, ...]
+    created: list[int]
+    importance: tuple[float, ...]
+    persistent: tuple[bool, ...]
+
+
+def _canonical_block(lines: list[bytes]) -> _Block | None:
+    """``lines`` by column when every one is a record exactly as fsmemory writes it
+    (the fields of ``_CANONICAL``, typed, no TTL or expiry, distinct non-empty ids);
+    None otherwise."""
+    try:
+        records = _jsonutil.loads(b"[" + b",".join(lines) + b"]")
+    except ValueError:
+        return None
+    if set(map(type, records)) != {dict} or set(map(len, records)) != {len(_CANONICAL)}:
+        return None
+    try:
+        columns = list(zip(*map(_canonical_fields, records), strict=True))
+    except KeyError:  # another set of fields (an op, metadata, ...)
+        return None
+    ids, contents, cats, stamps, importance, persistent, ttl, expiry = columns
+    if (
+        set(ttl) != {None}
+        or set(expiry) != {None}
+        or set(map(type, ids)) != {str}
+        or set(map(type, contents)) != {str}
+        or set(map(type, cats)) != {str}
+        or set(map(type, stamps)) != {str}
+        or set(map(type, importance)) != {float}
+        or set(map(type, persistent)) - {bool}
+        or set(map(itemgetter(-1), stamps)) != {"Z"}
+        or min(importance) < 0.0
+        or max(importance) > 1.0
+        or min(map(len, ids)) == 0
+        or len(set(ids)) != len(ids)
+    ):
+        return None
+    try:
+        seconds = map(methodcaller("timestamp"), map(_from_iso, stamps))
+        created = list(map(round, map(operator.mul, seconds, repeat(1e6))))
+    except ValueError:
+        return None
+    return _Block(ids, contents, cats, created, importance, persistent)
+
+
+def _decoded(
+    record: dict[str, Any], entry_id: Any, path: str, offset: int
+) -> tuple[
+    str, str, str, float, bool, int, int | None, tuple[float | None, dict[str, Any] | None] | None
+]:
+    """A record not as fsmemory writes it, normalised (``ValueError``, ``TypeError``:
+    a corrupt line): its id (from its place in the log when it has none), content,
+    category, importance, persistence, creation and expiry times, and its TTL and
+    metadata when it has either."""
+    decoded = decode_record(
+        record, default_id="" if entry_id else stable_id("log", path, str(offset))
+    )
+    created = us_of(datetime.now(tz=UTC)) if decoded.created_us is None else decoded.created_us
+    extras = (
+        (decoded.ttl_days, decoded.metadata)
+        if decoded.ttl_days is not None or decoded.metadata
+        else None
+    )
+    return (
+        decoded.id,
+        decoded.content,
+        decoded.category,
+        decoded.importance,
+        decoded.persistent,
+        created,
+        decoded.expires_us,
+        extras,
+    )
 
 
 def _read_or_empty(root: StorageRoot, path: str) -> bytes:

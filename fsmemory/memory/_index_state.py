@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from fsmemory.fs.base import FileInfo
-from fsmemory.memory._claims import expiry_us, fact_keys
+from fsmemory.memory._claims import Key, expiry_us, fact_keys
 from fsmemory.memory._fields import IndexFields
 from fsmemory.memory._rank import BM25Index
 from fsmemory.memory._tail import TAIL, FileCursor
@@ -173,33 +173,25 @@ class IndexState(IndexFields):
         ranker = self._ranked() if self._ranker is not None else None
         if ranker is not None and not ranker.verify():
             ranker = self._ranked()  # rebuilt from the rows
-        cat_names = list(self._interned)
-        code = {name: i for i, name in enumerate(cat_names)}
-        paths = list(self._file_rows)
+        meta = self._meta_state()
+        blobs = self._text_blobs()
+        meta["encoded"], row_blobs = self._row_blobs()
+        blobs.update(row_blobs)
+        if ranker is not None:
+            rank_meta, rank_blobs = ranker.state()
+            meta["ranker"] = rank_meta
+            blobs.update({"bm25_" + k: v for k, v in rank_blobs.items()})
+        return meta, blobs
+
+    def _meta_state(self) -> dict[str, Any]:
+        """The small structures of :meth:`state` (its JSON part)."""
         doc = self._doc
-        contents = self._contents
-        # A bullet whose text is the content of the record it claims is stored as that
-        # row's number (most bullets): the text is written once and shared on load.
-        same = {key: row for row, key in self._claimed.items() if key[1] == contents[row]}
-        sections = [
-            [
-                cat,
-                [same.get((cat, f.text, expiry_us(f)), f.text) for f in facts],
-                None
-                if all(f.expires_at is None for f in facts)
-                else [None if f.expires_at is None else f.expires_at.isoformat() for f in facts],
-            ]
-            for cat, facts in doc.sections.items()
-        ]
-        claimed_texts = [
-            None if key[1] == contents[row] else key[1] for row, key in self._claimed.items()
-        ]
-        meta: dict[str, Any] = {
-            "cat_names": cat_names,
+        return {
+            "cat_names": list(self._interned),
             "extras": [[row, ttl, md] for row, (ttl, md) in self._extras.items()],
             "n_dead": self._n_dead,
             "n_hidden": self._n_hidden,
-            "file_paths": paths,
+            "file_paths": list(self._file_rows),
             "forgotten": self._forgotten,
             "logs": [_cursor_state(c) for c in self._logs.values()],
             "md": None if self._md is None else _cursor_state(self._md),
@@ -213,55 +205,66 @@ class IndexState(IndexFields):
             "corrupt": self._corrupt,
             "ranker": None,
         }
+
+    def _text_blobs(self) -> dict[str, bytes]:
+        """The texts of :meth:`state`: entry ids and contents packed, MEMORY.md's
+        bullets and the claims' texts as JSON (read only when first needed)."""
+        contents = self._contents
         ids, ids_off = _pack(self._ids)
         texts, texts_off = _pack(contents)
-        # Row lists as runs of consecutive rows where that is much smaller (a memory
-        # indexed in one go: one run each), and columns a load can rebuild for less than
-        # their bytes cost: fewer bytes to fetch, fewer rows to check on load.
+        # A bullet whose text is the content of the record it claims is stored as that
+        # row's number (most bullets): the text is written once and shared on load.
+        same = {key: row for row, key in self._claimed.items() if key[1] == contents[row]}
+        sections = [
+            [cat, [same.get((cat, f.text, expiry_us(f)), f.text) for f in facts], _expiries(facts)]
+            for cat, facts in self._doc.sections.items()
+        ]
+        claimed_texts = [
+            None if key[1] == contents[row] else key[1] for row, key in self._claimed.items()
+        ]
+        return {
+            "ids": ids,
+            "ids_off": ids_off,
+            "contents": texts,
+            "contents_off": texts_off,
+            "sections": orjson.dumps(sections),
+            "claimed_texts": orjson.dumps(claimed_texts),
+        }
+
+    def _row_blobs(self) -> tuple[dict[str, Any], dict[str, bytes]]:
+        """The columns and row lists of :meth:`state`, and how they are encoded.
+
+        Row lists are stored as runs of consecutive rows where that is much smaller (a
+        memory indexed in one go: one run each), and columns a load can rebuild for less
+        than their bytes cost are left out: fewer bytes to fetch, fewer rows to check on
+        load.
+        """
         runs: list[str] = []
-
-        def rows_blob(name: str, rows: Iterable[int]) -> bytes:
-            plain = array("I", rows)
-            as_runs = _runs_of(plain)
-            if as_runs is None:
-                return plain.tobytes()
-            runs.append(name)
-            return as_runs.tobytes()
-
-        tl_row = rows_blob("tl_row", self._tl_row)
+        code = {name: i for i, name in enumerate(self._interned)}
+        tl_row = _rows_blob("tl_row", self._tl_row, runs)
         tl_from_created = "tl_row" in runs and self._tl_stamp == _gather(
             self._created, self._tl_row
         )
         expires = self._expires
         fill = expires[0] if expires and expires.count(expires[0]) == len(expires) else None
-        meta["encoded"] = {"runs": runs, "tl_stamp": tl_from_created, "expires": fill}
         blobs = {
-            "ids": ids,
-            "ids_off": ids_off,
-            "contents": texts,
-            "contents_off": texts_off,
-            # JSON parts read only when first needed (MEMORY.md's facts, the claims)
-            "sections": orjson.dumps(sections),
-            "claimed_texts": orjson.dumps(claimed_texts),
             "cats": array("I", map(code.__getitem__, self._cats)).tobytes(),
             "created": self._created.tobytes(),
             "importance": self._importance.tobytes(),
             "flags": bytes(self._flags),
-            "row_of": rows_blob("row_of", self._row_of.values()),
-            "file_sizes": array("q", [len(self._file_rows[p]) for p in paths]).tobytes(),
-            "file_rows": rows_blob("file_rows", chain.from_iterable(self._file_rows.values())),
+            "row_of": _rows_blob("row_of", self._row_of.values(), runs),
+            "file_sizes": array("q", map(len, self._file_rows.values())).tobytes(),
+            "file_rows": _rows_blob(
+                "file_rows", chain.from_iterable(self._file_rows.values()), runs
+            ),
             "tl_row": tl_row,
-            "claimed": rows_blob("claimed", self._claimed),
+            "claimed": _rows_blob("claimed", self._claimed, runs),
         }
         if fill is None:
             blobs["expires"] = expires.tobytes()
         if not tl_from_created:
             blobs["tl_stamp"] = self._tl_stamp.tobytes()
-        if ranker is not None:
-            rank_meta, rank_blobs = ranker.state()
-            meta["ranker"] = rank_meta
-            blobs.update({"bm25_" + k: v for k, v in rank_blobs.items()})
-        return meta, blobs
+        return {"runs": runs, "tl_stamp": tl_from_created, "expires": fill}, blobs
 
     def load_state(self, meta: dict[str, Any], blobs: dict[str, bytes | memoryview]) -> None:
         """Replace everything with a :meth:`state` (``ValueError`` when it does not hold
@@ -286,99 +289,40 @@ class IndexState(IndexFields):
         ids = _Strings(blobs["ids"], _arr("I", blobs["ids_off"]))
         contents = _Strings(blobs["contents"], _arr("I", blobs["contents_off"]))
         n = len(ids)
-        encoded = meta["encoded"]
-        runs, fill = encoded["runs"], encoded["expires"]
-        if type(runs) is not list or not (fill is None or type(fill) is int):
-            raise ValueError("bad encodings")
-
-        def rows_of(name: str) -> Sequence[int]:
-            return _rows_of(blobs[name], name in runs, n)
-
-        codes = _arr("I", blobs["cats"])
-        created = _arr("q", blobs["created"])
-        expires = _arr("q", blobs["expires"]) if fill is None else array("q", [fill]) * n
-        tl_row = rows_of("tl_row")
-        tl_stamp = (
-            _gather(created, tl_row)
-            if encoded["tl_stamp"] is True
-            else _arr("q", blobs["tl_stamp"])
-        )
-        importance = array("d")
-        importance.frombytes(blobs["importance"])
-        flags = bytearray(blobs["flags"])
-        row_of_rows, claimed = rows_of("row_of"), rows_of("claimed")
-        sizes, file_rows = _arr("q", blobs["file_sizes"]), rows_of("file_rows")
-        claimed_texts = orjson.loads(blobs["claimed_texts"])
+        cols = _Columns(meta["encoded"], blobs, n)
         if (
-            type(claimed_texts) is not list
-            or set(map(type, names)) - {str}
+            set(map(type, names)) - {str}
             or set(map(type, paths)) - {str}
             or len(contents) != n
-            or len(codes) != n
-            or len(created) != n
-            or len(expires) != n
-            or len(importance) != n
-            or len(flags) != n
-            or len(tl_stamp) != len(tl_row)
-            or len(sizes) != len(paths)
-            or min(sizes, default=0) < 0
-            or sum(sizes) != len(file_rows)
-            or len(claimed_texts) != len(claimed)
-            or set(map(type, claimed_texts)) - {str, type(None)}
+            or len(cols.file_sizes) != len(paths)
+            or not cols.fit(n)
         ):
             raise ValueError("columns of different lengths or rows out of range")
         self._cold_sections = _checked_sections(orjson.loads(blobs["sections"]), n)
         self._ids, self._contents = ids, contents
         # (a category code out of range fails here: IndexError)
-        self._cats = list(map(names.__getitem__, codes))
+        self._cats = list(map(names.__getitem__, cols.codes))
         self._interned = {name: name for name in names}
-        self._created, self._expires = created, expires
-        self._importance, self._flags = importance, flags
+        self._created, self._expires = cols.created, cols.expires
+        self._importance, self._flags = cols.importance, cols.flags
         self._extras = {int(row): (ttl, md) for row, ttl, md in meta["extras"]}
         self._n_dead, self._n_hidden = int(meta["n_dead"]), int(meta["n_hidden"])
         self._forgotten = {str(k): str(v) for k, v in dict(meta["forgotten"]).items()}
-        for cursor in meta["logs"]:
-            cur = _cursor_of(cursor)
-            if log_date(cur.info.path) is None:
-                raise ValueError(f"not a log: {cur.info.path!r}")
-            self._logs[cur.info.path] = cur
+        self._logs = _log_cursors(meta["logs"])
         self._md = None if meta["md"] is None else _cursor_of(meta["md"])
         if self._md is not None and self._md.info.path != MEMORY_FILE:
             raise ValueError("bad MEMORY.md cursor")
-        doc_state = meta["doc"]
-        doc = MemoryDocument(
-            last_category=doc_state["last_category"],
-            header_count=int(doc_state["header_count"]),
-            invalid_lines=int(doc_state["invalid_lines"]),
-        )
-        if doc.last_category is not None and type(doc.last_category) is not str:
-            raise ValueError("bad MEMORY.md state")
-        self._tl_stamp, self._tl_row = tl_stamp, array("q", tl_row)  # (a copy: it grows)
-        for field, target in (("pending", self._pending), ("md_rows", self._md_rows)):
-            for cat, text, expires, rows in meta[field]:
-                if (
-                    type(cat) is not str
-                    or type(text) is not str
-                    or type(expires) is not int
-                    or not rows
-                    or set(map(type, rows)) != {int}
-                    or min(rows) < 0
-                    or max(rows) >= n
-                ):
-                    raise ValueError(f"bad {field} entry")
-                target[(cat, text, expires)] = rows
+        doc = _doc_of(meta["doc"])
+        self._tl_stamp, self._tl_row = cols.tl_stamp, array("q", cols.tl_row)  # (a copy: it grows)
+        self._pending = _waiting_rows(meta["pending"], n, "pending")
+        self._md_rows = _waiting_rows(meta["md_rows"], n, "md_rows")
         self._corrupt = {str(path): int(n) for path, n in dict(meta["corrupt"]).items()}
         if meta["ranker"] is not None:
-            ranker = BM25Index.from_state(
-                meta["ranker"],
-                {k[5:]: v for k, v in blobs.items() if k.startswith("bm25_")},
-            )
-            # Every row not removed was ranked when the state was taken.
-            if ranker.key_space > n or len(ranker) != n - self._n_dead:
-                raise ValueError("ranked rows do not match the rows")
-            self._ranker = ranker
+            self._ranker = _ranker_of(meta["ranker"], blobs, n, n - self._n_dead)
         # Built on first use: MEMORY.md's facts, then everything else at once.
-        self._cold = _ColdParts(row_of_rows, paths, sizes, file_rows, claimed, claimed_texts)
+        self._cold = _ColdParts(
+            cols.row_of, paths, cols.file_sizes, cols.file_rows, cols.claimed, cols.claimed_texts
+        )
         self._cold_doc = doc
         for name in _LAZY:
             del self.__dict__[name]
@@ -454,6 +398,140 @@ class IndexState(IndexFields):
             return
         doc = self._doc
         self._fact_counts = Counter(fact_keys(doc.sections))
+
+
+class _Columns:
+    """The columns and row lists of a stored :meth:`IndexState.state`, decoded (each
+    row list checked to be below the number of rows ``n``; :meth:`fit` checks the
+    rest)."""
+
+    __slots__ = (
+        "claimed",
+        "claimed_texts",
+        "codes",
+        "created",
+        "expires",
+        "file_rows",
+        "file_sizes",
+        "flags",
+        "importance",
+        "row_of",
+        "tl_row",
+        "tl_stamp",
+    )
+
+    def __init__(self, encoded: Any, blobs: dict[str, bytes | memoryview], n: int) -> None:
+        runs, fill = encoded["runs"], encoded["expires"]
+        if type(runs) is not list or not (fill is None or type(fill) is int):
+            raise ValueError("bad encodings")
+
+        def rows_of(name: str) -> Sequence[int]:
+            return _rows_of(blobs[name], name in runs, n)
+
+        self.codes = _arr("I", blobs["cats"])
+        self.created = created = _arr("q", blobs["created"])
+        self.expires = _arr("q", blobs["expires"]) if fill is None else array("q", [fill]) * n
+        self.tl_row = tl_row = rows_of("tl_row")
+        self.tl_stamp = (
+            _gather(created, tl_row)
+            if encoded["tl_stamp"] is True
+            else _arr("q", blobs["tl_stamp"])
+        )
+        self.importance = array("d")
+        self.importance.frombytes(blobs["importance"])
+        self.flags = bytearray(blobs["flags"])
+        self.row_of, self.claimed = rows_of("row_of"), rows_of("claimed")
+        self.file_sizes, self.file_rows = _arr("q", blobs["file_sizes"]), rows_of("file_rows")
+        self.claimed_texts = orjson.loads(blobs["claimed_texts"])
+
+    def fit(self, n: int) -> bool:
+        """Whether the columns are of ``n`` rows and the other parts agree."""
+        texts = self.claimed_texts
+        return (
+            len(self.codes)
+            == len(self.created)
+            == len(self.expires)
+            == len(self.importance)
+            == len(self.flags)
+            == n
+            and len(self.tl_stamp) == len(self.tl_row)
+            and min(self.file_sizes, default=0) >= 0
+            and sum(self.file_sizes) == len(self.file_rows)
+            and type(texts) is list
+            and len(texts) == len(self.claimed)
+            and not set(map(type, texts)) - {str, type(None)}
+        )
+
+
+def _expiries(facts: Sequence[Fact]) -> list[str | None] | None:
+    """The expiry times of a section's facts as stored (None: none has one)."""
+    if all(f.expires_at is None for f in facts):
+        return None
+    return [None if f.expires_at is None else f.expires_at.isoformat() for f in facts]
+
+
+def _rows_blob(name: str, rows: Iterable[int], runs: list[str]) -> bytes:
+    """A row list as stored: as runs when that is much smaller (``name`` is then added
+    to ``runs``), plain otherwise."""
+    plain = array("I", rows)
+    as_runs = _runs_of(plain)
+    if as_runs is None:
+        return plain.tobytes()
+    runs.append(name)
+    return as_runs.tobytes()
+
+
+def _log_cursors(stored: Any) -> dict[str, FileCursor]:
+    """The daily logs' cursors of a stored state, checked (``ValueError``)."""
+    logs: dict[str, FileCursor] = {}
+    for state in stored:
+        cur = _cursor_of(state)
+        if log_date(cur.info.path) is None:
+            raise ValueError(f"not a log: {cur.info.path!r}")
+        logs[cur.info.path] = cur
+    return logs
+
+
+def _doc_of(state: Any) -> MemoryDocument:
+    """MEMORY.md's header fields of a stored state, its facts still to come."""
+    doc = MemoryDocument(
+        last_category=state["last_category"],
+        header_count=int(state["header_count"]),
+        invalid_lines=int(state["invalid_lines"]),
+    )
+    if doc.last_category is not None and type(doc.last_category) is not str:
+        raise ValueError("bad MEMORY.md state")
+    return doc
+
+
+def _waiting_rows(stored: Any, n: int, field: str) -> dict[Key, list[int]]:
+    """The ``pending`` or ``md_rows`` of a stored state: ``[category, text, expiry,
+    rows]`` entries, every row checked to be below ``n`` (``ValueError``)."""
+    out: dict[Key, list[int]] = {}
+    for cat, text, expires, rows in stored:
+        if (
+            type(cat) is not str
+            or type(text) is not str
+            or type(expires) is not int
+            or not rows
+            or set(map(type, rows)) != {int}
+            or min(rows) < 0
+            or max(rows) >= n
+        ):
+            raise ValueError(f"bad {field} entry")
+        out[(cat, text, expires)] = rows
+    return out
+
+
+def _ranker_of(meta: Any, blobs: dict[str, bytes | memoryview], n: int, n_live: int) -> BM25Index:
+    """The stored BM25 index, checked to rank the ``n_live`` live rows of ``n``."""
+    ranker = BM25Index.from_state(
+        meta, {k[5:]: v for k, v in blobs.items() if k.startswith("bm25_")}
+    )
+    # Every row not removed was ranked when the state was taken.
+    if ranker.key_space > n or len(ranker) != n_live:
+        raise ValueError("ranked rows do not match the rows")
+    return ranker
 
 
 def _cursor_state(cur: FileCursor) -> list[Any]:

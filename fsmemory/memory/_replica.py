@@ -239,7 +239,6 @@ def merge_delta(local: dict[str, bytes], remote: dict[str, bytes]) -> dict[str, 
     append: dict[str, str] = {}
     put: dict[str, dict[str, str]] = {}
     md_add: list[list[str]] = []
-    md_remove: list[list[str]] = []
     conflicts: list[str] = []
     forgotten = _forgotten_facts(local) | _forgotten_facts(remote)
     for path in sorted(local):
@@ -249,24 +248,11 @@ def merge_delta(local: dict[str, bytes], remote: dict[str, bytes]) -> dict[str, 
         if theirs is None:
             put[path] = encode_file(data)
         elif path == MEMORY_FILE:
-            mine_bullets, mine_prose = outline(decode_md(data))
-            their_bullets, their_prose = outline(decode_md(theirs))
-            kept = [b for b in mine_bullets if (b[0], fact_text_of(b[1])) not in forgotten]
-            if not Counter(mine_prose) - Counter(their_prose) and _is_utf8(data):
-                # their file keeps all of the folder's prose: add the folder's bullets
-                extra = Counter(kept) - Counter(their_bullets)
-                md_add += [[c, ln] for (c, ln), n in extra.items() for _ in range(n)]
-            elif not Counter(their_prose) - Counter(mine_prose) and _is_utf8(theirs):
-                # the folder's file keeps all of theirs (and its own bytes): it gets
-                # their bullets
-                text = decode_md(data)
-                for (cat, line), n in (Counter(their_bullets) - Counter(mine_bullets)).items():
-                    for _ in range(n):
-                        text = insert_fact(text, cat, line)
-                for cat, line in mine_bullets:
-                    if (cat, fact_text_of(line)) in forgotten:
-                        text = remove_fact(text, cat, fact_text_of(line)) or text
-                put[path] = encode_file(encode_md(text))
+            merged = _merge_md(data, theirs, forgotten)
+            if isinstance(merged, list):
+                md_add += merged
+            elif merged is not None:
+                put[path] = encode_file(merged)
             else:
                 conflicts.append(path)
         elif log_date(path) is not None and _is_utf8(data) and _is_utf8(theirs):
@@ -279,12 +265,46 @@ def merge_delta(local: dict[str, bytes], remote: dict[str, bytes]) -> dict[str, 
             f"{', '.join(conflicts)}; nothing was changed. Move one side away (or restore "
             "into an empty folder) and merge these files by hand"
         )
-    if MEMORY_FILE not in put:
-        theirs_md = remote.get(MEMORY_FILE)
-        for cat, line in outline(decode_md(theirs_md))[0] if theirs_md else []:
-            if (cat, fact_text_of(line)) in forgotten:
-                md_remove.append([cat, line])
+    # (a MEMORY.md put whole replaces the snapshot's, forgotten bullets left out)
+    md_remove = [] if MEMORY_FILE in put else _forgotten_bullets(remote.get(MEMORY_FILE), forgotten)
     return _delta(append=append, put=put, md_add=md_add, md_remove=md_remove)
+
+
+def _merge_md(
+    mine: bytes, theirs: bytes, forgotten: set[tuple[str, str]]
+) -> list[list[str]] | bytes | None:
+    """How the folder's MEMORY.md (``mine``) joins the snapshot's (``theirs``), bullets
+    of ``forgotten`` facts left out: the bullets to add to theirs (when their file keeps
+    all of the folder's prose), else the folder's file with their bullets added (when it
+    keeps all of theirs), else None (a conflict)."""
+    mine_bullets, mine_prose = outline(decode_md(mine))
+    their_bullets, their_prose = outline(decode_md(theirs))
+    if not Counter(mine_prose) - Counter(their_prose) and _is_utf8(mine):
+        kept = [b for b in mine_bullets if (b[0], fact_text_of(b[1])) not in forgotten]
+        extra = Counter(kept) - Counter(their_bullets)
+        return [[c, ln] for (c, ln), n in extra.items() for _ in range(n)]
+    if not Counter(their_prose) - Counter(mine_prose) and _is_utf8(theirs):
+        # the folder's file keeps its own bytes and gets their bullets
+        text = decode_md(mine)
+        for (cat, line), n in (Counter(their_bullets) - Counter(mine_bullets)).items():
+            for _ in range(n):
+                text = insert_fact(text, cat, line)
+        for cat, line in mine_bullets:
+            if (cat, fact_text_of(line)) in forgotten:
+                text = remove_fact(text, cat, fact_text_of(line)) or text
+        return encode_md(text)
+    return None
+
+
+def _forgotten_bullets(md: bytes | None, forgotten: set[tuple[str, str]]) -> list[list[str]]:
+    """The bullets of MEMORY.md ``md`` (None: there is none) of ``forgotten`` facts."""
+    if not md:
+        return []
+    return [
+        [cat, line]
+        for cat, line in outline(decode_md(md))[0]
+        if (cat, fact_text_of(line)) in forgotten
+    ]
 
 
 def _forgotten_facts(files: dict[str, bytes]) -> set[tuple[str, str]]:

@@ -86,16 +86,17 @@ def _readable(text: str) -> str:
     return encode_md(text).decode("utf-8", errors="replace")
 
 
+# The escapes of escape_line with a name (other characters are escaped by their code),
+# and what unescape_line makes of each sequence after the backslash.
+_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "<!--": "\\<!--"}
+_UNESCAPES = {"\\": "\\", "n": "\n", "r": "\r", "<": "<"}
+
+
 def _escape_char(match: re.Match[str]) -> str:
     text = match.group(0)
-    if text == "\\":
-        return "\\\\"
-    if text == "\n":
-        return "\\n"
-    if text == "\r":
-        return "\\r"
-    if text == "<!--":
-        return "\\<!--"
+    named = _ESCAPES.get(text)
+    if named is not None:
+        return named
     code = ord(text)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
@@ -114,15 +115,8 @@ def escape_line(text: str) -> str:
 
 def _unescape_seq(match: re.Match[str]) -> str:
     seq = match.group(1)
-    if seq == "\\":
-        return "\\"
-    if seq == "n":
-        return "\n"
-    if seq == "r":
-        return "\r"
-    if seq == "<":
-        return "<"
-    return chr(int(seq[1:], 16))
+    named = _UNESCAPES.get(seq)
+    return chr(int(seq[1:], 16)) if named is None else named
 
 
 def unescape_line(text: str) -> str:
@@ -317,19 +311,7 @@ def plain_spans(data: bytes) -> list[tuple[str, int, int]] | None:
     """Where :func:`plain_blocks` finds each category's bullets: ``(category, start,
     end)`` byte offsets into ``data``, in file order, categories without bullets left
     out; None when the file is not plain."""
-    if not data.isascii():
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-        if any(c in text for c in _UNICODE_SPACES):
-            return None
-        del text
-    if b"\r" in data or data[-1:] in (b" ", b"\t"):
-        return None
-    if b"<" in data and data.count(b"<!--") != data.count(b"\\<!--"):
-        return None  # a comment that may be an expiry (escaped ones are content)
-    if any(c in data for c in _ASCII_SPACE_CONTROLS):
+    if not _plain_characters(data):
         return None
     shift = 0
     if data.startswith(b"## "):
@@ -341,6 +323,32 @@ def plain_spans(data: bytes) -> list[tuple[str, int, int]] | None:
     preamble.feed(data[:first].decode("utf-8").split("\n"), valid=True)
     if preamble.sections or preamble.header_count:
         return None
+    headers = _plain_headers(data, first)
+    return None if headers is None else _plain_sections(data, headers, shift)
+
+
+def _plain_characters(data: bytes) -> bool:
+    """Whether ``data`` holds only what a plain MEMORY.md may (see :func:`plain_blocks`):
+    valid UTF-8 without CR, unescaped ``<!--``, trailing blanks or whitespace other than
+    space, tab and LF."""
+    if not data.isascii():
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        if any(c in text for c in _UNICODE_SPACES):
+            return False
+    if b"\r" in data or data[-1:] in (b" ", b"\t"):
+        return False
+    if b"<" in data and data.count(b"<!--") != data.count(b"\\<!--"):
+        return False  # a comment that may be an expiry (escaped ones are content)
+    return not any(c in data for c in _ASCII_SPACE_CONTROLS)
+
+
+def _plain_headers(data: bytes, first: int) -> list[int] | None:
+    """The offsets of the ``## `` headers of ``data`` from its first (at the line
+    break at ``first``) on, and ``len(data) + 1`` last; None when a line from there on
+    is neither a header, a ``- `` bullet nor a blank line no bullet follows."""
     headers: list[int] = []
     size = len(data)
     for match in _PLAIN_SCAN.finditer(data, first):
@@ -357,6 +365,15 @@ def plain_spans(data: bytes) -> list[tuple[str, int, int]] | None:
             if data.startswith(b"- ", at):
                 return None  # a blank line inside a section
     headers.append(size + 1)
+    return headers
+
+
+def _plain_sections(
+    data: bytes, headers: list[int], shift: int
+) -> list[tuple[str, int, int]] | None:
+    """The ``(category, start, end)`` of the bullets under each header of ``data``
+    (offsets less ``shift``), sections without bullets left out; None when a category
+    comes twice or ends in ``#``."""
     spans: list[tuple[str, int, int]] = []
     names: set[str] = set()
     for at, following in itertools.pairwise(headers):

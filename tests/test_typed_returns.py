@@ -10,7 +10,7 @@ from typing import Any, assert_type
 from fsmemory import KnowledgeMemory
 from fsmemory.agent import knowledge_tools
 from fsmemory.agent.tools import FunctionTool
-from fsmemory.memory._stats import MemoryStats
+from fsmemory.memory import MemoryStats
 
 
 def test_stats_is_the_typed_dict_it_declares() -> None:

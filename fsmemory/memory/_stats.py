@@ -1,5 +1,6 @@
 """The record :meth:`KnowledgeMemory.stats <fsmemory.memory.KnowledgeMemory.stats>`
-returns, typed so that a type checker knows each key users index."""
+returns, typed so that a type checker knows each key users index. Public as
+:class:`fsmemory.memory.MemoryStats`."""
 
 from __future__ import annotations
 

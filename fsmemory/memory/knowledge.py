@@ -684,8 +684,8 @@ class KnowledgeMemory:
         valid UTF-8, also counted alone as ``memory_md_invalid_lines``: they are kept
         byte for byte and read with U+FFFD in place of the bad bytes), and the URL.
 
-        A plain dict, typed as :class:`~fsmemory.memory._stats.MemoryStats` (each key's
-        type is known to a type checker)."""
+        A plain dict, typed as :class:`~fsmemory.memory.MemoryStats` (each key's type
+        is known to a type checker)."""
         with self._lock:
             self._refresh()
             now = self._clock()

@@ -75,24 +75,44 @@ def _words(items: list[str]) -> str:
     return " ".join(items)
 
 
-def _bash(top: _Command, commands: list[_Command]) -> str:
-    top_valued = "|".join(top.valued) or "--"
-    choice_cases = []
-    for command in [top, *commands]:
-        for option, choices in command.valued.items():
-            if choices:
-                key = f"{command.name}:{option}"
-                choice_cases.append(
-                    f'        "{key}") COMPREPLY=($(compgen -W "{_words(choices)}" -- "$cur"))'
-                    "; return 0 ;;"
-                )
-    all_valued = sorted({o for c in [top, *commands] for o in c.valued})
-    free = [o for o in all_valued if o not in _FILE_OPTIONS]
-    command_cases = []
-    for command in commands:
-        words = _words([*command.options, *command.positional_choices])
-        command_cases.append(f'        {command.name}) words="{words}" ;;')
-    names = _words([c.name for c in commands])
+@dataclass
+class _Cases:
+    """What the bash and zsh scripts branch on, as ``case`` patterns and word lists."""
+
+    top_valued: str  # the top-level options that take a value: ``--store|-o|...``
+    choices: list[tuple[str, str]]  # ``command:option`` -> its choices
+    files: str  # options completed with file names
+    free: str  # options whose value has nothing to complete
+    top_words: str  # what may follow ``fsmemory``
+    command_words: list[tuple[str, str]]  # command -> its options and choices
+
+
+def _cases(top: _Command, commands: list[_Command]) -> _Cases:
+    everyone = [top, *commands]
+    valued = sorted({o for c in everyone for o in c.valued})
+    return _Cases(
+        top_valued="|".join(top.valued) or "--",
+        choices=[
+            (f"{c.name}:{option}", _words(choices))
+            for c in everyone
+            for option, choices in c.valued.items()
+            if choices
+        ],
+        files="|".join(sorted(_FILE_OPTIONS)),
+        free="|".join(o for o in valued if o not in _FILE_OPTIONS),
+        top_words=_words([*top.options, *(c.name for c in commands)]),
+        command_words=[(c.name, _words([*c.options, *c.positional_choices])) for c in commands],
+    )
+
+
+def _bash(cases: _Cases) -> str:
+    choices = "\n".join(
+        f'        "{key}") COMPREPLY=($(compgen -W "{words}" -- "$cur")); return 0 ;;'
+        for key, words in cases.choices
+    )
+    commands = "\n".join(
+        f'        {name}) words="{words}" ;;' for name, words in cases.command_words
+    )
     return f"""\
 # bash completion for fsmemory; load it with: source <(fsmemory completion bash)
 _fsmemory() {{
@@ -103,21 +123,21 @@ _fsmemory() {{
     cmd=""
     for ((i = 1; i < COMP_CWORD; i++)); do
         case "${{COMP_WORDS[i]}}" in
-            {top_valued}) ((i++)) ;;
+            {cases.top_valued}) ((i++)) ;;
             -*) ;;
             *) cmd="${{COMP_WORDS[i]}}"; break ;;
         esac
     done
     case "$cmd:$prev" in
-{chr(10).join(choice_cases)}
+{choices}
     esac
     case "$prev" in
-        {"|".join(sorted(_FILE_OPTIONS))}) COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
-        {"|".join(free)}) return 0 ;;
+        {cases.files}) COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
+        {cases.free}) return 0 ;;
     esac
     case "$cmd" in
-        "") words="{_words(top.options)} {names}" ;;
-{chr(10).join(command_cases)}
+        "") words="{cases.top_words}" ;;
+{commands}
         *) return 0 ;;
     esac
     COMPREPLY=($(compgen -W "$words" -- "$cur"))
@@ -126,22 +146,13 @@ complete -o default -F _fsmemory fsmemory
 """
 
 
-def _zsh(top: _Command, commands: list[_Command]) -> str:
-    top_valued = "|".join(top.valued) or "--"
-    choice_cases = []
-    for command in [top, *commands]:
-        for option, choices in command.valued.items():
-            if choices:
-                choice_cases.append(
-                    f'    "{command.name}:{option}") compadd -- {_words(choices)}; return ;;'
-                )
-    all_valued = sorted({o for c in [top, *commands] for o in c.valued})
-    free = [o for o in all_valued if o not in _FILE_OPTIONS]
-    command_cases = [
-        f"    {c.name}) compadd -- {_words([*c.options, *c.positional_choices])} ;;"
-        for c in commands
-    ]
-    names = _words([c.name for c in commands])
+def _zsh(cases: _Cases) -> str:
+    choices = "\n".join(
+        f'    "{key}") compadd -- {words}; return ;;' for key, words in cases.choices
+    )
+    commands = "\n".join(
+        f"    {name}) compadd -- {words} ;;" for name, words in cases.command_words
+    )
     return f"""\
 #compdef fsmemory
 # zsh completion for fsmemory; load it with: source <(fsmemory completion zsh)
@@ -150,21 +161,21 @@ _fsmemory() {{
   local cmd="" prev="${{words[CURRENT-1]}}" i
   for (( i = 2; i < CURRENT; i++ )); do
     case "${{words[i]}}" in
-      {top_valued}) (( i++ )) ;;
+      {cases.top_valued}) (( i++ )) ;;
       -*) ;;
       *) cmd="${{words[i]}}"; break ;;
     esac
   done
   case "$cmd:$prev" in
-{chr(10).join(choice_cases)}
+{choices}
   esac
   case "$prev" in
-    {"|".join(sorted(_FILE_OPTIONS))}) _files; return ;;
-    {"|".join(free)}) return ;;
+    {cases.files}) _files; return ;;
+    {cases.free}) return ;;
   esac
   case "$cmd" in
-    "") compadd -- {_words(top.options)} {names} ;;
-{chr(10).join(command_cases)}
+    "") compadd -- {cases.top_words} ;;
+{commands}
   esac
 }}
 if [[ "${{zsh_eval_context[-1]}}" == loadautofunc ]]; then
@@ -232,9 +243,9 @@ def completion_script(parser: argparse.ArgumentParser, shell: str) -> str:
     """
     top, commands = _commands(parser)
     if shell == "bash":
-        return _bash(top, commands)
+        return _bash(_cases(top, commands))
     if shell == "zsh":
-        return _zsh(top, commands)
+        return _zsh(_cases(top, commands))
     if shell == "fish":
         return _fish(top, commands)
     raise ValueError(f"no completion for shell {shell!r}: choose one of {', '.join(SHELLS)}")

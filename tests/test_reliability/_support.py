@@ -34,9 +34,12 @@ BACKENDS = [
     "local",
     "memory",
     pytest.param("s3", marks=pytest.mark.s3),
-    pytest.param("gcs", marks=pytest.mark.gcs),
+    pytest.param("gcs", marks=pytest.mark.gcs),  # gcsfs on fake-gcs-server
+    pytest.param("gcs-obstore", marks=pytest.mark.gcs),  # obstore through the XML relay
     pytest.param("redis", marks=pytest.mark.redis),
 ]
+#: the backends reached over a network (retried by their roots)
+NETWORK = ("s3", "gcs", "gcs-obstore", "redis")
 
 
 class Injector:
@@ -123,6 +126,26 @@ def _gcs(request: pytest.FixtureRequest, retry: dict[str, Any]) -> FaultyBackend
     return FaultyBackend("gcs", Injector(proxy), faulty, clean, [proxy])
 
 
+def _gcs_obstore(request: pytest.FixtureRequest, retry: dict[str, Any]) -> FaultyBackend:
+    """GCS's obstore route: faults between obstore and the XML relay (GCS's XML error
+    bodies are S3's), the relay in front of fake-gcs-server."""
+    relay = request.getfixturevalue("gcs_xml_relay")
+    options = dict(request.getfixturevalue("gcs_obstore_storage_options"))
+    bucket = f"fsm-{uuid.uuid4().hex[:16]}"
+    clean = GCSRoot.from_url(f"gs://{bucket}/root", options)
+    clean.fs.mkdir(bucket)
+    proxy = HTTPFaultProxy(relay.url, flavor="s3").start()
+    faulty_options = {
+        **options,
+        "endpoint_url": proxy.url,
+        "requests_timeout": CLIENT_TIMEOUT,
+        "retry": retry,
+    }
+    faulty = open_root(f"gs://{bucket}/root", faulty_options)
+    assert getattr(faulty, "client", None) == "obstore"
+    return FaultyBackend("gcs-obstore", Injector(proxy), faulty, clean, [proxy])
+
+
 def _redis(request: pytest.FixtureRequest, retry: dict[str, Any]) -> FaultyBackend:
     redis_url = request.getfixturevalue("redis_url")
     name = f"t-{uuid.uuid4().hex[:12]}"
@@ -148,6 +171,8 @@ def make_faulty_backend(
         return _s3(request, policy)
     if name == "gcs":
         return _gcs(request, policy)
+    if name == "gcs-obstore":
+        return _gcs_obstore(request, policy)
     if name == "redis":
         return _redis(request, policy)
     if name == "local":

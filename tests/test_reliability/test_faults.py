@@ -32,6 +32,7 @@ from fsmemory.snapshot import FsspecBackend
 from fsmemory.testing.faults import FaultPlan
 from tests.test_reliability._support import (
     HOLD,
+    NETWORK,
     FaultyBackend,
     bullet_count,
     make_faulty_backend,
@@ -144,7 +145,7 @@ def test_remember_under_faults(faulty_backend: FaultyBackend) -> None:
     _remember_under_faults(faulty_backend, _plan(0.2, seed=7), 24, "mixed", out)
     _verify(faulty_backend, out)
     assert faulty_backend.injector.faults > 0
-    if faulty_backend.name in ("s3", "gcs", "redis"):
+    if faulty_backend.name in NETWORK:
         # With retries nearly every call succeeds.
         assert len(out.acked) >= 20
 
@@ -153,7 +154,7 @@ def test_failures_without_retries_leave_no_partial_entry(faulty_backend: FaultyB
     """No retries and faults on every 4th call: each failed call left nothing or a whole
     entry; acknowledged ones are all there."""
     backend = faulty_backend
-    if backend.name in ("s3", "gcs", "redis"):
+    if backend.name in NETWORK:
         backend.faulty.retry = NO_RETRY  # type: ignore[attr-defined]
     out = Outcome()
     _remember_under_faults(backend, _plan(0.25, seed=11), 24, "noretry", out)
@@ -166,6 +167,7 @@ def test_failures_without_retries_leave_no_partial_entry(faulty_backend: FaultyB
     [
         pytest.param("s3", marks=pytest.mark.s3),
         pytest.param("gcs", marks=pytest.mark.gcs),
+        pytest.param("gcs-obstore", marks=pytest.mark.gcs),
         pytest.param("redis", marks=pytest.mark.redis),
     ],
 )
@@ -197,6 +199,7 @@ def test_ambiguous_successes_never_duplicate(
     [
         pytest.param("s3", marks=pytest.mark.s3),
         pytest.param("gcs", marks=pytest.mark.gcs),
+        pytest.param("gcs-obstore", marks=pytest.mark.gcs),
         pytest.param("redis", marks=pytest.mark.redis),
     ],
 )

@@ -551,6 +551,30 @@ def test_a_cold_process_imports_no_gcsfs(
 
 
 @pytest.mark.gcs
+@pytest.mark.slow
+def test_the_interpreter_exits_cleanly_after_obstore_calls(
+    gcs_root_url: str, gcs_obstore_storage_options: dict[str, Any]
+) -> None:
+    """A serverless handler's process ends right after its requests (the cache GET on
+    its thread included): ten fresh interpreters, every one exits with status 0."""
+    script = textwrap.dedent(
+        f"""
+        from fsmemory import KnowledgeMemory
+        km = KnowledgeMemory({gcs_root_url!r}, storage_options={gcs_obstore_storage_options!r})
+        assert km.root.client == "obstore"
+        km.remember("exit cleanly", persistent=True)
+        km.recall("exit")
+        km.root.list_with_cache("index", bytes)
+        """
+    )
+    for _ in range(10):
+        done = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=_env()
+        )
+        assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.gcs
 def test_a_forked_child_reads_and_writes_through_gcsfs(
     gcs_root_url: str, gcs_obstore_storage_options: dict[str, Any]
 ) -> None:

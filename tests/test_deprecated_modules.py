@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import subprocess
 import sys
 import types
@@ -55,8 +56,13 @@ def test_memory_sync_warns_and_its_names_are_the_replica(
 def test_the_warning_points_at_the_importing_line(module: str) -> None:
     """``stacklevel=2`` blames the user's import (so Python's default filters show it in
     a script's ``__main__``), not the import machinery."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
     done = subprocess.run(
-        [sys.executable, "-c", f"import {module}"], capture_output=True, text=True, check=True
+        [sys.executable, "-W", "default::DeprecationWarning", "-c", f"import {module}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
     )
     assert done.stderr.startswith("<string>:1: DeprecationWarning:"), done.stderr
 
@@ -65,7 +71,7 @@ def test_nothing_in_the_package_imports_a_deprecated_module() -> None:
     """Importing the package and its layers loads neither shim (no warning in user code)."""
     code = (
         "import sys, warnings\n"
-        "warnings.simplefilter('error', DeprecationWarning)\n"
+        "warnings.filterwarnings('error', category=DeprecationWarning, module='fsmemory')\n"
         "import fsmemory, fsmemory.agent, fsmemory.memory.knowledge, fsmemory.snapshot, "
         "fsmemory.cli\n"
         "from fsmemory import KnowledgeMemory\n"

@@ -113,6 +113,8 @@ _TRANSPORT_WORDS = (
     "body write aborted",
     "unexpected end of file",
 )
+#: the fallback client of each service (named in a TLS failure's message)
+_FALLBACK = {"S3": "s3fs", "GCS": "gcsfs", "Azure Blob": "adlfs"}
 #: most concurrent requests of one ``read_ranges``
 _MAX_THREADS = 8
 
@@ -215,7 +217,8 @@ def map_error(exc: BaseException, bucket: str, service: str) -> BaseException:
     if any(word.lower() in lowered for word in _TLS_WORDS):
         return BackendError(
             f"TLS failure talking to {service} (the server's certificate is not trusted; "
-            f"for a private CA use the s3fs route with its CA bundle): {first}"
+            f"for a private CA force the {_FALLBACK.get(service, 'fsspec')} route with its "
+            f"CA bundle): {first}"
         )
     if any(word in lowered for word in _TRANSPORT_WORDS):
         return ObstoreConnectionError(first)

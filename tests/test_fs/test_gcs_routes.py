@@ -658,3 +658,52 @@ def test_threads_on_the_obstore_route_lose_no_append(
         list(pool.map(appender, range(8)))
     lines = root.read_bytes("log.jsonl").decode().splitlines()
     assert sorted(lines) == sorted(f"{w}-{i}" for w in range(8) for i in range(10))
+
+
+# -- failures ---------------------------------------------------------------------------
+def test_an_untrusted_certificate_is_a_clear_backend_error(tmp_path: Path) -> None:
+    """An ``https`` endpoint whose certificate no trusted CA signed: a
+    :class:`BackendError` that says TLS and names gcsfs's route, not retried."""
+    import socket
+    import ssl
+    import threading
+
+    from fsmemory.errors import BackendError
+    from fsmemory.fs import RetryPolicy
+    from fsmemory.fs.errors import is_transient
+    from tests.test_fs.test_s3_routes import _self_signed
+
+    cert, key = _self_signed(tmp_path)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    handshakes: list[int] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            handshakes.append(1)
+            try:
+                context.wrap_socket(client, server_side=True).close()
+            except OSError:
+                client.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        options = {
+            "token": "anon",
+            "endpoint_url": f"https://127.0.0.1:{port}",
+            "client": "obstore",
+            "retry": RetryPolicy(attempts=3, base_delay=0.001, max_delay=0.001),
+        }
+        root = open_root("gs://bucket/root", options)
+        with pytest.raises(BackendError, match=r"TLS.*gcsfs") as info:
+            root.read_bytes("MEMORY.md")
+        assert not is_transient(info.value)
+        assert len(handshakes) == 1
+    finally:
+        listener.close()

@@ -236,9 +236,10 @@ for argv in {cases!r}:
 
 def test_missing_extra_is_one_line_for_every_subcommand() -> None:
     extras = {
-        # no credentials obstore models here: the s3fs route, whose extra is named
+        # no credentials obstore models here: the s3fs and gcsfs routes, whose extras
+        # are named
         "s3://bucket/users/1": "s3fs",
-        "gs://bucket/users/1": "gcs",
+        "gs://bucket/users/1": "gcsfs",
         "redis://127.0.0.1:1/0/u": "redis",
     }
     arguments: dict[str, list[str]] = {

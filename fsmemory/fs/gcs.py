@@ -429,6 +429,10 @@ def resolve_route(
     return route
 
 
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
 def _installed(module: str) -> bool:
     """Whether ``module`` can be imported (without importing it)."""
     try:
@@ -593,7 +597,8 @@ class GCSRoot(BucketRoot):
                     raise InvalidInputError(
                         f"{url}: obstore refused the configuration: {exc}"
                     ) from exc
-                route = _gcsfs(f"obstore refused the configuration ({str(exc).splitlines()[0]})")
+                route = _gcsfs(f"obstore refused the configuration ({_first_line(exc)})")
+                logger.info("%s takes gcsfs: %s", url, route.reason)
             else:
 
                 def factory() -> Any:

@@ -258,6 +258,27 @@ def test_the_client_choice_is_checked(monkeypatch: pytest.MonkeyPatch, tmp_path:
         GCSRoot.from_url(URL, {"token": "anon", "client": "json"})
 
 
+def test_a_configuration_obstore_refuses_takes_gcsfs(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """When obstore refuses to build the store (a key it cannot parse, say), the root
+    takes gcsfs with the same options and says why; forcing obstore raises instead."""
+    import fsmemory.fs.gcs as gcs
+
+    def refuse(bucket: str, route: Any) -> Any:
+        raise ValueError("GCP credential error: cannot decode the key")
+
+    monkeypatch.setattr(gcs, "_shared_store", refuse)
+    monkeypatch.delenv("FSMEMORY_GCS_CLIENT", raising=False)
+    options = {"token": "anon", "endpoint_url": "http://127.0.0.1:9"}
+    with caplog.at_level("INFO", logger="fsmemory.fs.gcs"):
+        root = GCSRoot.from_url(URL, options)
+    assert root.client == "gcsfs"
+    assert "obstore refused the configuration (GCP credential error" in caplog.text
+    with pytest.raises(InvalidInputError, match="obstore refused"):
+        GCSRoot.from_url(URL, {**options, "client": "obstore"})
+
+
 # -- both routes on one bucket ----------------------------------------------------------
 @pytest.fixture
 def routes(

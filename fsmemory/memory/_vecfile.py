@@ -266,10 +266,12 @@ def chunks(np: Any, matrix: Any, rows: Any = None) -> Any:
 def widen_dot(np: Any, matrix: Any, weights: Any, out: Any) -> None:
     """``out[:] = matrix @ weights`` for a float16 ``matrix`` (n, d) and float32
     ``weights`` (d, k), in float32 (see :func:`chunks`)."""
+    rows = np.ascontiguousarray(weights.T)
     for at, part in chunks(np, matrix):
         # einsum runs in this thread: a BLAS product may start a thread pool, which
-        # costs more than it saves at this size and stalls on a busy machine.
-        np.einsum("ij,jk->ik", part, weights, out=out[at : at + part.shape[0]])
+        # costs more than it saves at this size and stalls on a busy machine. (Its
+        # "ij,jk" form with a narrow k is many times slower than "ij,kj".)
+        np.einsum("ij,kj->ik", part, rows, out=out[at : at + part.shape[0]])
 
 
 def widen(np: Any, matrix: Any) -> Any:
@@ -291,8 +293,12 @@ class Rows:
 
 
 # A file of more blocks than this is written again as one block (each block costs a
-# cold open a few microseconds of parsing; one block per remember() adds up).
+# cold open a few microseconds of parsing; one block per remember() adds up); so is a
+# file of more than COMPACT_FEW blocks whose largest block holds less than 7/8 of the
+# rows (one block is read where it lies, without a copy). Size-tiered, so that a
+# memory that grows by appends is written whole about once per 1/8 of growth.
 COMPACT_BLOCKS = 1024
+COMPACT_FEW = 32
 
 
 class VectorFile:
@@ -320,6 +326,8 @@ class VectorFile:
         self.end = -1  # where the next read starts (-1: read the file whole)
         self.generation: bytes | None = None  # of the file read, or written, last
         self.blocks = 0  # blocks in the file as read
+        self.rows = 0  # rows in them
+        self.largest = 0  # rows in the largest
         self.needs_rewrite: str | None = None  # why the file must be written again
 
     # -- reading ---------------------------------------------------------------------
@@ -343,7 +351,7 @@ class VectorFile:
             return []
         scan = scan_blocks(rest, 0, len(rest), self.dimension)
         self.end += scan.end
-        self.blocks += len(scan.blocks)
+        self._count(scan.blocks)
         self._check(scan)
         return self._rows(rest, scan.blocks)
 
@@ -363,15 +371,24 @@ class VectorFile:
         scan = scan_blocks(data, HEADER_SIZE, len(data), self.dimension)
         self.generation = header.generation
         self.end = scan.end
-        self.blocks = len(scan.blocks)
+        self.blocks = self.rows = self.largest = 0
+        self._count(scan.blocks)
         self._check(scan)
         return self._rows(data, scan.blocks)
+
+    def _count(self, blocks: list[Block]) -> None:
+        for block in blocks:
+            self.blocks += 1
+            self.rows += len(block.ids)
+            self.largest = max(self.largest, len(block.ids))
 
     def _check(self, scan: Scan) -> None:
         if scan.skipped:
             self.needs_rewrite = f"{scan.skipped} bytes in it do not verify"
-        elif self.blocks > COMPACT_BLOCKS:
-            self.needs_rewrite = f"it holds {self.blocks} blocks"
+        elif self.blocks > COMPACT_BLOCKS or (
+            self.blocks > COMPACT_FEW and 8 * (self.rows - self.largest) > self.rows
+        ):
+            self.needs_rewrite = f"it holds {self.rows} vectors in {self.blocks} blocks"
 
     def _rows(self, data: Any, blocks: list[Block]) -> list[Rows]:
         import numpy as np
@@ -432,7 +449,10 @@ class VectorFile:
         else:
             self.generation = generation
             self.end = len(header) + len(block)
-            self.blocks = 1 if block else 0
+            self.blocks = self.rows = self.largest = 0
+            if converted is not None:
+                self.blocks, self.rows = 1, len(converted.ids)
+                self.largest = self.rows
         if legacy:
             self.root.delete(self.legacy_path)
             logger.info(
@@ -463,6 +483,8 @@ class VectorFile:
         if offset == self.end:  # nobody appended since our last read: no need to read it
             self.end = offset + len(block)
             self.blocks += 1
+            self.rows += len(ids)
+            self.largest = max(self.largest, len(ids))
         return converted
 
     def rewrite(self, held: Rows) -> list[Rows]:
@@ -519,7 +541,8 @@ class VectorFile:
             self.end = -1
             return fresh_rows
         logger.info("wrote %s again with %d vectors: %s", self.path, len(ids), reason)
-        self.generation, self.end, self.blocks = generation, len(data), 1
+        self.generation, self.end = generation, len(data)
+        self.blocks, self.rows, self.largest = 1, len(ids), len(ids)
         return fresh_rows
 
 

@@ -275,7 +275,10 @@ class VectorStore:
 
     def _take(self, found: Sequence[Rows]) -> None:
         """Keep the rows read from the file: a large block whose rows are all new is
-        used where it lies (no copy), other rows are copied."""
+        used where it lies (no copy), other rows are copied (room made once)."""
+        small = sum(len(rows.ids) for rows in found if len(rows.ids) < _VIEW_ROWS)
+        if small and self.dimension:
+            self._room(small, self.dimension)
         for rows in found:
             keys = list(zip(rows.ids, rows.hashes, strict=True))
             if (
@@ -317,18 +320,24 @@ class VectorStore:
             return
         start = len(self._ids) - self._tail_start
         end = start + len(fresh)
-        tail = self._tail
-        if tail is None or end > tail.shape[0]:
-            grown = _numpy().empty((max(end, 2 * start, 64), vectors.shape[1]), dtype="float16")
-            if tail is not None:
-                grown[:start] = tail[:start]
-            self._tail = tail = grown
+        tail = self._room(len(fresh), vectors.shape[1])
         added = vectors if len(fresh) == len(ids) else vectors[[n for _, n in fresh]]
         tail[start:end] = added
         for key, _ in fresh:
             self._rows[key] = len(self._ids)
             self._ids.append(key[0])
             self._hashes.append(key[1])
+
+    def _room(self, rows: int, width: int) -> Any:
+        """The copied rows' buffer, with room for ``rows`` more (capacity doubles)."""
+        held = len(self._ids) - self._tail_start
+        tail = self._tail
+        if tail is None or held + rows > tail.shape[0]:
+            grown = _numpy().empty((max(held + rows, 2 * held, 64), width), dtype="float16")
+            if tail is not None:
+                grown[:held] = tail[:held]
+            self._tail = tail = grown
+        return tail
 
     def _held(self) -> Rows:
         """Every row held (for writing the file again)."""
@@ -484,6 +493,7 @@ class VectorStore:
         if known < n:
             sq = np.empty(n, dtype=np.float32)
             sq[:known] = self._sq_norms
+        rows = np.ascontiguousarray(weights.T)
         for start, array in self._parts():
             end = start + len(array)
             if end <= known:
@@ -491,7 +501,7 @@ class VectorStore:
                 continue
             for at, part in chunks(np, array):
                 k = part.shape[0]
-                np.einsum("ij,jk->ik", part, weights, out=out[start + at : start + at + k])
+                np.einsum("ij,kj->ik", part, rows, out=out[start + at : start + at + k])
                 np.einsum("ij,ij->i", part, part, out=sq[start + at : start + at + k])
         if known < n:
             self._sq_norms = sq

@@ -1,0 +1,408 @@
+"""The binary vector file of hybrid recall: damage of every kind is detected and never
+served (a flipped byte, a torn or truncated tail, a header of another dimension or
+embedder, bytes of another program), rows are keyed by entry id and text hash, the
+JSONL file of the version before is converted once, missing vectors are embedded in
+batches (a failure mid-way keeps what was embedded), concurrent processes lose and
+duplicate nothing, and hostile texts and ids round-trip."""
+
+from __future__ import annotations
+
+import base64
+import multiprocessing
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import orjson
+import pytest
+
+from fsmemory import EmbedderError, KnowledgeMemory
+from fsmemory.errors import InvalidInputError
+from fsmemory.memory import _vecfile, _vectors
+
+from .test_embedder import WordEmbedder, fresh_vocabulary  # noqa: F401 (autouse)
+
+np = pytest.importorskip("numpy")
+
+TEXTS = [
+    "apples ripen in the orchard",
+    "the violin needs new strings",
+    "marathon training starts monday",
+    "tea tastes best at sunrise",
+    "the river floods every spring",
+]
+
+
+def _rows(data: bytes) -> tuple[list[tuple[str, str]], int]:
+    """(id, text hash) of the verified rows of a vector file, and the bytes skipped."""
+    header = _vecfile.read_header(data)
+    assert header is not None
+    scan = _vecfile.scan_blocks(data, _vecfile.HEADER_SIZE, len(data), header.dimension)
+    keys = [k for b in scan.blocks for k in zip(b.ids, b.hashes, strict=True)]
+    return keys, scan.skipped
+
+
+def _memory(folder: Path, texts: Sequence[str] = TEXTS) -> tuple[list[str], Path]:
+    km = KnowledgeMemory(folder, embedder=WordEmbedder("file"))
+    ids = [km.remember(t) for t in texts]
+    return ids, folder / "vectors" / "file-128.f16v"
+
+
+def _reader(folder: Path) -> tuple[KnowledgeMemory, WordEmbedder]:
+    embedder = WordEmbedder("file")
+    return KnowledgeMemory(folder, embedder=embedder, index_cache=False), embedder
+
+
+def _block_starts(data: bytes) -> list[int]:
+    header = _vecfile.read_header(data)
+    assert header is not None
+    scan = _vecfile.scan_blocks(data, _vecfile.HEADER_SIZE, len(data), header.dimension)
+    return [b.vectors_at for b in scan.blocks]
+
+
+def _embedded(embedder: WordEmbedder) -> list[str]:
+    """Texts embedded other than queries (every query here has two words)."""
+    return sorted(t for b in embedder.batches for t in b if len(t.split()) > 2)
+
+
+def test_the_file_names_format_embedder_and_dimension(tmp_path: Path) -> None:
+    ids, path = _memory(tmp_path / "m")
+    data = path.read_bytes()
+    header = _vecfile.read_header(data)
+    assert header is not None
+    assert (header.version, header.name, header.dimension) == (1, "file", 128)
+    keys, skipped = _rows(data)
+    assert skipped == 0
+    assert keys == [(i, _vectors.text_hash(t)) for i, t in zip(ids, TEXTS, strict=True)]
+    # float16: 256 bytes per vector of 128 floats, plus the keys and block heads.
+    assert len(data) < _vecfile.HEADER_SIZE + len(TEXTS) * (256 + 24 + 64)
+
+
+def test_a_flipped_byte_in_a_vector_is_never_served(tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    ids, path = _memory(folder)
+    data = bytearray(path.read_bytes())
+    at = _block_starts(bytes(data))[2] + 17
+    data[at] ^= 0x40
+    path.write_bytes(bytes(data))
+    reader, embedder = _reader(folder)
+    assert reader.recall("marathon training", limit=1)[0].id == ids[2]
+    # Only the damaged row was embedded again; the file was written again whole.
+    assert _embedded(embedder) == [TEXTS[2]]
+    keys, skipped = _rows(path.read_bytes())
+    assert skipped == 0
+    assert sorted(keys) == sorted(
+        (i, _vectors.text_hash(t)) for i, t in zip(ids, TEXTS, strict=True)
+    )
+    # A third process reads everything from the file.
+    third, again = _reader(folder)
+    assert third.recall("violin strings", limit=1)[0].id == ids[1]
+    assert _embedded(again) == []
+
+
+@pytest.mark.parametrize("where", ["keys", "head"])
+def test_a_flipped_byte_in_keys_or_block_head_is_never_served(where: str, tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    ids, path = _memory(folder)
+    data = bytearray(path.read_bytes())
+    start = _block_starts(bytes(data))[3]
+    head = data.rfind(b"FSVB", 0, start)
+    data[head + 5 if where == "head" else head + _vecfile.BLOCK_HEAD + 3] ^= 0x01
+    path.write_bytes(bytes(data))
+    reader, embedder = _reader(folder)
+    assert reader.recall("tea sunrise", limit=1)[0].id == ids[3]
+    assert _embedded(embedder) == [TEXTS[3]]
+
+
+def test_a_truncated_tail_is_ignored_and_the_next_writer_heals_the_file(tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    ids, path = _memory(folder)
+    data = path.read_bytes()
+    path.write_bytes(data[:-100])  # a writer killed mid-append
+    reader, embedder = _reader(folder)
+    assert reader.recall("river floods", limit=1)[0].id == ids[4]
+    assert _embedded(embedder) == [TEXTS[4]]
+    # Its block was appended after the torn bytes: the next reader skips them, and
+    # writes the file again whole.
+    third, again = _reader(folder)
+    assert third.recall("river floods", limit=1)[0].id == ids[4]
+    assert _embedded(again) == []
+    keys, skipped = _rows(path.read_bytes())
+    assert skipped == 0 and len(keys) == len(set(keys)) == len(TEXTS)
+
+
+def test_a_block_still_being_written_is_read_once_whole(tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    _ids, path = _memory(folder)
+    km = KnowledgeMemory(folder, embedder=WordEmbedder("file"))
+    store = km._vectors
+    assert store is not None
+    store.dimension = 128
+    store.load()
+    assert len(store._ids) == len(TEXTS)
+    block = _vecfile.encode_block(["late"], ["0123456789abcdef"], np.ones((1, 128), np.float16))
+    with path.open("ab") as handle:
+        handle.write(block[:-9])
+    store.load()  # cut short at the end: not served, not counted as damage
+    assert store._ids[-1] != "late"
+    assert store._file is not None and store._file.needs_rewrite is None
+    with path.open("ab") as handle:
+        handle.write(block[-9:])
+    store.load()
+    assert store._ids[-1] == "late"
+    assert np.array_equal(store._stacked()[-1], np.ones(128, np.float32))
+
+
+@pytest.mark.parametrize("kind", ["dimension", "name", "magic", "garbage", "empty"])
+def test_a_foreign_file_is_rebuilt_never_served(kind: str, tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    ids, path = _memory(folder)
+    data = path.read_bytes()
+    body = data[_vecfile.HEADER_SIZE :]
+    foreign = {
+        "dimension": _vecfile.encode_header("file", 64) + body,
+        "name": _vecfile.encode_header("other", 128) + body,
+        "magic": b"\x89NOTVEC\n" + data[8:],
+        "garbage": bytes(range(256)) * 40,
+        "empty": b"",
+    }[kind]
+    path.write_bytes(foreign)
+    reader, embedder = _reader(folder)
+    assert reader.recall("apples orchard", limit=1)[0].id == ids[0]
+    assert _embedded(embedder) == sorted(TEXTS)  # nothing of the file was served
+    keys, skipped = _rows(path.read_bytes())
+    assert skipped == 0 and sorted(keys) == sorted(
+        (i, _vectors.text_hash(t)) for i, t in zip(ids, TEXTS, strict=True)
+    )
+
+
+def test_rows_are_keyed_by_id_and_text_hash(tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    ids, path = _memory(folder, TEXTS[:2])
+    # A row of the right id made from another text (its hash says so): never served.
+    wrong = _vecfile.encode_block(
+        [ids[0]], [_vectors.text_hash("something else")], np.ones((1, 128), np.float16)
+    )
+    data = path.read_bytes()
+    path.write_bytes(data[: _vecfile.HEADER_SIZE] + wrong + data[_vecfile.HEADER_SIZE :])
+    reader, embedder = _reader(folder)
+    store = reader._vectors
+    assert store is not None
+    reader.recall("apples orchard")
+    assert _embedded(embedder) == []
+    _rows_live, vecs = store.live_rows(reader._index, reader._clock())
+    served = {store._ids[v]: store._hashes[v] for v in vecs.tolist()}
+    assert served == {i: _vectors.text_hash(t) for i, t in zip(ids, TEXTS[:2], strict=True)}
+
+
+def legacy_jsonl(ids: Sequence[str], texts: Sequence[str], embedder: WordEmbedder) -> bytes:
+    """The vector file the version before wrote (checked byte for byte against it when
+    this test was written): one line per vector, ``{"id", "h": text_hash, "v": base64 of
+    the L2-normed float32 vector}``."""
+    out = b""
+    for entry_id, text, vector in zip(ids, texts, embedder(list(texts)), strict=True):
+        v = np.asarray(vector, dtype=np.float32)
+        v = v / np.linalg.norm(v)
+        b64 = base64.b64encode(v.astype("<f4").tobytes()).decode()
+        out += orjson.dumps({"id": entry_id, "h": _vectors.text_hash(text), "v": b64}) + b"\n"
+    return out
+
+
+@pytest.mark.parametrize("first", ["recall", "remember"])
+def test_the_jsonl_file_is_converted_once(first: str, tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    plain = KnowledgeMemory(folder)
+    ids = [plain.remember(t) for t in TEXTS]
+    legacy = folder / "vectors" / "file-128.jsonl"
+    legacy.parent.mkdir()
+    # A line without a hash and a damaged line are left out (embedded again).
+    lines = legacy_jsonl(ids, TEXTS, WordEmbedder("x")).splitlines(keepends=True)
+    record = orjson.loads(lines[1])
+    del record["h"]
+    lines[1] = orjson.dumps(record) + b"\n"
+    lines[2] = lines[2][:30] + b"\n"
+    legacy.write_bytes(b"".join(lines))
+    reader, embedder = _reader(folder)
+    if first == "remember":
+        reader.remember("a sixth note about plums")
+    assert reader.recall("violin strings", limit=1)[0].id == ids[1]
+    assert _embedded(embedder) == sorted(
+        [TEXTS[1], TEXTS[2], *(["a sixth note about plums"] if first == "remember" else [])]
+    )
+    assert not legacy.exists()
+    keys, skipped = _rows((folder / "vectors" / "file-128.f16v").read_bytes())
+    assert skipped == 0
+    assert {i for i, _ in keys} >= set(ids)
+    # The converted vectors rank as freshly embedded ones.
+    fresh = KnowledgeMemory(tmp_path / "ref", embedder=WordEmbedder("file"))
+    for text in TEXTS:
+        fresh.remember(text)
+    if first == "remember":
+        fresh.remember("a sixth note about plums")
+    for query in ("apples orchard", "tea sunrise", "river spring"):
+        got = [e.content for e in reader.recall(query, limit=3)]
+        assert got == [e.content for e in fresh.recall(query, limit=3)], query
+
+
+class Flaky(WordEmbedder):
+    """Fails (or times out) on call ``fail_at`` and after, when ``failing``."""
+
+    def __init__(self, fail_at: int, error: Exception) -> None:
+        super().__init__("file")
+        self.fail_at, self.error, self.failing, self.calls = fail_at, error, True, 0
+
+    def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls += 1
+        if self.failing and self.calls >= self.fail_at:
+            raise self.error
+        return super().__call__(texts)
+
+
+@pytest.mark.parametrize(
+    "error", [RuntimeError("service down"), TimeoutError("timed out")], ids=["fails", "timeout"]
+)
+def test_a_failure_mid_way_keeps_the_batches_embedded(error: Exception, tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    plain = KnowledgeMemory(folder)
+    texts = [f"note {i} about {w}" for i, w in enumerate(["tea", "figs", "jam"] * 8)][:23]
+    ids = [plain.remember(t) for t in texts]
+    flaky = Flaky(fail_at=4, error=error)  # the query, two batches, then a failure
+    km = KnowledgeMemory(folder, embedder=flaky, embed_batch_size=5)
+    with pytest.raises(EmbedderError, match="after embedding 10 of 23 missing vectors"):
+        km.recall("figs jam")
+    assert [len(b) for b in flaky.batches] == [1, 5, 5]
+    keys, _ = _rows((folder / "vectors" / "file-128.f16v").read_bytes())
+    assert len(keys) == 10
+    flaky.failing = False
+    assert km.recall("note 7 figs", limit=1)[0].id == ids[7]
+    assert [len(b) for b in flaky.batches] == [1, 5, 5, 1, 5, 5, 3]
+    # Another process serves all 23 from the file.
+    reader, embedder = _reader(folder)
+    reader.recall("figs jam")
+    assert _embedded(embedder) == []
+
+
+def test_remember_embeds_its_own_text_only(tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    plain = KnowledgeMemory(folder)
+    for i in range(150):
+        plain.remember(f"old note {i} about pears")
+    embedder = WordEmbedder("file")
+    km = KnowledgeMemory(folder, embedder=embedder, embed_batch_size=64)
+    km.remember("a new note about plums")
+    assert embedder.batches == [["a new note about plums"]]
+    km.recall("pears plums")
+    assert [len(b) for b in embedder.batches[1:]] == [1, 64, 64, 22]
+
+
+@pytest.mark.parametrize("size", [0, -1, True, 1.5, "8"])
+def test_embed_batch_size_is_checked(size: object, tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match="embed_batch_size"):
+        KnowledgeMemory(tmp_path / "m", embedder=WordEmbedder(), embed_batch_size=size)  # type: ignore[arg-type]
+
+
+def _append_worker(folder: str, tag: str, count: int, start: float) -> list[str]:
+    import time
+
+    from tests.test_memory.test_embedder import WordEmbedder as Words
+
+    while time.time() < start:
+        time.sleep(0.001)
+    km = KnowledgeMemory(folder, embedder=Words("file"), index_cache=False)
+    return [km.remember(f"{tag} note {i} about plums") for i in range(count)]
+
+
+def test_two_processes_appending_lose_and_duplicate_nothing(tmp_path: Path) -> None:
+    import time
+
+    folder = tmp_path / "m"
+    KnowledgeMemory(folder).remember("a first note")
+    ctx = multiprocessing.get_context("spawn")
+    start = time.time() + 2.0
+    with ctx.Pool(2) as pool:
+        results = [pool.apply_async(_append_worker, (str(folder), tag, 40, start)) for tag in "ab"]
+        ids = [i for r in results for i in r.get(timeout=120)]
+    assert len(ids) == 80
+    keys, skipped = _rows((folder / "vectors" / "file-128.f16v").read_bytes())
+    assert skipped == 0
+    assert {i for i, _ in keys} == set(ids)
+    reader, embedder = _reader(folder)
+    reader.recall("plums note")
+    assert _embedded(embedder) == ["a first note"]
+    store = reader._vectors
+    assert store is not None
+    assert len(store._ids) == len(set(store._ids)) == 81
+
+
+def test_threads_appending_to_one_root_lose_nothing() -> None:
+    root_url = "memory://vectors-threads"
+    KnowledgeMemory(root_url).remember("a first note")
+
+    def work(tag: str) -> None:
+        km = KnowledgeMemory(root_url, embedder=WordEmbedder("file"))
+        for i in range(25):
+            km.remember(f"{tag} thread note {i}")
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in "abc"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    reader = KnowledgeMemory(root_url, embedder=(embedder := WordEmbedder("file")))
+    reader.recall("thread note")
+    assert _embedded(embedder) == ["a first note"]
+    data = reader.root.read_bytes("vectors/file-128.f16v")
+    keys, skipped = _rows(data)
+    assert skipped == 0 and len(keys) == len(set(keys)) == 76
+
+
+HOSTILE = [
+    "nul \x00 in the middle \x00",
+    'quotes " and backslashes \\ and newlines \n and \u2028',
+    "emoji \U0001f350 and accents \u00e9\u00e0",
+]
+
+
+def test_hostile_texts_round_trip(tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    huge = "word " * 60_000 + "needle"
+    km = KnowledgeMemory(folder, embedder=WordEmbedder("file"), max_content_bytes=1 << 20)
+    ids = [km.remember(t) for t in [*HOSTILE, huge]]
+    # A lone surrogate is refused before anything is embedded or written.
+    with pytest.raises(InvalidInputError, match="surrogate"):
+        km.remember("a lone surrogate \ud800 refused")
+    assert _vectors.text_hash("\ud800") != _vectors.text_hash("\udfff")
+    texts = [*HOSTILE, huge]
+    reader, embedder = _reader(folder)
+    assert reader.recall("needle word", limit=1)[0].id == ids[3]
+    assert reader.recall("emoji accents", limit=1)[0].id == ids[2]
+    assert _embedded(embedder) == []
+    keys, skipped = _rows((folder / "vectors" / "file-128.f16v").read_bytes())
+    assert skipped == 0
+    assert keys == [(i, _vectors.text_hash(t)) for i, t in zip(ids, texts, strict=True)]
+
+
+def test_hostile_ids_round_trip_in_a_block() -> None:
+    ids = ["\x00", "\ud800", '"}]', "é" * 1000, ""]
+    hashes = [_vectors.text_hash(i) for i in ids]
+    vectors = np.arange(5 * 4, dtype=np.float16).reshape(5, 4)
+    data = _vecfile.encode_header("h", 4) + _vecfile.encode_block(ids, hashes, vectors)
+    scan = _vecfile.scan_blocks(data, _vecfile.HEADER_SIZE, len(data), 4)
+    (block,) = scan.blocks
+    assert (block.ids, block.hashes) == (ids, hashes)
+    got = np.frombuffer(data, dtype="<f2", count=20, offset=block.vectors_at)
+    assert np.array_equal(got.reshape(5, 4), vectors)
+    # Every single flipped bit of the block is caught.
+    for at in range(_vecfile.HEADER_SIZE, len(data)):
+        for bit in (0x01, 0x80):
+            bad = bytearray(data)
+            bad[at] ^= bit
+            assert not _vecfile.scan_blocks(bytes(bad), _vecfile.HEADER_SIZE, len(bad), 4).blocks
+
+
+def test_float16_widening_is_exact() -> None:
+    bits = np.arange(1 << 16, dtype=np.uint16)
+    values = bits.view(np.float16)
+    finite = values[np.isfinite(values)].reshape(-1, 8)
+    wide = _vecfile.widen(np, finite)
+    assert np.array_equal(wide.view(np.uint32), finite.astype(np.float32).view(np.uint32))

@@ -168,28 +168,27 @@ class Browser:
         self.profile = tempfile.TemporaryDirectory(prefix="fsmemory-browser-")
         to_browser, self._commands = os.pipe()
         self._replies, from_browser = os.pipe()
-
-        def wire_pipes() -> None:  # in the child, before exec: the pipes become fds 3, 4
-            os.dup2(to_browser, 3)
-            os.dup2(from_browser, 4)
-
+        # the shell moves the pipes to fds 3 and 4, points stdin/stdout at /dev/null, then becomes
+        # the browser (no preexec_fn: this process has threads)
         self.process = subprocess.Popen(
             [
+                "sh",
+                "-c",
+                'exec "$0" "$@" 3<&0 4>&1 </dev/null >/dev/null',
                 executable,
                 "--headless",
                 "--no-sandbox",  # required as root; the pages are ours, from loopback
                 "--disable-gpu",
+                "--disable-dev-shm-usage",
                 "--no-first-run",
                 "--disable-extensions",
                 "--remote-debugging-pipe",
                 f"--user-data-dir={self.profile.name}",
                 "about:blank",
             ],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
+            stdin=to_browser,
+            stdout=from_browser,
             stderr=subprocess.DEVNULL,
-            pass_fds=(3, 4),
-            preexec_fn=wire_pipes,
         )
         os.close(to_browser)
         os.close(from_browser)
@@ -237,13 +236,13 @@ class Browser:
             self.events.append(reply)
 
     def wait_for(self, method: str, timeout: float = 30) -> dict[str, Any]:
-        """The next event named ``method`` (earlier ones already received count)."""
+        """The first event named ``method`` since ``events`` was cleared (taken out of
+        ``events``; the other events stay there)."""
         deadline = time.monotonic() + timeout
         while True:
             for i, event in enumerate(self.events):
                 if event.get("method") == method:
-                    del self.events[: i + 1]
-                    return event
+                    return self.events.pop(i)
             self.events.append(self._read_message(deadline))
 
     def open(self, url: str) -> Page:
@@ -346,20 +345,35 @@ def page_paths(site: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def pages(site: Path, server: str) -> dict[str, Page]:
-    """Every page as the browser rendered it, by URL path."""
-    browser = find_browser()
-    if browser is None:
+def browser() -> Iterator[Browser]:
+    """One headless Chromium for the module's pages."""
+    executable = find_browser()
+    if executable is None:
         _skip_or_fail(
             "no headless Chromium (`make docs-browser` installs Debian's chromium package)"
         )
-    assert browser is not None
-    paths = page_paths(site)
-    driver = Browser(browser)
+    assert executable is not None
+    driver = Browser(executable)
     try:
-        return {path: driver.open(server + path) for path in paths}
+        yield driver
     finally:
         driver.close()
+
+
+@pytest.fixture(scope="module")
+def pages(site: Path, server: str, browser: Browser) -> dict[str, Page]:
+    """Every page as the browser rendered it, by URL path."""
+    return {path: browser.open(server + path) for path in page_paths(site)}
+
+
+def test_the_browser_sees_the_dom_and_script_errors(browser: Browser) -> None:
+    page = browser.open(
+        "data:text/html,<title>T</title><h1 id=a>Hi</h1>"
+        "<script>document.documentElement.className = 'ran'; throw new Error('boom')</script>"
+    )
+    assert (page.title, page.h1, page.html_classes) == ("T", ["Hi"], "ran")
+    assert "a" in page.ids
+    assert any("boom" in error for error in page.console_errors), page.console_errors
 
 
 def test_the_site_has_the_pages_of_its_users(site: Path) -> None:

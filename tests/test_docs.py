@@ -1,7 +1,7 @@
 """The documentation site builds with warnings as errors, every page renders in a real
 headless browser, and every internal link and anchor resolves.
 
-The site is built once per session (``mkdocs build --strict`` into a temporary folder)
+The site is built once for this module (``mkdocs build --strict`` into a temporary folder)
 and served on 127.0.0.1; headless Chromium opens every page and returns the DOM after
 the page's scripts ran. Each page must have a title and an ``<h1>``, show no
 unrendered directive, log no script error, and link only to pages, files and anchors
@@ -76,6 +76,11 @@ UNREFERENCED = {
     "fsmemory.tools": "the old home of fsmemory.agent.tools' functions",
     "fsmemory.integrations": "a namespace: its modules are referenced one by one",
 }
+#: HTML elements without an end tag
+VOID_ELEMENTS = frozenset(
+    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source"}
+    | {"track", "wbr"}
+)
 #: what a rendered page must not show: an unrendered mkdocstrings directive, a CLI
 #: help marker the build hook did not replace, an autorefs link that did not resolve
 LEFTOVERS = re.compile(r"^:::\s|fsmemory-help:|\]\[fsmemory\.", re.M)
@@ -120,6 +125,7 @@ class _DomReader(HTMLParser):
         self.page = page
         self.stack: list[str] = []
         self.text: list[str] = []
+        self.visible: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         values = {k: v or "" for k, v in attrs}
@@ -135,7 +141,7 @@ class _DomReader(HTMLParser):
             self.page.resources.append(values["href"])
         if tag == "html":
             self.page.html_classes = values.get("class", "")
-        if tag not in ("meta", "link", "img", "br", "hr", "input", "source", "path"):
+        if tag not in VOID_ELEMENTS:
             self.stack.append(tag)
             if tag in ("title", "h1"):
                 self.text = []
@@ -147,13 +153,21 @@ class _DomReader(HTMLParser):
                 self.page.title = words
             else:
                 self.page.h1.append(words)
-        while self.stack and self.stack.pop() != tag:
-            pass
+        if tag in self.stack:
+            while self.stack.pop() != tag:
+                pass
 
     def handle_data(self, data: str) -> None:
         self.text.append(data)
-        if not set(self.stack) & {"script", "style"}:
-            self.page.text += data
+        if "script" not in self.stack and "style" not in self.stack:
+            self.visible.append(data)
+
+    def handle_comment(self, data: str) -> None:
+        self.visible.append(f"<!--{data}-->")  # a marker left in a comment shows here
+
+    def close(self) -> None:
+        super().close()
+        self.page.text = "".join(self.visible)
 
 
 class Browser:
@@ -264,7 +278,9 @@ class Browser:
             returnByValue=True,
         )["result"]["value"]
         page = Page(url)
-        _DomReader(page).feed(dom)
+        reader = _DomReader(page)
+        reader.feed(dom)
+        reader.close()
         for event in self.events:
             if event.get("method") == "Runtime.exceptionThrown":
                 details = event["params"]["exceptionDetails"]
@@ -293,11 +309,11 @@ class Browser:
 
 
 @pytest.fixture(scope="module")
-def site() -> Path:
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The site, built with ``mkdocs build --strict`` into a temporary folder."""
     if importlib.util.find_spec("mkdocs") is None:
         _skip_or_fail("mkdocs is not installed: `make docs` installs the docs dependency group")
-    out = Path(tempfile.mkdtemp(prefix="fsmemory-site-"))
+    out = tmp_path_factory.mktemp("site")
     env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEMORY_")}
     env["NO_MKDOCS_2_WARNING"] = "1"
     done = subprocess.run(

@@ -23,12 +23,14 @@ The ranking itself is :mod:`fsmemory.memory._rank`.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 __all__ = [
+    "PAIR_BONUS",
     "STOPWORDS",
     "analyze",
     "english_stemmer",
@@ -36,6 +38,7 @@ __all__ = [
     "query_terms",
     "stem",
     "term_pairs",
+    "typed_word_scores",
     "typed_words",
     "words",
 ]
@@ -107,6 +110,8 @@ _STEMMERS: list[Any] = []  # loaded on first use: a cold start that never search
 _STEM_CACHE: dict[str, str] = {}
 _STEM_CACHE_MAX = 200_000
 _NAME_WEIGHT = 2.0
+#: Bonus per query term pair found side by side in an entry (see :func:`term_pairs`).
+PAIR_BONUS = 0.5
 
 
 def english_stemmer() -> Any:
@@ -197,6 +202,65 @@ def typed_words(query: str) -> list[str]:
     if not found or any(w not in STOPWORDS for w in found):
         return []
     return list(dict.fromkeys(found))
+
+
+def typed_word_scores(
+    query: str, documents: Iterable[tuple[int, str, str]], k1: float = 1.2
+) -> dict[int, float]:
+    """BM25 scores of a stopword-only query (:func:`typed_words`) over documents given
+    by their text, for the documents holding at least one of its words.
+
+    The words are matched whole, as typed (after the normalisation of :func:`words`,
+    without stemming): ``before`` finds "before" and "Before!", not "beforehand".
+    Scoring is that of :class:`~fsmemory.memory._rank.BM25Index` with ``b`` = 0: idf
+    over the documents given, ``k1`` saturation, one :data:`PAIR_BONUS` per pair of
+    query words standing side by side in a document. The text of every document is
+    read, so the cost is a scan.
+
+    Args:
+        query: the query (any other query scores nothing: ``{}``).
+        documents: ``(key, content, category)`` of every indexed document (the
+            document's words are those of its content, then of its category).
+        k1: term-frequency saturation.
+    """
+    wanted = typed_words(query)
+    if not wanted:
+        return {}
+    pairs = set(itertools.pairwise(words(query)))
+    # A whole-word match of an ASCII text is a case-insensitive regex search (NFKC and
+    # case folding leave ASCII as lower-casing does); other texts are split by words().
+    quick = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, wanted)) + r")(?!\w)", re.IGNORECASE)
+    wanted_set = set(wanted)
+    n_docs = 0
+    tfs: dict[int, dict[str, int]] = {}
+    bonus: dict[int, int] = {}
+    for key, content, category in documents:
+        n_docs += 1
+        text = f"{content}\n{category}"
+        if text.isascii() and quick.search(text) is None:
+            continue
+        seq = words(text)
+        counts: dict[str, int] = {}
+        for w in seq:
+            if w in wanted_set:
+                counts[w] = counts.get(w, 0) + 1
+        if not counts:
+            continue
+        tfs[key] = counts
+        if pairs:
+            hits = sum(1 for pair in set(itertools.pairwise(seq)) if pair in pairs)
+            if hits:
+                bonus[key] = hits
+    df: dict[str, int] = {}
+    for counts in tfs.values():
+        for w in counts:
+            df[w] = df.get(w, 0) + 1
+    weight = {w: math.log(1.0 + (n_docs - d + 0.5) / (d + 0.5)) * (k1 + 1.0) for w, d in df.items()}
+    scores: dict[int, float] = {}
+    for key, counts in tfs.items():
+        score = sum(weight[w] * tf / (tf + k1) for w, tf in counts.items())
+        scores[key] = score + PAIR_BONUS * bonus.get(key, 0)
+    return scores
 
 
 def term_pairs(terms: Iterable[str]) -> set[tuple[str, str]]:

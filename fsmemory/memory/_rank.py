@@ -23,18 +23,16 @@ sunris``) adds a fixed bonus, so phrases rank above scattered words.
 from __future__ import annotations
 
 import bisect
-import heapq
 import itertools
 import math
 import operator
-import re
 from array import array
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from itertools import repeat
-from operator import itemgetter
 from typing import Any
 
 from fsmemory.memory._analysis import (
+    PAIR_BONUS,
     STOPWORDS,
     analyze,
     english_stemmer,
@@ -42,10 +40,11 @@ from fsmemory.memory._analysis import (
     query_terms,
     stem,
     term_pairs,
+    typed_word_scores,
     typed_words,
     words,
 )
-from fsmemory.memory._topk import top_accepted
+from fsmemory.memory._topk import SCORE_EPS, kth_accepted, top_accepted, top_of_array
 
 __all__ = [
     "STOPWORDS",
@@ -65,74 +64,11 @@ __all__ = [
 _STEM_CACHE = known_stems()
 _MIN_PREFIX = 4
 _PREFIX_WEIGHT = 0.5
-# Bonus per query term pair found side by side in an entry.
-_PAIR_BONUS = 0.5
 #: postings a query may hold in all and still be scored whole (no pruning)
 _SMALL = 4096
 #: postings :meth:`BM25Index.search` walks in Python before NumPy (when given) adds
 #: up the scores instead
 _BUDGET = 64_000
-#: margin below which a score bound clearly cannot reach another score (scores are
-#: compared rounded to nine decimals)
-_EPS = 1e-8
-
-
-def typed_word_scores(
-    query: str, documents: Iterable[tuple[int, str, str]], k1: float = 1.2
-) -> dict[int, float]:
-    """BM25 scores of a stopword-only query (:func:`typed_words`) over documents given
-    by their text, for the documents holding at least one of its words.
-
-    The words are matched whole, as typed (after the normalisation of :func:`words`,
-    without stemming): ``before`` finds "before" and "Before!", not "beforehand".
-    Scoring is that of :class:`BM25Index` with ``b`` = 0: idf over the documents given,
-    ``k1`` saturation, one :data:`_PAIR_BONUS` per pair of query words standing side by
-    side in a document. The text of every document is read, so the cost is a scan.
-
-    Args:
-        query: the query (any other query scores nothing: ``{}``).
-        documents: ``(key, content, category)`` of every indexed document (the
-            document's words are those of its content, then of its category).
-        k1: term-frequency saturation.
-    """
-    wanted = typed_words(query)
-    if not wanted:
-        return {}
-    pairs = set(itertools.pairwise(words(query)))
-    # A whole-word match of an ASCII text is a case-insensitive regex search (NFKC and
-    # case folding leave ASCII as lower-casing does); other texts are split by words().
-    quick = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, wanted)) + r")(?!\w)", re.IGNORECASE)
-    wanted_set = set(wanted)
-    n_docs = 0
-    tfs: dict[int, dict[str, int]] = {}
-    bonus: dict[int, int] = {}
-    for key, content, category in documents:
-        n_docs += 1
-        text = f"{content}\n{category}"
-        if text.isascii() and quick.search(text) is None:
-            continue
-        seq = words(text)
-        counts: dict[str, int] = {}
-        for w in seq:
-            if w in wanted_set:
-                counts[w] = counts.get(w, 0) + 1
-        if not counts:
-            continue
-        tfs[key] = counts
-        if pairs:
-            hits = sum(1 for pair in set(itertools.pairwise(seq)) if pair in pairs)
-            if hits:
-                bonus[key] = hits
-    df: dict[str, int] = {}
-    for counts in tfs.values():
-        for w in counts:
-            df[w] = df.get(w, 0) + 1
-    weight = {w: math.log(1.0 + (n_docs - d + 0.5) / (d + 0.5)) * (k1 + 1.0) for w, d in df.items()}
-    scores: dict[int, float] = {}
-    for key, counts in tfs.items():
-        score = sum(weight[w] * tf / (tf + k1) for w, tf in counts.items())
-        scores[key] = score + _PAIR_BONUS * bonus.get(key, 0)
-    return scores
 
 
 class BM25Index:
@@ -579,7 +515,7 @@ class BM25Index:
                 self._posting_arrays(np, a, alive)[0], self._posting_arrays(np, b, alive)[0]
             )
             hits = self._side_by_side_keys(np, both, a, b)
-            out[hits] += _PAIR_BONUS
+            out[hits] += PAIR_BONUS
         return out
 
     def _posting_arrays(self, np: Any, tid: int, alive: Any) -> tuple[Any, Any]:
@@ -626,7 +562,7 @@ class BM25Index:
                 if key in acc:  # live (a removed document has no score)
                     at = start[key]
                     if _side_by_side(seq[at : at + length[key]], a, b):
-                        acc[key] += _PAIR_BONUS
+                        acc[key] += PAIR_BONUS
 
     def search(
         self,
@@ -668,8 +604,8 @@ class BM25Index:
             return top_accepted(acc, limit, accept, priority, order)
         np = numpy() if numpy is not None and self._walks(entries, tids) > _BUDGET else None
         if np is not None:
-            return self._top_of_array(
-                self._entry_array(np, entries, tids), np, limit, accept, priority, order
+            return top_of_array(
+                np, self._entry_array(np, entries, tids), limit, accept, priority, order
             )
         scored = self._max_score(entries, tids, limit, accept)
         return top_accepted(scored, limit, accept, priority, order)
@@ -685,7 +621,7 @@ class BM25Index:
         for j in range(len(entries) + 1):
             rest = sum(ub for _, _, ub in entries[j:])
             open_pairs = sum(1 for a, b in pairs if a not in taken and b not in taken)
-            bounds[j] = rest + _PAIR_BONUS * open_pairs
+            bounds[j] = rest + PAIR_BONUS * open_pairs
             if j < len(entries):
                 taken.add(entries[j][0])
         return bounds
@@ -699,7 +635,7 @@ class BM25Index:
         bounds = self._bounds(entries, pairs)
         reach, walked = 0.0, 0
         for j, (tid, _, ub) in enumerate(entries):
-            if j and bounds[j] < reach - _EPS:
+            if j and bounds[j] < reach - SCORE_EPS:
                 break
             walked += self._df[tid]
             reach += ub
@@ -721,9 +657,9 @@ class BM25Index:
         j = 0
         while j < len(entries):
             unseen = bounds[j]
-            if len(acc) >= limit and unseen < max(acc.values()) - _EPS:
-                theta = _kth_accepted(acc, limit, accept)
-                if unseen < theta - _EPS:
+            if len(acc) >= limit and unseen < max(acc.values()) - SCORE_EPS:
+                theta = kth_accepted(acc, limit, accept)
+                if unseen < theta - SCORE_EPS:
                     break
             tid, w, _ = entries[j]
             self._add_postings(acc, tid, w)
@@ -733,13 +669,13 @@ class BM25Index:
             return acc
         # Only documents already scored can still reach the first ``limit``: finish
         # theirs from their own term sequences.
-        most = sum(ub for _, _, ub in entries[j:]) + _PAIR_BONUS * len(pairs)
+        most = sum(ub for _, _, ub in entries[j:]) + PAIR_BONUS * len(pairs)
         rest = [(tid, w) for tid, w, _ in entries[j:]]
         _, base, per_len = self._norms()
         seq, start, length = self._seq, self._start, self._length
         done: dict[int, float] = {}
         for key, score in acc.items():
-            if score + most < theta - _EPS:
+            if score + most < theta - SCORE_EPS:
                 continue
             at, n = start[key], length[key]
             terms = seq[at : at + n]
@@ -749,37 +685,9 @@ class BM25Index:
                     score += w * tf / (tf + base + per_len * n) if per_len else w * tf / (tf + base)
             for a, b in pairs:
                 if _side_by_side(terms, a, b):
-                    score += _PAIR_BONUS
+                    score += PAIR_BONUS
             done[key] = score
         return done
-
-    def _top_of_array(
-        self,
-        out: Any,
-        np: Any,
-        limit: int,
-        accept: Callable[[int], bool],
-        priority: Callable[[int], tuple[Any, ...]],
-        order: Sequence[int] | None,
-    ) -> list[tuple[float, int]]:
-        """:func:`top_accepted` of the nonzero scores of ``out``, taken from its best
-        few (widened while rejected keys or a group of equal scores reach past them)."""
-        keys = np.flatnonzero(out)
-        want = max(limit * 4, 16)
-        while True:
-            if want >= len(keys):
-                floor = -math.inf
-                chosen = keys
-            else:
-                part = np.argpartition(out[keys], len(keys) - want)[len(keys) - want :]
-                floor = float(out[keys[part]].min()) - _EPS
-                chosen = keys[out[keys] >= floor]
-            scored = dict(zip(chosen.tolist(), out[chosen].tolist(), strict=True))
-            found = top_accepted(scored, limit, accept, priority, order)
-            # Keys left out score below ``floor``: they cannot tie the last one found.
-            if len(chosen) == len(keys) or (len(found) == limit and found[-1][0] >= floor + 1e-9):
-                return found
-            want *= 4
 
     # -- persisted form ------------------------------------------------------------------
     def state(self) -> tuple[dict[str, Any], dict[str, bytes]]:
@@ -871,23 +779,6 @@ class BM25Index:
         index._total = int(meta["total"])
         index._min_length = int(meta["min_length"])
         return index
-
-
-def _kth_accepted(acc: Mapping[int, float], limit: int, accept: Callable[[int], bool]) -> float:
-    """The ``limit``-th best score among the accepted keys of ``acc`` (minus infinity
-    when fewer are accepted)."""
-    want = max(limit * 4, 16)
-    while True:
-        best = heapq.nlargest(want, acc.items(), key=itemgetter(1))
-        found = 0
-        for key, score in best:
-            if accept(key):
-                found += 1
-                if found == limit:
-                    return score
-        if len(best) >= len(acc):
-            return -math.inf
-        want *= 4
 
 
 def _arr(code: str, data: bytes | memoryview) -> array[int]:

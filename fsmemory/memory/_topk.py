@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from operator import itemgetter
 from typing import Any, TypeVar
 
-__all__ = ["top_accepted"]
+__all__ = ["SCORE_EPS", "kth_accepted", "top_accepted", "top_of_array"]
 
 K = TypeVar("K", bound=Hashable)
+
+#: margin below which a score bound clearly cannot reach another score (scores are
+#: compared rounded to nine decimals)
+SCORE_EPS = 1e-8
 
 #: a tie group at least this large is ordered by walking the priority order (when
 #: given) instead of sorting it
@@ -101,3 +106,48 @@ def _by_priority(
     seen = set(order)
     rest = sorted((k for k in members if k not in seen), key=priority, reverse=True)
     yield from rest
+
+
+def kth_accepted(acc: Mapping[int, float], limit: int, accept: Callable[[int], bool]) -> float:
+    """The ``limit``-th best score among the accepted keys of ``acc`` (minus infinity
+    when fewer are accepted)."""
+    want = max(limit * 4, 16)
+    while True:
+        best = heapq.nlargest(want, acc.items(), key=itemgetter(1))
+        found = 0
+        for key, score in best:
+            if accept(key):
+                found += 1
+                if found == limit:
+                    return score
+        if len(best) >= len(acc):
+            return -math.inf
+        want *= 4
+
+
+def top_of_array(
+    np: Any,
+    out: Any,
+    limit: int,
+    accept: Callable[[int], bool],
+    priority: Callable[[int], tuple[Any, ...]],
+    order: Sequence[int] | None,
+) -> list[tuple[float, int]]:
+    """:func:`top_accepted` of the nonzero scores of ``out``, taken from its best
+    few (widened while rejected keys or a group of equal scores reach past them)."""
+    keys = np.flatnonzero(out)
+    want = max(limit * 4, 16)
+    while True:
+        if want >= len(keys):
+            floor = -math.inf
+            chosen = keys
+        else:
+            part = np.argpartition(out[keys], len(keys) - want)[len(keys) - want :]
+            floor = float(out[keys[part]].min()) - SCORE_EPS
+            chosen = keys[out[keys] >= floor]
+        scored = dict(zip(chosen.tolist(), out[chosen].tolist(), strict=True))
+        found = top_accepted(scored, limit, accept, priority, order)
+        # Keys left out score below ``floor``: they cannot tie the last one found.
+        if len(chosen) == len(keys) or (len(found) == limit and found[-1][0] >= floor + 1e-9):
+            return found
+        want *= 4

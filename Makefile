@@ -22,7 +22,7 @@ LOWEST_TESTS ?= tests/test_fs tests/test_memory tests/test_cli tests/test_demo.p
 # The documentation site's tools (the pyproject `docs` dependency group).
 DOCS_STAMP  := $(VENV)/.docs-installed
 
-.PHONY: demo test test-all test-lowest lint bench examples clean azurite docs docs-browser
+.PHONY: demo test test-all test-lowest test-pythons lint bench examples clean azurite docs docs-browser
 
 # pip >= 25.1 for --group (the test tools are a dependency group, not an extra).
 $(STAMP): pyproject.toml
@@ -96,6 +96,14 @@ test-lowest:
 	$(LOWEST_VENV)/bin/uv pip install --quiet --python $(LOWEST_VENV)/bin/python \
 		--resolution lowest-direct -e '.[all]' --group test
 	$(LOWEST_VENV)/bin/python -m pytest -x -q -m 'not slow' $(LOWEST_TESTS)
+
+# The wheel on every Python the classifiers name: built once (python -m build --wheel),
+# installed alone (no extras) in a fresh venv on each python3.X found on PATH or under
+# pyenv (a missing one is skipped), then the README quickstart, fsmemory --help and
+# python -m fsmemory --help there; prints a table. A few minutes: not part of make test.
+test-pythons: $(STAMP)
+	$(BIN)/python -c 'import build' 2>/dev/null || $(BIN)/python -m pip install --quiet 'build>=1.2'
+	$(BIN)/python -m tests.wheel_check
 
 lint: $(STAMP)
 	$(BIN)/ruff check fsmemory tests benchmarks examples

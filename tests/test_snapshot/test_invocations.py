@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import statistics
 import subprocess
 import sys
 import warnings
@@ -23,43 +22,51 @@ COUNTED = [
     pytest.param("gcs", marks=pytest.mark.gcs),
     pytest.param("redis-fs", marks=pytest.mark.redis),
 ]
-# Steady-state requests per invocation: S3 batches the fold's deletes into one
-# DeleteObjects; GCS (fake-gcs-server) deletes the folded delta and the old base apart.
-# A restore lists the snapshot's bases with its deltas (the head's base in the listing
-# proves which folded deltas are gone): one request on S3 and GCS, and on redis:// one
-# round trip per folder level (the bases' folder and the deltas'), so one more there.
-STEADY = {"s3": 8, "gcs": 9, "redis-fs": 10}
-#: requests of one listing of the snapshot's objects (bases and deltas)
+#: requests of one listing of the snapshot's objects (bases and deltas): one on S3 and
+#: GCS, and on redis:// one round trip per folder level (the bases' folder and the
+#: deltas')
 LISTING = {"s3": 1, "gcs": 1, "redis-fs": 2}
+#: requests of a fold beside its base and head: one batched delete on S3 and redis://;
+#: GCS (fake-gcs-server) deletes each object apart
+FOLD_DELETES = {"s3": 1, "gcs": 4, "redis-fs": 2}
+COMPACT_AFTER = 8
 
 
-def invocation(scratch: Path, backend: FsspecBackend, i: int) -> int:
-    """One cold invocation (fresh scratch folder): its request count."""
+def invocation(scratch: Path, backend: FsspecBackend, i: int) -> tuple[int, int, int]:
+    """One cold invocation (fresh scratch folder): (requests, bytes uploaded, folds)."""
     with count_requests(backend.root) as requests:
-        km = KnowledgeMemory(scratch, backend=backend)
+        km = KnowledgeMemory(scratch, backend=backend, snapshot_compact_after=COMPACT_AFTER)
         km.remember(f"fact {i}", category="preferences", persistent=True)
         km.remember(f"note {i}")
         km.build_context()
         km.recall("fact")
         km.flush()
-    return len(requests)
+    assert km._replica is not None
+    return len(requests), km._replica.bytes_uploaded, km._replica.folds
 
 
 @pytest.mark.parametrize("kind", COUNTED)
-def test_requests_per_invocation_stay_flat(
+def test_an_invocation_uploads_its_deltas_and_folds_only_when_due(
     request: pytest.FixtureRequest, kind: str, tmp_path: Path
 ) -> None:
+    """Uploads proportional to the change: an invocation uploads its two deltas, not a
+    base; a fold comes once ``compact_after`` deltas wait. Requests stay bounded: a
+    listing, the head, the base and fewer than ``compact_after`` deltas, two saves and,
+    when one is due, a fold."""
     spec = make_spec(request, kind, tmp_path)
-    counts = [invocation(tmp_path / f"call-{i}", open_backend(spec), i) for i in range(30)]
-    steady = counts[2:]
-    median = statistics.median(steady)
-    assert max(steady) <= 2 * median, counts
-    assert median <= STEADY[kind], counts
-    # no chain grows: the last invocations cost what the early ones did
-    assert max(counts[-5:]) <= max(counts[2:7]), counts
+    runs = [invocation(tmp_path / f"call-{i}", open_backend(spec), i) for i in range(30)]
+    folds = [f for _, _, f in runs]
+    # 60 saves, two per invocation: a fold at every 8th waiting delta, never more often
+    assert sum(folds) in (7, 8), runs
+    assert folds.count(0) >= 20, runs
+    for requests, uploaded, fold in runs[1:]:
+        if not fold:
+            assert uploaded < 1024, runs  # two deltas of a few hundred bytes
+        bound = LISTING[kind] + 1 + COMPACT_AFTER + 2 + fold * (2 + FOLD_DELETES[kind])
+        assert requests <= bound, runs
     final = KnowledgeMemory(tmp_path / "final", backend=open_backend(spec))
     assert len(final.entries()) == 30 * 2
-    assert len(open_backend(spec).load_state().deltas) <= 2
+    assert len(open_backend(spec).load_state().deltas) < COMPACT_AFTER
 
 
 @pytest.mark.parametrize("kind", COUNTED)

@@ -99,20 +99,31 @@ def test_concurrent_functions_merge(new_backend: NewBackend, tmp_path: Path) -> 
     )
 
 
-def test_a_save_after_restore_folds_the_deltas_it_found(spec: Spec, tmp_path: Path) -> None:
+def test_a_restore_that_found_deltas_saves_a_delta_until_a_fold_is_due(
+    spec: Spec, tmp_path: Path
+) -> None:
+    """Uploads are proportional to the change: a save after a restore that found deltas
+    uploads its own delta (not a new base); a fold waits for ``compact_after`` deltas
+    (or their bytes past a quarter of the base), counting the ones the restore found."""
     km = KnowledgeMemory(tmp_path / "w", backend=open_backend(spec), snapshot_compact_after=1000)
     for i in range(40):
         km.remember(f"fact {i}", persistent=i % 3 == 0)
     assert len(open_backend(spec).load_state().deltas) == 40
-    other = KnowledgeMemory(tmp_path / "r", backend=open_backend(spec))
+    other = KnowledgeMemory(tmp_path / "r", backend=open_backend(spec), snapshot_compact_after=50)
     assert other._replica is not None and other._replica.folds == 0
-    other.remember("the first save folds")
-    assert other._replica.folds == 1
+    other.remember("a delta, not a fold")
+    assert other._replica.folds == 0 and other._replica.bytes_uploaded < 1024
+    assert len(open_backend(spec).load_state().deltas) == 41
+    # 41 waiting + its own = 42: due
+    folder = KnowledgeMemory(tmp_path / "f", backend=open_backend(spec), snapshot_compact_after=42)
+    assert folder._replica is not None
+    folder.remember("the fold")
+    assert folder._replica.folds == 1
     state = open_backend(spec).load_state()
     assert state.deltas == [] and state.base is not None
     restored = KnowledgeMemory(tmp_path / "r2", backend=open_backend(spec))
     assert sorted(e.content for e in restored.entries()) == sorted(
-        [f"fact {i}" for i in range(40)] + ["the first save folds"]
+        [f"fact {i}" for i in range(40)] + ["a delta, not a fold", "the fold"]
     )
     if spec[0] != "redis-native":
         _kind, location, options = spec
@@ -124,13 +135,13 @@ def test_a_save_after_restore_folds_the_deltas_it_found(spec: Spec, tmp_path: Pa
         state = backend.load_state()
         record = set(state.folded)
         left = [n for n in names if "/delta/" in n]
-        assert len(left) == 40 and all(n.rsplit("/", 1)[-1] in record for n in left)
+        assert len(left) == 41 and all(n.rsplit("/", 1)[-1] in record for n in left)
         assert state.retired is not None
         assert {n[len(backend.objects) + 1 :] for n in left} <= set(state.retired)
         third = KnowledgeMemory(tmp_path / "r3", backend=backend, snapshot_compact_after=1)
         third.remember("a fold within the grace keeps them")
         names = [i.path for i in backend.root.list(backend.objects, recursive=True)]
-        assert len([n for n in names if "/delta/" in n]) == 40
+        assert len([n for n in names if "/delta/" in n]) == 41
         backend.clock = lambda: time.time() + RETIRED_GRACE + 1
         third.remember("a fold once they are older than the grace removes them")
         names = [i.path for i in backend.root.list(backend.objects, recursive=True)]

@@ -12,8 +12,9 @@ Two protocols:
   compare-and-swap, then removes what earlier folds retired at least
   :data:`RETIRED_GRACE` seconds ago (one batched request where the service has one).
   When to fold is the memory layer's decision (a save folds once ``compact_after``
-  deltas are waiting, see :mod:`fsmemory.memory`); a backend only offers
-  ``compact_after`` as its default.
+  deltas are waiting or their bytes pass a quarter of the base's, see
+  :mod:`fsmemory.memory._replica`); a backend only offers ``compact_after`` as its
+  default.
 
 :class:`FsspecBackend` implements both on any fsspec URL; :class:`RedisKnowledgeBackend`
 implements both natively in Redis (with an optional server-side TTL).
@@ -69,6 +70,9 @@ DEFAULT_COMPACT_AFTER = 32
 #: only shortens or lengthens retention (a reader slower than what is left retries), it
 #: never lets a folded delta be applied again.
 RETIRED_GRACE = 120.0
+#: a restore fetches the base and the waiting deltas with up to this many requests in
+#: flight, so with the default ``compact_after`` they all travel in one round trip
+FETCH_THREADS = 64
 #: a read that finds objects removed under it tries again this many times in all (what it
 #: fetched is kept across attempts; an attempt fails only when it takes longer than
 #: :data:`RETIRED_GRACE`)
@@ -183,8 +187,10 @@ class FsspecBackend:
     read as a base with no deltas, so existing snapshots migrate on their next fold.
 
     Requests (S3; GCS and Redis alike): a restore is one listing, one head read, then the
-    base and the deltas fetched in parallel; a save is one ``PUT`` of a delta; a fold is a
-    ``PUT`` of the base, a conditional ``PUT`` of the head and one batched delete.
+    base and every waiting delta fetched at once (up to :data:`FETCH_THREADS` in flight),
+    so three sequential round trips whatever the number of deltas; a save is one ``PUT``
+    of a delta; a fold is a ``PUT`` of the base, a conditional ``PUT`` of the head and
+    one batched delete.
 
     The head names its base and records the deltas folded into it (``"folded"``). A
     name stays in the record until a fold knows its object is gone (its own delete
@@ -271,8 +277,8 @@ class FsspecBackend:
 
     def load_state(self, known: SnapshotState | None = None) -> SnapshotState:
         """Read head, base and the unfolded deltas: one listing, one head read, then the
-        base and deltas in parallel. What ``known`` already holds (the same base, deltas
-        by name) is not downloaded again.
+        base and deltas all at once (three sequential round trips). What ``known``
+        already holds (the same base, deltas by name) is not downloaded again.
 
         A fold keeps the base it replaces and the deltas it folds for at least
         :data:`RETIRED_GRACE` seconds, so a read attempt fails (and is tried again) only
@@ -484,7 +490,8 @@ class FsspecBackend:
 
 
 def _fetch_all(root: StorageRoot, paths: Sequence[str]) -> list[bytes | None]:
-    """Read ``paths`` in parallel; None for a path that no longer exists."""
+    """Read ``paths`` all at once (one round trip: a thread each, up to
+    :data:`FETCH_THREADS`); None for a path that no longer exists."""
 
     def fetch(path: str) -> bytes | None:
         try:
@@ -494,7 +501,7 @@ def _fetch_all(root: StorageRoot, paths: Sequence[str]) -> list[bytes | None]:
 
     if len(paths) <= 1:
         return [fetch(p) for p in paths]
-    with ThreadPoolExecutor(max_workers=min(8, len(paths))) as pool:
+    with ThreadPoolExecutor(max_workers=min(FETCH_THREADS, len(paths))) as pool:
         return list(pool.map(fetch, paths))
 
 

@@ -12,24 +12,18 @@ other: a restore folds the base and all deltas together, which is the merge:
   two bullets, as in a plain folder); a removal removes one matching bullet;
 * other files: the last delta (by time) wins.
 
-**Uploads are proportional to the change; folds are size-tiered.** A save uploads one
-delta: what changed since the last save, nothing else. It writes a new base instead (its
-own change included; a later fold removes folded objects once they were retired
-``RETIRED_GRACE`` seconds ago, see :mod:`fsmemory.snapshot.backends`) only when the
-deltas waiting, its own included, would
+**Folding is part of normal saves.** A save writes a new base (its own change included)
+instead of one more delta (a later fold removes folded objects once they were retired
+``RETIRED_GRACE`` seconds ago, see :mod:`fsmemory.snapshot.backends`), when
 
-* number ``compact_after`` (32 by default), or
-* add up to more than a quarter of the base's bytes (:data:`FOLD_FRACTION`), and more
-  than :data:`FOLD_MIN_BYTES` (64 KiB),
+* it is the first save after a restore that found deltas (the restorer already read
+  them; folding them spares every later restore), or
+* ``compact_after`` deltas would be waiting, or they add up to more than a quarter of
+  the base (and at least 64 KiB).
 
-as the levels of an LSM tree are merged once a level outgrows a fraction of the next.
-That is the only rule: a restore that found deltas does not make the next save fold (a
-serverless invocation would then upload a whole base each time), so the bytes a writer
-uploads are its deltas plus, amortised, one base per ``compact_after`` saves or per
-growth of a quarter of the base. A restore reads a bounded number of deltas (fewer
-than ``compact_after``, fetched together with the base in one round trip). A fold that
-loses the compare-and-swap race to another writer's fold saves a delta instead
-(nothing is lost) and this instance stops folding until its next restore.
+So a restore reads a bounded number of deltas and no invocation pays for a long chain.
+A fold that loses the compare-and-swap race to another writer's fold saves a delta
+instead (nothing is lost) and this instance stops folding until its next restore.
 
 **Nothing in the folder is ever lost.** A restore never deletes or replaces a file this
 process did not sync itself:
@@ -69,7 +63,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import uuid
 import zlib
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
@@ -80,289 +73,33 @@ from fsmemory import _jsonutil
 from fsmemory.errors import KeyNotFoundError, SnapshotError
 from fsmemory.fs import FileInfo, StorageRoot
 from fsmemory.fs.base import content_version
+from fsmemory.memory._delta import DELTA_FORMAT, apply_delta, fold_state, merge_delta
+from fsmemory.memory._delta import Folder as _Folder
+from fsmemory.memory._delta import is_utf8 as _is_utf8
+from fsmemory.memory._delta import make_delta as _delta
 from fsmemory.memory._vectors import is_derived
 from fsmemory.memory.layout import MEMORY_FILE, log_date
-from fsmemory.memory.markdown import (
-    decode_md,
-    encode_md,
-    escape_line,
-    fact_text_of,
-    insert_fact,
-    outline,
-    remove_fact,
-)
+from fsmemory.memory.markdown import decode_md, outline
 from fsmemory.snapshot import (
     IncrementalBackend,
     KnowledgeBackend,
     SnapshotState,
-    decode_file,
     encode_file,
     pack_archive,
-    unpack_archive,
 )
-from fsmemory.snapshot.archive import check_archive_path
 from fsmemory.snapshot.backends import DEFAULT_COMPACT_AFTER, check_compact_after
 
 __all__ = ["DELTA_FORMAT", "SnapshotReplica", "apply_delta", "fold_state"]
 
 logger = logging.getLogger(__name__)
 
-DELTA_FORMAT = "fsmemory-delta"
-#: a fold is also due once the waiting deltas' bytes exceed this fraction of the base's
-#: bytes (and :data:`FOLD_MIN_BYTES`)
-FOLD_FRACTION = 0.25
-#: deltas smaller than this in all never make a fold due by their size
-FOLD_MIN_BYTES = 64 * 1024
-#: up to this many appended lines are looked up in the log's bytes, not in a line set
-_FEW_LINES = 16
+#: a fold is also due once the waiting deltas exceed max(this, base size / 4) bytes
+_FOLD_BYTES = 64 * 1024
 #: how many restored folders a process remembers for warm revalidation, and how many
 #: bytes of snapshot bases it keeps for them (least recently used are forgotten first)
 _MEMO_LIMIT = 32
 _MEMO_BYTES = 32 * 1024 * 1024
 OnCorrupt = Literal["raise", "reset"]
-
-
-def _parse_delta(name: str, data: bytes) -> dict[str, Any]:
-    try:
-        delta = _jsonutil.loads(data)
-    except ValueError as exc:
-        raise SnapshotError(f"snapshot delta {name} is not valid JSON") from exc
-    if not isinstance(delta, dict) or delta.get("format") != DELTA_FORMAT:
-        raise SnapshotError(f"snapshot delta {name} is not an fsmemory delta")
-    for key in ("append", "put"):
-        section = delta.get(key, {})
-        if not isinstance(section, dict):
-            raise SnapshotError(f"snapshot delta {name}: {key!r} is not an object")
-        for path in section:
-            check_archive_path(path)
-    for path in delta.get("delete", []):
-        check_archive_path(path)
-    for key in ("md_add", "md_remove"):
-        for item in delta.get(key, []):
-            if not (
-                isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item)
-            ):
-                raise SnapshotError(f"snapshot delta {name}: malformed {key} item")
-            if "\n" in item[0] or "\n" in item[1]:
-                raise SnapshotError(f"snapshot delta {name}: multi-line {key} item")
-    for path, text in delta.get("append", {}).items():
-        if not isinstance(text, str):
-            raise SnapshotError(f"snapshot delta {name}: append to {path!r} is not text")
-    return delta
-
-
-class _Folder:
-    """Files being folded: bytes per path, plus the set of lines of appended logs."""
-
-    def __init__(self, files: dict[str, bytes]) -> None:
-        self.files = files
-        self.lines: dict[str, set[bytes]] = {}
-
-    def append_lines(self, path: str, chunk: bytes) -> None:
-        existing = self.files.get(path, b"")
-        lines = [ln for ln in chunk.split(b"\n") if ln.strip()]
-        seen = self.lines.get(path)
-        if seen is None and len(lines) <= _FEW_LINES:
-            # A few lines (one save's worth): search the file instead of indexing it.
-            framed = b"\n" + existing + b"\n"
-            new = [ln for ln in lines if b"\n" + ln + b"\n" not in framed]
-        else:
-            if seen is None:
-                seen = self.lines[path] = set(existing.split(b"\n"))
-            new = [ln for ln in lines if ln not in seen]
-            seen.update(new)
-        if not new:
-            return
-        if existing and not existing.endswith(b"\n"):
-            existing += b"\n"
-        self.files[path] = existing + b"\n".join(new) + b"\n"
-
-    def put(self, path: str, data: bytes) -> None:
-        self.files[path] = data
-        self.lines.pop(path, None)
-
-    def delete(self, path: str) -> None:
-        self.files.pop(path, None)
-        self.lines.pop(path, None)
-
-
-def apply_delta(folder: _Folder, delta: dict[str, Any]) -> None:
-    """Apply one parsed delta to the files being folded (see the module docstring).
-
-    Order: deletes, puts, appends, then MEMORY.md bullet additions and removals. Bytes of
-    MEMORY.md that are not valid UTF-8 are kept as they are.
-    """
-    for path in delta.get("delete", []):
-        folder.delete(path)
-    for path, spec in delta.get("put", {}).items():
-        folder.put(path, decode_file(path, spec))
-    for path, text in delta.get("append", {}).items():
-        folder.append_lines(path, text.encode("utf-8"))
-    md_add = delta.get("md_add", [])
-    md_remove = delta.get("md_remove", [])
-    if md_add or md_remove:
-        # Every bullet added is inserted, equal ones included: a fact remembered twice
-        # has two bullets, as in a plain folder (a delta is applied once: the head
-        # records folded deltas, and a delta stored twice carries one id).
-        text = decode_md(folder.files.get(MEMORY_FILE, b""))
-        for category, line in md_add:
-            text = insert_fact(text, category, line)
-        for category, line in md_remove:
-            new = remove_fact(text, category, fact_text_of(line)) if text else None
-            if new is not None:
-                text = new
-        folder.put(MEMORY_FILE, encode_md(text))
-
-
-def fold_state(state: SnapshotState) -> dict[str, bytes]:
-    """Base + deltas -> the folder's files. Validates everything; writes nothing.
-
-    Raises:
-        SnapshotError: the base or a delta is corrupt or unsafe.
-    """
-    folder = _Folder(unpack_archive(state.base) if state.base is not None else {})
-    applied: set[str] = set()
-    for name, data in state.deltas:
-        delta = _parse_delta(name, data)
-        ident = delta.get("id")
-        if isinstance(ident, str):
-            if ident in applied:
-                continue  # the same save stored twice (a retried push): applied once
-            applied.add(ident)
-        apply_delta(folder, delta)
-    return folder.files
-
-
-def merge_delta(local: dict[str, bytes], remote: dict[str, bytes]) -> dict[str, Any] | None:
-    """The delta that adds a folder's content (``local``) to a snapshot's (``remote``),
-    as if the folder were a concurrent writer that started from nothing; None when the
-    snapshot already holds all of it.
-
-    A MEMORY.md bullet of an entry that either side's logs record as forgotten is not
-    brought back (and is removed from the snapshot's MEMORY.md).
-
-    Raises:
-        SnapshotError: a file differs on both sides in a way no merge can keep whole
-            (a non-log file, MEMORY.md prose, a log that is not UTF-8).
-    """
-    append: dict[str, str] = {}
-    put: dict[str, dict[str, str]] = {}
-    md_add: list[list[str]] = []
-    conflicts: list[str] = []
-    forgotten = _forgotten_facts(local) | _forgotten_facts(remote)
-    for path in sorted(local):
-        data, theirs = local[path], remote.get(path)
-        if theirs == data:
-            continue
-        if theirs is None:
-            put[path] = encode_file(data)
-        elif path == MEMORY_FILE:
-            merged = _merge_md(data, theirs, forgotten)
-            if isinstance(merged, list):
-                md_add += merged
-            elif merged is not None:
-                put[path] = encode_file(merged)
-            else:
-                conflicts.append(path)
-        elif log_date(path) is not None and _is_utf8(data) and _is_utf8(theirs):
-            append[path] = data.decode("utf-8")
-        else:
-            conflicts.append(path)
-    if conflicts:
-        raise SnapshotError(
-            "the folder and the snapshot both hold different versions of "
-            f"{', '.join(conflicts)}; nothing was changed. Move one side away (or restore "
-            "into an empty folder) and merge these files by hand"
-        )
-    # (a MEMORY.md put whole replaces the snapshot's, forgotten bullets left out)
-    md_remove = [] if MEMORY_FILE in put else _forgotten_bullets(remote.get(MEMORY_FILE), forgotten)
-    return _delta(append=append, put=put, md_add=md_add, md_remove=md_remove)
-
-
-def _merge_md(
-    mine: bytes, theirs: bytes, forgotten: set[tuple[str, str]]
-) -> list[list[str]] | bytes | None:
-    """How the folder's MEMORY.md (``mine``) joins the snapshot's (``theirs``), bullets
-    of ``forgotten`` facts left out: the bullets to add to theirs (when their file keeps
-    all of the folder's prose), else the folder's file with their bullets added (when it
-    keeps all of theirs), else None (a conflict)."""
-    mine_bullets, mine_prose = outline(decode_md(mine))
-    their_bullets, their_prose = outline(decode_md(theirs))
-    if not Counter(mine_prose) - Counter(their_prose) and _is_utf8(mine):
-        kept = [b for b in mine_bullets if (b[0], fact_text_of(b[1])) not in forgotten]
-        extra = Counter(kept) - Counter(their_bullets)
-        return [[c, ln] for (c, ln), n in extra.items() for _ in range(n)]
-    if not Counter(their_prose) - Counter(mine_prose) and _is_utf8(theirs):
-        # the folder's file keeps its own bytes and gets their bullets
-        text = decode_md(mine)
-        for (cat, line), n in (Counter(their_bullets) - Counter(mine_bullets)).items():
-            for _ in range(n):
-                text = insert_fact(text, cat, line)
-        for cat, line in mine_bullets:
-            if (cat, fact_text_of(line)) in forgotten:
-                text = remove_fact(text, cat, fact_text_of(line)) or text
-        return encode_md(text)
-    return None
-
-
-def _forgotten_bullets(md: bytes | None, forgotten: set[tuple[str, str]]) -> list[list[str]]:
-    """The bullets of MEMORY.md ``md`` (None: there is none) of ``forgotten`` facts."""
-    if not md:
-        return []
-    return [
-        [cat, line]
-        for cat, line in outline(decode_md(md))[0]
-        if (cat, fact_text_of(line)) in forgotten
-    ]
-
-
-def _forgotten_facts(files: dict[str, bytes]) -> set[tuple[str, str]]:
-    """``(category, escaped fact text)`` of the persistent entries the logs in ``files``
-    record as forgotten (a ``forget`` record after the entry's own record)."""
-    facts: dict[str, tuple[str, str]] = {}
-    forgotten: set[str] = set()
-    for path in sorted(files):
-        if log_date(path) is None:
-            continue
-        for line in files[path].split(b"\n"):
-            if not (
-                b'"forget"' in line or b'"persistent": true' in line or b'"persistent":true' in line
-            ):
-                continue
-            try:
-                record = _jsonutil.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(record, dict) or not isinstance(record.get("id"), str):
-                continue
-            if record.get("op") == "forget":
-                forgotten.add(record["id"])
-            elif record.get("persistent") is True and isinstance(record.get("content"), str):
-                category = record.get("category")
-                facts[record["id"]] = (
-                    category if isinstance(category, str) else "general",
-                    escape_line(record["content"].strip()),
-                )
-    return {facts[i] for i in forgotten if i in facts}
-
-
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-def _delta(**sections: Any) -> dict[str, Any] | None:
-    """A delta document of the non-empty ``sections`` (None when all are empty)."""
-    if not any(sections.values()):
-        return None
-    delta: dict[str, Any] = {"format": DELTA_FORMAT, "version": 1, "id": uuid.uuid4().hex}
-    for key in ("append", "put", "md_add", "md_remove", "delete"):
-        if sections.get(key):
-            delta[key] = sections[key]
-    return delta
 
 
 class _WholeSnapshot:
@@ -405,6 +142,7 @@ class _Memo:
     synced: dict[str, FileInfo]
     logs: dict[str, tuple[int, int]]
     md: bytes
+    fold_next: bool
 
 
 _MEMOS: OrderedDict[tuple[str, str], _Memo] = OrderedDict()
@@ -454,6 +192,7 @@ class SnapshotReplica:
         # the snapshot as this replica knows it: base, deltas not folded yet (restored
         # and its own), head version
         self._state = SnapshotState(None)
+        self._fold_next = False
         self._can_fold = True
         self._synced: dict[str, FileInfo] = {}
         # per log: (size, CRC-32 of its content) as last synced, which an append must
@@ -508,6 +247,7 @@ class SnapshotReplica:
             if not local:
                 self._write_folder(remote, deletable=set())
                 self._mark_synced(remote)
+                self._fold_next = bool(state.deltas)
                 return
             if state.base is None and not state.deltas:
                 # An empty snapshot: the folder becomes its first base, untouched.
@@ -522,6 +262,7 @@ class SnapshotReplica:
             merged = _Folder(dict(remote))
             if delta is not None:
                 apply_delta(merged, delta)
+            self._fold_next = bool(state.deltas)
             if delta is not None:
                 self._upload(delta, merged.files)
             self._write_folder(merged.files, deletable=set())
@@ -534,6 +275,7 @@ class SnapshotReplica:
         self._synced = dict(memo.synced)
         self._logs = dict(memo.logs)
         self._md = memo.md
+        self._fold_next = memo.fold_next
         listing = self._list()
         diff = self._diff(listing)
         local = diff.delta
@@ -555,6 +297,7 @@ class SnapshotReplica:
         if local is not None:
             apply_delta(merged, local)
         self._state = state
+        self._fold_next = bool(state.deltas)
         self._can_fold = True
         if local is not None:
             self._upload(local, merged.files)
@@ -594,7 +337,7 @@ class SnapshotReplica:
     def _remember(self) -> None:
         if self._memo_key is None:
             return
-        memo = _Memo(self._state, self._synced, dict(self._logs), self._md)
+        memo = _Memo(self._state, self._synced, dict(self._logs), self._md, self._fold_next)
         with _MEMOS_LOCK:
             _MEMOS[self._memo_key] = memo
             _MEMOS.move_to_end(self._memo_key)
@@ -637,14 +380,12 @@ class SnapshotReplica:
         return size
 
     def _fold_due(self, delta_size: int) -> bool:
-        """True when a save of ``delta_size`` bytes should fold (see the module
-        docstring: ``compact_after`` deltas, or their bytes past a quarter of the base)."""
         if not self._can_fold:
             return False
-        if len(self._state.deltas) + 1 >= self.compact_after:
+        if self._fold_next or len(self._state.deltas) + 1 >= self.compact_after:
             return True
-        waiting = self._state.delta_bytes + delta_size
-        return waiting > max(FOLD_MIN_BYTES, FOLD_FRACTION * len(self._state.base or b""))
+        waiting = sum(len(d) for _, d in self._state.deltas) + delta_size
+        return waiting > max(_FOLD_BYTES, len(self._state.base or b"") // 4)
 
     def _upload(
         self, delta: dict[str, Any], files: dict[str, bytes] | Callable[[], dict[str, bytes]]
@@ -660,6 +401,7 @@ class SnapshotReplica:
             if new is not None:
                 logger.debug("folded %d snapshot deltas into a new base", len(folded))
                 self._state = new
+                self._fold_next = False
                 return self._count(len(archive), fold=True)
             # Another writer folded first: keep this change as a delta; this instance
             # knows no current head any more, so it leaves folding to the next restore.

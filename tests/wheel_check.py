@@ -213,7 +213,8 @@ def run_block(block: Block, venv: Path, work: Path, row: Row) -> bool:
             ):
                 run_console(block, cwd)
         except AssertionError as e:
-            row.failures.append(f"{block.id}: {e}")
+            said = str(e)
+            row.failures.append(said if said.startswith(block.id) else f"{block.id}: {said}")
     else:
         script = work / (name + (".py" if block.kind == "python" else ".txt"))
         script.write_text(block.code, encoding="utf-8")

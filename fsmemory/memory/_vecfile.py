@@ -19,7 +19,11 @@ One file per embedder identity, ``vectors/<name>-<dimension>.f16v``::
         reserved    u32 0
         body crc32  u32 of the keys section and the vectors
         head crc32  u32 of the 20 bytes before it
-        keys        JSON ``[[id, ...], "<hex text hashes>"]``, ASCII, space padded
+        keys        JSON ``[[id, ...], "<hex text hashes>"]``, ASCII, space padded;
+                    a block of SUM_ROWS rows or more adds a third item, the sum of
+                    its vectors (one float per dimension: exact, a float16 being a
+                    whole number of 2**-24), so that a reader can take the mean
+                    without reading every vector twice
         vectors     rows x dimension float16 (little-endian), row-major
 
 Integers are little-endian. A block is served only when both of its checksums hold:
@@ -63,6 +67,7 @@ __all__ = [
     "Scan",
     "VectorFile",
     "chunks",
+    "column_sum",
     "encode_block",
     "encode_header",
     "parse_jsonl",
@@ -84,6 +89,8 @@ _FIXED = struct.Struct("<8sHBBIH16s")  # magic, version, dtype, 0, dimension, na
 _BLOCK = struct.Struct("<4sIIIII")  # magic, rows, keys length, 0, body crc, head crc
 # Rows of float16 widened to float32 at a time (a few hundred KB: stays in cache).
 _WIDEN_ROWS = 512
+# A block of at least this many rows carries the sum of its vectors.
+SUM_ROWS = 256
 
 
 @dataclass(frozen=True)
@@ -133,7 +140,12 @@ def read_header(data: Any) -> Header | None:
 def encode_block(ids: Sequence[str], hashes: Sequence[str], vectors: Any) -> bytes:
     """One block: the rows' ids and text hashes (16 hex digits each) and their vectors
     (an (n, dimension) float16 array)."""
-    keys = json.dumps([list(ids), "".join(hashes)], ensure_ascii=True).encode("ascii")
+    import numpy as np
+
+    items: list[Any] = [list(ids), "".join(hashes)]
+    if len(ids) >= SUM_ROWS:
+        items.append(column_sum(np, vectors).tolist())
+    keys = json.dumps(items, ensure_ascii=True).encode("ascii")
     keys += b" " * (-len(keys) % 8)
     body: bytes = keys + vectors.astype("<f2", copy=False).tobytes()
     head = _BLOCK.pack(BLOCK_MAGIC, len(ids), len(keys), 0, zlib.crc32(body), 0)[:20]
@@ -148,6 +160,7 @@ class Block:
     hashes: list[str]
     vectors_at: int
     end: int
+    sums: list[float] | None = None
 
 
 @dataclass
@@ -213,11 +226,21 @@ def _block_at(
     if zlib.crc32(view[pos + BLOCK_HEAD : block_end]) != body_crc:
         return None, False
     try:
-        ids, joined = json.loads(bytes(view[pos + BLOCK_HEAD : vectors_at]))
+        ids, joined, *more = json.loads(bytes(view[pos + BLOCK_HEAD : vectors_at]))
     except (ValueError, TypeError):
         return None, False
+    sums = more[0] if len(more) == 1 else None
     if (
-        not isinstance(ids, list)
+        len(more) > 1
+        or (
+            sums is not None
+            and (
+                not isinstance(sums, list)
+                or len(sums) != row_bytes // 2
+                or not all(type(x) is float or type(x) is int for x in sums)
+            )
+        )
+        or not isinstance(ids, list)
         or not isinstance(joined, str)
         or len(ids) != rows
         or len(joined) != 16 * rows
@@ -225,7 +248,7 @@ def _block_at(
     ):
         return None, False
     hashes = [joined[k : k + 16] for k in range(0, 16 * rows, 16)]
-    return Block(ids, hashes, vectors_at, block_end), False
+    return Block(ids, hashes, vectors_at, block_end, sums), False
 
 
 def widen_rows(np: Any, bits: Any, wide: Any, sign: Any) -> Any:
@@ -274,6 +297,14 @@ def widen_dot(np: Any, matrix: Any, weights: Any, out: Any) -> None:
         np.einsum("ij,kj->ik", part, rows, out=out[at : at + part.shape[0]])
 
 
+def column_sum(np: Any, matrix: Any) -> Any:
+    """The sum of the rows of the float16 ``matrix`` (float64, exact)."""
+    total = np.zeros(matrix.shape[1], dtype=np.float64)
+    for _, part in chunks(np, matrix):
+        total += part.sum(axis=0, dtype=np.float64)
+    return total
+
+
 def widen(np: Any, matrix: Any) -> Any:
     """A float32 copy of the float16 ``matrix`` (exact)."""
     out = np.empty(matrix.shape, dtype=np.float32)
@@ -290,6 +321,7 @@ class Rows:
     ids: list[str]
     hashes: list[str]
     vectors: Any
+    sums: Any = None  # the sum of the vectors (float64), when the block carries it
 
 
 # A file of more blocks than this is written again as one block (each block costs a
@@ -397,7 +429,8 @@ class VectorFile:
         for block in blocks:
             count = len(block.ids) * self.dimension
             vectors = np.frombuffer(data, dtype="<f2", count=count, offset=block.vectors_at)
-            out.append(Rows(block.ids, block.hashes, vectors.reshape(-1, self.dimension)))
+            sums = None if block.sums is None else np.asarray(block.sums, dtype=np.float64)
+            out.append(Rows(block.ids, block.hashes, vectors.reshape(-1, self.dimension), sums))
         return out
 
     def _open(self) -> Any:

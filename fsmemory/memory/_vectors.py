@@ -160,6 +160,7 @@ class VectorStore:
         # The vectors (float16), vector row order: pieces used where they lie (views of
         # the mapped or read file), then rows copied into _tail from _tail_start on.
         self._pieces: list[tuple[int, Any]] = []  # (first vector row, array)
+        self._piece_sums: dict[int, Any] = {}  # first vector row -> sum the file gave
         self._tail: Any = None  # (capacity, dimension) float16
         self._tail_start = 0
         self._file: VectorFile | None = None
@@ -280,21 +281,23 @@ class VectorStore:
         if small and self.dimension:
             self._room(small, self.dimension)
         for rows in found:
-            keys = list(zip(rows.ids, rows.hashes, strict=True))
-            if (
-                len(keys) >= _VIEW_ROWS
-                and len(set(keys)) == len(keys)
-                and not any(key in self._rows for key in keys)
-            ):
-                self._seal()
-                self._pieces.append((len(self._ids), rows.vectors))
-                for key in keys:
-                    self._rows[key] = len(self._ids)
-                    self._ids.append(key[0])
-                    self._hashes.append(key[1])
-                self._tail_start = len(self._ids)
-            else:
-                self._add(rows.ids, rows.hashes, rows.vectors)
+            if len(rows.ids) >= _VIEW_ROWS:
+                start = len(self._ids)
+                keys = zip(rows.ids, rows.hashes, strict=True)
+                fresh = dict(zip(keys, range(start, start + len(rows.ids)), strict=True))
+                if len(fresh) == len(rows.ids) and (
+                    not self._rows or self._rows.keys().isdisjoint(fresh)
+                ):
+                    self._seal()
+                    self._pieces.append((start, rows.vectors))
+                    if rows.sums is not None:
+                        self._piece_sums[start] = rows.sums
+                    self._rows.update(fresh)
+                    self._ids += rows.ids
+                    self._hashes += rows.hashes
+                    self._tail_start = len(self._ids)
+                    continue
+            self._add(rows.ids, rows.hashes, rows.vectors)
 
     def _seal(self) -> None:
         """End the copied rows where they are: what is added next comes after them."""
@@ -520,6 +523,16 @@ class VectorStore:
             if lo == hi:
                 continue
             local = None if hi - lo == len(array) else rows[lo:hi] - start
+            whole = self._piece_sums.get(start)
+            if whole is not None and 2 * (hi - lo) >= len(array):
+                # The file's sum of the piece, less the rows not asked for.
+                total += whole
+                if local is not None:
+                    others = np.ones(len(array), dtype=np.bool_)
+                    others[local] = False
+                    for _, part in chunks(np, array, np.flatnonzero(others)):
+                        total -= part.sum(axis=0, dtype=np.float64)
+                continue
             for _, part in chunks(np, array, local):
                 total += part.sum(axis=0, dtype=np.float64)
         return np.rint(total * _FIXED_ONE).astype(np.int64)

@@ -8,8 +8,11 @@ duplicate nothing, and hostile texts and ids round-trip."""
 from __future__ import annotations
 
 import base64
+import json
 import multiprocessing
+import struct
 import threading
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -406,3 +409,53 @@ def test_float16_widening_is_exact() -> None:
     finite = values[np.isfinite(values)].reshape(-1, 8)
     wide = _vecfile.widen(np, finite)
     assert np.array_equal(wide.view(np.uint32), finite.astype(np.float32).view(np.uint32))
+
+
+def test_the_mean_from_a_block_sum_is_the_mean_of_the_vectors(tmp_path: Path) -> None:
+    """A block of SUM_ROWS rows or more carries the sum of its vectors: a fresh reader
+    takes the live entries' mean from it (less the rows that are not live), and gets
+    exactly the sum of the live vectors."""
+    folder = tmp_path / "m"
+    plain = KnowledgeMemory(folder)
+    words = ["tea", "figs", "jam", "river", "violin", "paint"]
+    n = _vecfile.SUM_ROWS + 44
+    ids = [plain.remember(f"note {i} {words[i % 6]} {words[i * 7 % 6]}") for i in range(n)]
+    KnowledgeMemory(folder, embedder=WordEmbedder("file"), embed_batch_size=1000).recall("tea jam")
+    data = (folder / "vectors" / "file-128.f16v").read_bytes()
+    (block,) = _vecfile.scan_blocks(data, _vecfile.HEADER_SIZE, len(data), 128).blocks
+    assert block.sums is not None and len(block.sums) == 128
+    for entry_id in ids[::5]:
+        plain.forget(entry_id)
+    reader, embedder = _reader(folder)
+    reader.recall("figs river")
+    assert _embedded(embedder) == []
+    store = reader._vectors
+    assert store is not None and store._piece_sums
+    _live, vecs = store.live_rows(reader._index, reader._clock())
+    assert len(vecs) == n - len(ids[::5])
+    exact = store._stacked()[vecs].astype(np.float64).sum(axis=0)
+    assert np.array_equal(store._fixed_sum, np.rint(exact * 2.0**40).astype(np.int64))
+
+
+def _crafted_block(items: list[object], vectors: object) -> bytes:
+    """A block with these keys items, its checksums right (what a careless writer of
+    the format could produce)."""
+    keys = json.dumps(items).encode("ascii")
+    keys += b" " * (-len(keys) % 8)
+    body: bytes = keys + np.asarray(vectors, dtype="<f2").tobytes()
+    rows = len(items[0]) if isinstance(items[0], list) else 0
+    head = struct.pack("<4sIIII", b"FSVB", rows, len(keys), 0, zlib.crc32(body))
+    return head + struct.pack("<I", zlib.crc32(head)) + body
+
+
+@pytest.mark.parametrize(
+    ("sums", "valid"),
+    [([1.0, 2.0, 3.0, 4.0], True), ([1.0, 2.0, 3.0], False), (["1", 2, 3, 4], False), (7, False)],
+    ids=["right", "short", "not-numbers", "not-a-list"],
+)
+def test_a_block_sum_of_the_wrong_shape_fails_to_verify(sums: object, valid: bool) -> None:
+    block = _crafted_block([["x"], "0" * 16, sums], np.ones((1, 4)))
+    data = _vecfile.encode_header("h", 4) + block
+    found = _vecfile.scan_blocks(data, _vecfile.HEADER_SIZE, len(data), 4).blocks
+    assert bool(found) is valid
+    assert bool(_vecfile.scan_blocks(data, _vecfile.HEADER_SIZE, len(data), 4).skipped) is not valid

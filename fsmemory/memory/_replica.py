@@ -12,18 +12,24 @@ other: a restore folds the base and all deltas together, which is the merge:
   two bullets, as in a plain folder); a removal removes one matching bullet;
 * other files: the last delta (by time) wins.
 
-**Folding is part of normal saves.** A save writes a new base (its own change included)
-instead of one more delta (a later fold removes folded objects once they were retired
-``RETIRED_GRACE`` seconds ago, see :mod:`fsmemory.snapshot.backends`), when
+**Uploads are proportional to the change; folds are size-tiered.** A save uploads one
+delta: what changed since the last save, nothing else. It writes a new base instead (its
+own change included; a later fold removes folded objects once they were retired
+``RETIRED_GRACE`` seconds ago, see :mod:`fsmemory.snapshot.backends`) only when the
+deltas waiting, its own included, would
 
-* it is the first save after a restore that found deltas (the restorer already read
-  them; folding them spares every later restore), or
-* ``compact_after`` deltas would be waiting, or they add up to more than a quarter of
-  the base (and at least 64 KiB).
+* number ``compact_after`` (32 by default), or
+* add up to more than a quarter of the base's bytes (:data:`FOLD_FRACTION`), and more
+  than :data:`FOLD_MIN_BYTES` (64 KiB),
 
-So a restore reads a bounded number of deltas and no invocation pays for a long chain.
-A fold that loses the compare-and-swap race to another writer's fold saves a delta
-instead (nothing is lost) and this instance stops folding until its next restore.
+as the levels of an LSM tree are merged once a level outgrows a fraction of the next.
+That is the only rule: a restore that found deltas does not make the next save fold (a
+serverless invocation would then upload a whole base each time), so the bytes a writer
+uploads are its deltas plus, amortised, one base per ``compact_after`` saves or per
+growth of a quarter of the base. A restore reads a bounded number of deltas (fewer
+than ``compact_after``, fetched together with the base in one round trip). A fold that
+loses the compare-and-swap race to another writer's fold saves a delta instead
+(nothing is lost) and this instance stops folding until its next restore.
 
 **Nothing in the folder is ever lost.** A restore never deletes or replaces a file this
 process did not sync itself:
@@ -93,8 +99,11 @@ __all__ = ["DELTA_FORMAT", "SnapshotReplica", "apply_delta", "fold_state"]
 
 logger = logging.getLogger(__name__)
 
-#: a fold is also due once the waiting deltas exceed max(this, base size / 4) bytes
-_FOLD_BYTES = 64 * 1024
+#: a fold is also due once the waiting deltas' bytes exceed this fraction of the base's
+#: bytes (and :data:`FOLD_MIN_BYTES`)
+FOLD_FRACTION = 0.25
+#: deltas smaller than this in all never make a fold due by their size
+FOLD_MIN_BYTES = 64 * 1024
 #: how many restored folders a process remembers for warm revalidation, and how many
 #: bytes of snapshot bases it keeps for them (least recently used are forgotten first)
 _MEMO_LIMIT = 32
@@ -142,7 +151,6 @@ class _Memo:
     synced: dict[str, FileInfo]
     logs: dict[str, tuple[int, int]]
     md: bytes
-    fold_next: bool
 
 
 _MEMOS: OrderedDict[tuple[str, str], _Memo] = OrderedDict()
@@ -192,7 +200,6 @@ class SnapshotReplica:
         # the snapshot as this replica knows it: base, deltas not folded yet (restored
         # and its own), head version
         self._state = SnapshotState(None)
-        self._fold_next = False
         self._can_fold = True
         self._synced: dict[str, FileInfo] = {}
         # per log: (size, CRC-32 of its content) as last synced, which an append must
@@ -247,7 +254,6 @@ class SnapshotReplica:
             if not local:
                 self._write_folder(remote, deletable=set())
                 self._mark_synced(remote)
-                self._fold_next = bool(state.deltas)
                 return
             if state.base is None and not state.deltas:
                 # An empty snapshot: the folder becomes its first base, untouched.
@@ -262,7 +268,6 @@ class SnapshotReplica:
             merged = _Folder(dict(remote))
             if delta is not None:
                 apply_delta(merged, delta)
-            self._fold_next = bool(state.deltas)
             if delta is not None:
                 self._upload(delta, merged.files)
             self._write_folder(merged.files, deletable=set())
@@ -275,7 +280,6 @@ class SnapshotReplica:
         self._synced = dict(memo.synced)
         self._logs = dict(memo.logs)
         self._md = memo.md
-        self._fold_next = memo.fold_next
         listing = self._list()
         diff = self._diff(listing)
         local = diff.delta
@@ -297,7 +301,6 @@ class SnapshotReplica:
         if local is not None:
             apply_delta(merged, local)
         self._state = state
-        self._fold_next = bool(state.deltas)
         self._can_fold = True
         if local is not None:
             self._upload(local, merged.files)
@@ -337,7 +340,7 @@ class SnapshotReplica:
     def _remember(self) -> None:
         if self._memo_key is None:
             return
-        memo = _Memo(self._state, self._synced, dict(self._logs), self._md, self._fold_next)
+        memo = _Memo(self._state, self._synced, dict(self._logs), self._md)
         with _MEMOS_LOCK:
             _MEMOS[self._memo_key] = memo
             _MEMOS.move_to_end(self._memo_key)
@@ -380,12 +383,14 @@ class SnapshotReplica:
         return size
 
     def _fold_due(self, delta_size: int) -> bool:
+        """True when a save of ``delta_size`` bytes should fold (see the module
+        docstring: ``compact_after`` deltas, or their bytes past a quarter of the base)."""
         if not self._can_fold:
             return False
-        if self._fold_next or len(self._state.deltas) + 1 >= self.compact_after:
+        if len(self._state.deltas) + 1 >= self.compact_after:
             return True
-        waiting = sum(len(d) for _, d in self._state.deltas) + delta_size
-        return waiting > max(_FOLD_BYTES, len(self._state.base or b"") // 4)
+        waiting = self._state.delta_bytes + delta_size
+        return waiting > max(FOLD_MIN_BYTES, FOLD_FRACTION * len(self._state.base or b""))
 
     def _upload(
         self, delta: dict[str, Any], files: dict[str, bytes] | Callable[[], dict[str, bytes]]
@@ -401,7 +406,6 @@ class SnapshotReplica:
             if new is not None:
                 logger.debug("folded %d snapshot deltas into a new base", len(folded))
                 self._state = new
-                self._fold_next = False
                 return self._count(len(archive), fold=True)
             # Another writer folded first: keep this change as a delta; this instance
             # knows no current head any more, so it leaves folding to the next restore.

@@ -138,13 +138,19 @@ def apply_delta(folder: Folder, delta: dict[str, Any]) -> None:
         folder.put(MEMORY_FILE, encode_md(text))
 
 
-def fold_state(state: SnapshotState) -> dict[str, bytes]:
+def fold_state(state: SnapshotState, base: dict[str, bytes] | None = None) -> dict[str, bytes]:
     """Base + deltas -> the folder's files. Validates everything; writes nothing.
+
+    Args:
+        state: the snapshot read.
+        base: ``state.base`` already unpacked (it is then not parsed again).
 
     Raises:
         SnapshotError: the base or a delta is corrupt or unsafe.
     """
-    folder = Folder(unpack_archive(state.base) if state.base is not None else {})
+    if base is None:
+        base = unpack_archive(state.base) if state.base is not None else {}
+    folder = Folder(base)
     applied: set[str] = set()
     for name, data in state.deltas:
         delta = _parse_delta(name, data)

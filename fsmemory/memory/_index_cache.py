@@ -20,8 +20,19 @@ It is a cache and nothing more:
   checksums of the bytes it was built from, exactly as a warm process detects changes;
 * a damaged, foreign or hostile one is checked (magic, version, byte order, lengths,
   every row and term number in range) and ignored, never trusted to run code;
-* it lives in the reserved ``.fsmemory*`` namespace, so it is never listed, packed
-  into snapshots or exported, and works on every backend (one whole-object write).
+* it lives in the reserved ``.fsmemory*`` namespace, so it is never listed or
+  exported, and works on every backend (one whole-object write).
+
+It is the one derived file a snapshot carries (vectors are not): a fold packs it into
+the base beside the folder's files (:func:`travelling`), and a restore into an empty
+folder installs it (:func:`prefixes`, :func:`rebased`). The change tokens it recorded
+name files of the folder that wrote it, so the restore proves each cursor against the
+restored bytes (the CRC-32 of the prefix it parsed) and writes a proven file in two
+steps, that prefix then the rest, so the cursor can take the file's own listing entry
+after the first: the index then reads only what deltas appended (proven again by the
+CRC-32, as always), and a cursor that did not prove is given a token no file has, so
+its file is read and parsed afresh. A stale, damaged or hand-edited base's cache
+changes no answer: at worst the first ``recall`` parses what it would without it.
 
 File format: ``MAGIC``, one JSON header line (version, byte order, the length of the
 JSON part and of each binary part, a CRC-32 of the rest), the JSON part
@@ -48,6 +59,7 @@ from __future__ import annotations
 import logging
 import sys
 import zlib
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -66,7 +78,10 @@ __all__ = [
     "encode",
     "fill",
     "list_and_load",
+    "prefixes",
+    "rebased",
     "save",
+    "travelling",
     "worth_it",
 ]
 
@@ -91,6 +106,11 @@ def encode(index: MemoryIndex) -> bytes | None:
         body = orjson.dumps(meta)
     except (TypeError, ValueError, OverflowError):
         return None
+    return _assemble(body, blobs)
+
+
+def _assemble(body: bytes, blobs: Mapping[str, Any]) -> bytes:
+    """A cache file of the JSON part ``body`` and the binary parts ``blobs``."""
     parts = list(blobs.items())
     checksum = zlib.crc32(body)
     for _, data in parts:
@@ -203,6 +223,61 @@ def save(root: StorageRoot, index: MemoryIndex) -> bool:
         logger.info("index cache of %s not written: %s", root, exc)
         return False
     return True
+
+
+def travelling(root: StorageRoot) -> bytes | None:
+    """The root's cache file for a snapshot's base to carry; None when there is none
+    or it does not decode (a damaged one is not worth the bytes)."""
+    try:
+        data = root.read_cache(CACHE_NAME)
+    except (OSError, FsMemoryError):
+        return None
+    if not data:
+        return None
+    try:
+        decode(data)
+    except (ValueError, KeyError, TypeError):
+        return None
+    return data
+
+
+def prefixes(data: bytes) -> dict[str, tuple[int, int]] | None:
+    """``path -> (bytes parsed, CRC-32 of them)`` of the cache file ``data``'s cursors
+    (MEMORY.md and each log); None when it does not decode."""
+    try:
+        meta, _ = decode(data)
+        cursors = [*meta["logs"], *([meta["md"]] if meta["md"] is not None else [])]
+        out: dict[str, tuple[int, int]] = {}
+        for cursor in cursors:
+            path, upto, crc = cursor[0], cursor[4], cursor[7]
+            if isinstance(path, str) and type(upto) is int and type(crc) is int:
+                out[path] = (upto, crc)
+    except (ValueError, KeyError, TypeError, IndexError):
+        return None
+    return out
+
+
+def rebased(data: bytes, infos: Mapping[str, FileInfo]) -> bytes | None:
+    """The cache file ``data`` for another folder: the cursor of each path in ``infos``
+    (whose file there held exactly the bytes the cursor parsed when ``infos`` was taken)
+    takes that listing entry; every other cursor a token no file has, so its file is
+    read whole. None when ``data`` does not decode."""
+    try:
+        meta, blobs = decode(data)
+        meta = dict(meta)
+
+        def moved(cursor: list[Any]) -> list[Any]:
+            info = infos.get(cursor[0])
+            if info is None:
+                return [cursor[0], cursor[1], None, "", *cursor[4:]]
+            return [info.path, info.size, info.mtime, info.token, *cursor[4:]]
+
+        meta["logs"] = [moved(c) for c in meta["logs"]]
+        if meta["md"] is not None:
+            meta["md"] = moved(meta["md"])
+        return _assemble(orjson.dumps(meta), blobs)
+    except (ValueError, KeyError, TypeError, IndexError):
+        return None
 
 
 def delete(root: StorageRoot, name: str = CACHE_NAME) -> None:

@@ -31,6 +31,20 @@ than ``compact_after``, fetched together with the base in one round trip). A fol
 loses the compare-and-swap race to another writer's fold saves a delta instead
 (nothing is lost) and this instance stops folding until its next restore.
 
+**Derived files: the search index's cache travels, vectors do not.** Snapshots hold
+the memory's files, not what is derived from them (the vector folder is left out of
+every listing, see :func:`~fsmemory.memory._vectors.is_derived`), with one exception:
+a base that a fold writes carries the folder's index cache file
+(``.fsmemory-cache.index``, compressed, beside the files; see
+:mod:`fsmemory.snapshot.archive`), so that a restored memory's first ``recall`` costs
+what a local cached open costs instead of parsing every entry. A restore into an empty
+folder installs it, proving each of its cursors against the restored bytes (see
+:func:`fsmemory.memory._index_cache.rebased`); the index then verifies it as it
+verifies any cache file, so a stale, damaged or foreign one changes no answer. Deltas
+never carry it (a save uploads what changed), so a base's cache lags by the rows added
+since the folder's cache was last written (at most a few hundred: see
+:data:`~fsmemory.memory._index_cache.MIN_NEW_ROWS`), which the first ``recall`` parses.
+
 **Nothing in the folder is ever lost.** A restore never deletes or replaces a file this
 process did not sync itself:
 
@@ -76,9 +90,10 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from fsmemory import _jsonutil
-from fsmemory.errors import KeyNotFoundError, SnapshotError
+from fsmemory.errors import FsMemoryError, KeyNotFoundError, SnapshotError
 from fsmemory.fs import FileInfo, StorageRoot
 from fsmemory.fs.base import content_version
+from fsmemory.memory import _index_cache
 from fsmemory.memory._delta import DELTA_FORMAT, apply_delta, fold_state, merge_delta
 from fsmemory.memory._delta import Folder as _Folder
 from fsmemory.memory._delta import is_utf8 as _is_utf8
@@ -93,6 +108,7 @@ from fsmemory.snapshot import (
     encode_file,
     pack_archive,
 )
+from fsmemory.snapshot.archive import unpack_archive_parts, unpack_derived
 from fsmemory.snapshot.backends import DEFAULT_COMPACT_AFTER, check_compact_after
 
 __all__ = ["DELTA_FORMAT", "SnapshotReplica", "apply_delta", "fold_state"]
@@ -170,6 +186,10 @@ class SnapshotReplica:
             from the folder.
         compact_after: a save folds once this many deltas would be waiting (default: the
             backend's ``compact_after``, else 32; always 1 for a two-method backend).
+        index_cache: carry the folder's search-index cache in the bases this replica
+            folds, and install a base's cache when restoring into an empty folder (see
+            "Derived files" above); False: never read or write it (as
+            ``KnowledgeMemory(index_cache=False)``).
 
     Raises:
         InvalidInputError: a bad option.
@@ -182,6 +202,7 @@ class SnapshotReplica:
         *,
         on_corrupt: OnCorrupt = "raise",
         compact_after: int | None = None,
+        index_cache: bool = True,
     ) -> None:
         if on_corrupt not in ("raise", "reset"):
             raise ValueError("on_corrupt must be 'raise' or 'reset'")
@@ -190,6 +211,8 @@ class SnapshotReplica:
             backend if isinstance(backend, IncrementalBackend) else _WholeSnapshot(backend)
         )
         self.on_corrupt = on_corrupt
+        # two-method backends upload the whole folder on every save: no cache rides along
+        self.index_cache = index_cache and not isinstance(self.backend, _WholeSnapshot)
         if compact_after is None:
             compact_after = getattr(self.backend, "compact_after", DEFAULT_COMPACT_AFTER)
         self.compact_after = check_compact_after(compact_after)
@@ -232,10 +255,17 @@ class SnapshotReplica:
             self._restore_cold()
         self._remember()
 
-    def _load(self, known: SnapshotState | None) -> tuple[SnapshotState, dict[str, bytes]]:
+    def _load(
+        self, known: SnapshotState | None
+    ) -> tuple[SnapshotState, dict[str, bytes], dict[str, Any]]:
+        """(state, the folded files, the base's derived entries as stored)."""
         try:
             state = self.backend.load_state(known)
-            return state, fold_state(state)
+            base: dict[str, bytes] = {}
+            derived: dict[str, Any] = {}
+            if state.base is not None:
+                base, derived = unpack_archive_parts(state.base)
+            return state, fold_state(state, base), derived
         except SnapshotError:
             if self.on_corrupt == "raise":
                 raise
@@ -243,21 +273,22 @@ class SnapshotReplica:
             if quarantine is None:
                 raise
             quarantine()
-            return self.backend.load_state(), {}
+            return self.backend.load_state(), {}, {}
 
     def _restore_cold(self) -> None:
         for _ in range(10):
-            state, remote = self._load(None)
+            state, remote, derived = self._load(None)
             self._state = state
             listing = self._list()
             local = {path: self.root.read_bytes(path) for path in listing}
             if not local:
-                self._write_folder(remote, deletable=set())
+                self._write_restored(remote, derived.get(_index_cache.CACHE_NAME))
                 self._mark_synced(remote)
                 return
             if state.base is None and not state.deltas:
                 # An empty snapshot: the folder becomes its first base, untouched.
-                new = self.backend.save_base(pack_archive(local), folded=(), expected=state)
+                archive = pack_archive(local, self._derived())
+                new = self.backend.save_base(archive, folded=(), expected=state)
                 if new is None:
                     continue  # another writer created it meanwhile: merge with theirs
                 self._state = new
@@ -283,7 +314,7 @@ class SnapshotReplica:
         listing = self._list()
         diff = self._diff(listing)
         local = diff.delta
-        state, remote = self._load(memo.state)
+        state, remote, _ = self._load(memo.state)
         if state.base is None and not state.deltas and listing:
             # The snapshot is gone (deleted, expired, moved aside): never let that empty
             # the folder. It starts again from the folder, as a cold restore would.
@@ -306,6 +337,47 @@ class SnapshotReplica:
             self._upload(local, merged.files)
         self._write_folder(merged.files, deletable=set(listing))
         self._mark_synced(merged.files)
+
+    def _write_restored(self, files: dict[str, bytes], cache_entry: object) -> None:
+        """Write ``files`` into the empty folder, with the index cache the base carried
+        (``cache_entry``, as stored; None: none) installed for it.
+
+        A file the cache's cursor parsed a prefix of (proven by the prefix's CRC-32) is
+        written as that prefix, its listing entry taken, then the rest appended: the
+        cursor takes that entry, so the index reads only what deltas appended (proven
+        again by the CRC-32). Every other cursor gets a token no file has (its file is
+        parsed afresh)."""
+        cache = unpack_derived(cache_entry) if self.index_cache and cache_entry else None
+        parsed = _index_cache.prefixes(cache) if cache is not None else None
+        if cache is None or parsed is None:
+            self._write_folder(files, deletable=set())
+            return
+        infos: dict[str, FileInfo] = {}
+        for path, data in files.items():
+            upto, crc = parsed.get(path, (-1, 0))
+            if 0 <= upto <= len(data) and zlib.crc32(memoryview(data)[:upto]) == crc:
+                self.root.write(path, data[:upto])
+                info = self.root.stat(path)
+                if info is not None and info.size == upto:
+                    infos[path] = info
+                if upto < len(data):
+                    self.root.append(path, data[upto:])
+            else:
+                self.root.write(path, data)
+        installed = _index_cache.rebased(cache, infos)
+        if installed is not None:
+            try:
+                self.root.write_cache(_index_cache.CACHE_NAME, installed)
+            except (OSError, FsMemoryError) as exc:
+                logger.info("index cache of %s not installed: %s", self.root, exc)
+
+    def _derived(self) -> dict[str, bytes] | None:
+        """The derived files a base folded now carries: the index cache (see the
+        module docstring), when this replica carries it and the folder holds one."""
+        if not self.index_cache:
+            return None
+        cache = _index_cache.travelling(self.root)
+        return None if cache is None else {_index_cache.CACHE_NAME: cache}
 
     def _write_folder(self, files: dict[str, bytes], *, deletable: set[str]) -> None:
         """Make the folder hold ``files``; only paths in ``deletable`` may be removed."""
@@ -400,7 +472,7 @@ class SnapshotReplica:
         data = _jsonutil.dumps(delta)
         if self._fold_due(len(data)):
             content = files() if callable(files) else files
-            archive = pack_archive(content)
+            archive = pack_archive(content, self._derived())
             folded = [name for name, _ in self._state.deltas]
             new = self.backend.save_base(archive, folded=folded, expected=self._state)
             if new is not None:

@@ -140,8 +140,10 @@ class KnowledgeMemory:
             entries are not in it, for memories of 128 KiB or more), so a fresh process
             loads it instead of parsing and analysing every entry again. Changes by
             other writers or by hand are detected from the listing; the file is never
-            listed, snapshotted or exported, and deleting it changes no answer.
-            False: never read or write it.
+            listed or exported, and deleting it changes no answer. With a ``backend``
+            it travels in the bases a fold writes, and a restore into an empty folder
+            installs it, proven against the restored files. False: never read or
+            write it.
 
     Raises:
         InvalidInputError: an option is out of range.
@@ -234,6 +236,7 @@ class KnowledgeMemory:
                 backend,
                 on_corrupt=on_corrupt_snapshot,
                 compact_after=snapshot_compact_after,
+                index_cache=index_cache,
             )
             self._replica.restore()
 

@@ -7,6 +7,12 @@ Version 2 (written by fsmemory)::
                "logs/2026-03-13.jsonl": {"encoding": "utf-8", "content": "..."},
                "notes.bin": {"encoding": "base64", "content": "AAEC..."}}}
 
+A base may also carry **derived** files (``"derived": {"index": {"encoding":
+"zlib-base64", "content": "..."}}``): caches that a restore may install beside the
+folder's files (the search index's cache, see :mod:`fsmemory.memory._index_cache`),
+never files of the memory. They are read apart (:func:`unpack_derived`), a damaged one
+is no cache (None), and readers that do not know the key ignore it.
+
 Version 1 (the seed's archive, ``{"version": 1, "files": {...}}``) is read unchanged, so
 existing snapshots migrate. :func:`unpack_archive` validates the whole document before
 anything is written: a path that escapes the root, an absolute path, NUL or control
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import zlib
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -33,6 +40,7 @@ __all__ = [
     "encode_file",
     "pack_archive",
     "unpack_archive",
+    "unpack_derived",
 ]
 
 ARCHIVE_FORMAT = "fsmemory-archive"
@@ -83,15 +91,27 @@ def check_archive_path(path: object) -> str:
         raise SnapshotError(f"unsafe path in snapshot: {exc}") from exc
 
 
-def pack_archive(files: Mapping[str, bytes]) -> bytes:
-    """Serialize a folder (path -> bytes) as a version-2 archive."""
+def pack_archive(files: Mapping[str, bytes], derived: Mapping[str, bytes] | None = None) -> bytes:
+    """Serialize a folder (path -> bytes) as a version-2 archive, with ``derived``
+    files (name -> bytes: caches, see the module docstring) compressed beside it."""
     document: dict[str, Any] = {
         "format": ARCHIVE_FORMAT,
         "version": ARCHIVE_VERSION,
         "created_at": datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "files": {path: encode_file(files[path]) for path in sorted(files)},
     }
+    if derived:
+        document["derived"] = {
+            name: {
+                "encoding": _DERIVED_ENCODING,
+                "content": base64.b64encode(zlib.compress(data, 1)).decode("ascii"),
+            }
+            for name, data in sorted(derived.items())
+        }
     return _jsonutil.dumps(document)
+
+
+_DERIVED_ENCODING = "zlib-base64"
 
 
 def unpack_archive(data: bytes) -> dict[str, bytes]:
@@ -99,6 +119,16 @@ def unpack_archive(data: bytes) -> dict[str, bytes]:
 
     Raises:
         SnapshotError: not an archive, an unsupported version, or any unsafe entry.
+    """
+    return unpack_archive_parts(data)[0]
+
+
+def unpack_archive_parts(data: bytes) -> tuple[dict[str, bytes], dict[str, Any]]:
+    """:func:`unpack_archive`, and the archive's derived entries as stored (name ->
+    entry, unchecked: :func:`unpack_derived` decodes one), from one parse.
+
+    Raises:
+        SnapshotError: as :func:`unpack_archive` (never for a derived entry).
     """
     try:
         document = _jsonutil.loads(data)
@@ -115,4 +145,20 @@ def unpack_archive(data: bytes) -> dict[str, bytes]:
     out: dict[str, bytes] = {}
     for path, spec in files.items():
         out[check_archive_path(path)] = decode_file(path, spec)
-    return out
+    derived = document.get("derived")
+    return out, dict(derived) if isinstance(derived, dict) else {}
+
+
+def unpack_derived(entry: object) -> bytes | None:
+    """The bytes of one derived entry of an archive; None when it cannot be read (an
+    unknown encoding, bad base64, a damaged stream): a cache that cannot be read is no
+    cache."""
+    if not isinstance(entry, Mapping) or entry.get("encoding") != _DERIVED_ENCODING:
+        return None
+    content = entry.get("content")
+    if not isinstance(content, str):
+        return None
+    try:
+        return zlib.decompress(base64.b64decode(content.encode("ascii"), validate=True))
+    except (binascii.Error, UnicodeEncodeError, zlib.error, ValueError):
+        return None

@@ -361,6 +361,7 @@ class VectorFile:
         self.rows = 0  # rows in them
         self.largest = 0  # rows in the largest
         self.needs_rewrite: str | None = None  # why the file must be written again
+        self.exists = False  # the file was found, or created, by this instance
 
     # -- reading ---------------------------------------------------------------------
     def read_new(self) -> list[Rows]:
@@ -373,7 +374,7 @@ class VectorFile:
             [(self.path, 0, HEADER_SIZE), (self.path, self.end, None)]
         )
         if first is None:  # deleted: the next append creates it again
-            self.end, self.generation = -1, None
+            self.end, self.generation, self.exists = -1, None, False
             return []
         header = read_header(first)
         if header is None or header.generation != self.generation:
@@ -396,6 +397,7 @@ class VectorFile:
             data = self._open()  # another writer created it meanwhile
             if data is None:
                 return []
+        self.exists = True
         header = read_header(data)
         if header is None or header.name != self.name or header.dimension != self.dimension:
             self.needs_rewrite = "its header is damaged or names another embedder"
@@ -474,6 +476,7 @@ class VectorFile:
         block = b""
         if converted is not None:
             block = encode_block(converted.ids, converted.hashes, converted.vectors)
+        self.exists = True
         try:
             self.root.write(self.path, header + block, create_only=True)
         except ConflictError:
@@ -509,7 +512,7 @@ class VectorFile:
         has not seen it; returns the rows that creation converted from the legacy
         file). Concurrent appends each land whole: every root appends atomically."""
         converted = None
-        if self.generation is None:
+        if not self.exists:
             converted = self.create()
         block = encode_block(ids, hashes, vectors)
         offset = self.root.append(self.path, block, unique=True)

@@ -459,3 +459,26 @@ def test_a_block_sum_of_the_wrong_shape_fails_to_verify(sums: object, valid: boo
     found = _vecfile.scan_blocks(data, _vecfile.HEADER_SIZE, len(data), 4).blocks
     assert bool(found) is valid
     assert bool(_vecfile.scan_blocks(data, _vecfile.HEADER_SIZE, len(data), 4).skipped) is not valid
+
+
+def test_appends_to_a_file_another_writer_created_send_one_request_each(tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    _ids, path = _memory(folder, TEXTS[:1])  # another writer created the file
+    km = KnowledgeMemory(folder, embedder=WordEmbedder("file"))
+    store = km._vectors
+    assert store is not None
+    km.remember(TEXTS[1])  # this instance finds the file there (a create that conflicts)
+    calls: list[str] = []
+    for name in ("write", "read_bytes", "append"):
+        original = getattr(km.root, name)
+
+        def spy(*args: object, _name: str = name, _f: object = original, **kw: object) -> object:
+            calls.append(_name)
+            return _f(*args, **kw)  # type: ignore[operator]
+
+        setattr(km.root, name, spy)
+    km.remember(TEXTS[2])
+    assert calls.count("append") == 2  # the log line and the vector block
+    assert "write" not in calls and "read_bytes" not in calls
+    keys, skipped = _rows(path.read_bytes())
+    assert skipped == 0 and len(keys) == 3

@@ -137,3 +137,43 @@ def test_the_table_says_which_python_was_skipped() -> None:
     lines = wheel_check.table(rows).splitlines()
     assert lines[2] == "| 3.11.7 | 2.0 | 9.5 | 4/4 ok | 2/2 ok | 30.5 |"
     assert lines[3] == "| 3.12 | - | - | skipped: not found | - | - |"
+
+
+def test_no_python_found_fails_before_building(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(wheel_check, "find_python", lambda version: None)
+
+    def no_build(work: Path) -> Path:
+        raise AssertionError("built a wheel with no Python to install it on")
+
+    monkeypatch.setattr(wheel_check, "build_wheel", no_build)
+    assert wheel_check.main(["--python", "3.98", "--python", "3.99"]) == 1
+    out, err = capsys.readouterr()
+    assert "Python 3.98: skipped" in out and "FAILED: none of Python 3.98, 3.99 found" in err
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_the_exit_status_is_1_when_a_found_python_fails(
+    fails: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A missing Python is skipped; a found one that fails makes the run fail."""
+    found = {"3.98": None, "3.99": (Path("/x/python3.99"), "3.99.1")}
+    monkeypatch.setattr(wheel_check, "find_python", found.get)
+
+    def fake_build(work: Path) -> Path:
+        (work / "fsmemory-0-py3-none-any.whl").write_bytes(b"PK")
+        return work / "fsmemory-0-py3-none-any.whl"
+
+    def fake_check(row: Row, wheel: Path, work: Path, quickstart: list[Block]) -> Row:
+        row.quickstart = "3/4 ok" if fails else "4/4 ok"
+        row.failures += ["README.md:8: boom"] if fails else []
+        return row
+
+    monkeypatch.setattr(wheel_check, "build_wheel", fake_build)
+    monkeypatch.setattr(wheel_check, "check_python", fake_check)
+    assert wheel_check.main(["--python", "3.98", "--python", "3.99"]) == int(fails)
+    out, err = capsys.readouterr()
+    assert "| 3.98 | - | - | skipped: not found | - | - |" in out
+    assert f"| 3.99.1 | 0.0 | 0.0 | {'3/4' if fails else '4/4'} ok |" in out
+    assert ("FAILED README.md:8: boom" in err) is fails

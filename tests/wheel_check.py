@@ -226,14 +226,10 @@ def run_block(block: Block, venv: Path, work: Path, row: Row) -> bool:
     return len(row.failures) == failures
 
 
-def check_python(version: str, wheel: Path, work: Path, quickstart: list[Block]) -> Row:
-    """A fresh venv on ``version`` with the wheel alone, and the quickstart run in it."""
-    row = Row(version)
-    found = find_python(version)
-    if found is None:
-        return row
-    row.python, row.version = found
-    venv = work / f"venv-{version}"
+def check_python(row: Row, wheel: Path, work: Path, quickstart: list[Block]) -> Row:
+    """A fresh venv on ``row.python`` with the wheel alone, and the quickstart run in it."""
+    assert row.python is not None
+    venv = work / f"venv-{row.version}"
     env = user_env()
     start = time.perf_counter()
     if _run([str(row.python), "-m", "venv", str(venv)], work, env, "venv", row) is None:
@@ -301,34 +297,47 @@ def main(argv: list[str] | None = None) -> int:
     versions: list[str] = args.python or supported_versions()
     quickstart = quickstart_blocks()
     began = time.perf_counter()
+    rows = []
+    for version in versions:
+        found = find_python(version)
+        if found is None:
+            print(
+                f"== Python {version}: skipped, python{version} is neither on PATH nor under pyenv"
+            )
+            rows.append(Row(version))
+        else:
+            print(f"== Python {found[1]}: {found[0]}")
+            rows.append(Row(found[1], found[0]))
+    if all(r.python is None for r in rows):
+        print(f"FAILED: none of Python {', '.join(versions)} found", file=sys.stderr)
+        return 1
     with tempfile.TemporaryDirectory(prefix="fsmemory-wheel-check-") as tmp:
         work = Path(tmp)
-        print("== building the wheel (python -m build --wheel)", flush=True)
+        start = time.perf_counter()
         try:
             wheel = build_wheel(work)
         except (RuntimeError, ValueError, subprocess.TimeoutExpired) as e:
             print(f"FAILED: {e}", file=sys.stderr)
             return 1
-        print(f"== {wheel.name}: {wheel.stat().st_size / 1e3:.0f} kB", flush=True)
+        print(
+            f"== python -m build --wheel: {wheel.name}, {wheel.stat().st_size / 1e3:.0f} kB"
+            f" in {time.perf_counter() - start:.1f} s",
+            flush=True,
+        )
         print(f"== quickstart: README.md lines {', '.join(str(b.line) for b in quickstart)}")
-        rows = []
-        for version in versions:
-            print(f"== Python {version}", flush=True)
-            try:
-                row = check_python(version, wheel, work, quickstart)
-            except Exception:
-                row = Row(version, python=Path("?"), failures=[traceback.format_exc()])
+        for row in rows:
             if row.python is None:
-                print(f"   skipped: python{version} is neither on PATH nor installed by pyenv")
+                continue
+            print(f"== Python {row.version}: venv, pip install, quickstart, --help", flush=True)
+            try:
+                check_python(row, wheel, work, quickstart)
+            except Exception:
+                row.failures.append(traceback.format_exc())
             for failure in row.failures:
                 print(f"   FAILED {failure}", file=sys.stderr)
-            rows.append(row)
     print()
     print(table(rows))
     print(f"\n{time.perf_counter() - began:.0f} s in all")
-    if not [r for r in rows if r.python is not None]:
-        print(f"FAILED: none of Python {', '.join(versions)} found", file=sys.stderr)
-        return 1
     return 1 if any(r.failures for r in rows) else 0
 
 

@@ -18,7 +18,7 @@ DEMO_VENV   := .venv-demo
 DEMO_STAMP  := $(DEMO_VENV)/.installed
 # make test-lowest: every direct dependency at the lowest version pyproject.toml allows.
 LOWEST_VENV := .venv-lowest
-LOWEST_TESTS ?= tests/test_fs tests/test_memory tests/test_cli tests/test_demo.py
+LOWEST_TESTS ?= tests/test_fs tests/test_memory tests/test_cli tests/test_demo.py tests/test_packaging.py
 # The documentation site's tools (the pyproject `docs` dependency group).
 DOCS_STAMP  := $(VENV)/.docs-installed
 

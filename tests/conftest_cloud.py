@@ -27,7 +27,7 @@ from fsmemory.testing.cloud_services import (
     start_moto,
 )
 from fsmemory.testing.services import start_or_skip
-from tests.test_fs.gcs_fake import GCSXmlRelay
+from tests.test_fs.gcs_fake import GCSXmlRelay, RelayProcess
 
 # The conformance suite lives in the package; let pytest explain its failed asserts.
 # (This module never imports it, so registering here is early enough.)
@@ -101,10 +101,15 @@ def gcs_xml_relay(fake_gcs_service: FakeGCSService) -> Iterator[GCSXmlRelay]:
 
 
 @pytest.fixture(scope="session")
-def gcs_obstore_storage_options(gcs_xml_relay: GCSXmlRelay) -> dict[str, Any]:
-    """Storage options reaching fake-gcs-server through the XML relay, anonymous: the
-    obstore route (``root.fs``, gcsfs, goes through the relay's JSON pass-through)."""
-    return {"endpoint_url": gcs_xml_relay.url, "token": "anon", "project": "fsmemory-test"}
+def gcs_obstore_storage_options(fake_gcs_service: FakeGCSService) -> Iterator[dict[str, Any]]:
+    """Storage options reaching fake-gcs-server through an XML relay in a process of its
+    own, anonymous: the obstore route (``root.fs``, gcsfs, goes through the relay's JSON
+    pass-through). Tests that read what a relay received use ``gcs_xml_relay``."""
+    relay = RelayProcess(fake_gcs_service.url)
+    try:
+        yield {"endpoint_url": relay.url, "token": "anon", "project": "fsmemory-test"}
+    finally:
+        relay.stop()
 
 
 @pytest.fixture(scope="session")

@@ -37,6 +37,11 @@ common request parameters", "XML API error codes"):
 * A key in the path is percent-decoded as a path (``%20`` a space, ``+`` a plus sign);
   query values are decoded as a form (``+`` a space, ``%2B`` a plus sign), as Google's
   front ends do.
+
+
+:class:`RelayProcess` runs a relay in a process of its own: the suites use that one (a
+relay inside the test process shares its interpreter lock and made each request several
+times slower); tests that read what the relay received use an in-process one.
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 from xml.sax.saxutils import escape
 
-__all__ = ["GCSXmlRelay"]
+__all__ = ["GCSXmlRelay", "RelayProcess"]
 
 #: hop-by-hop headers a relay must not pass on (and the length, which it sets)
 _HOP = frozenset(
@@ -419,3 +424,56 @@ def _parse_range(header: str, size: int) -> tuple[int, int] | None:
     if start >= size or end < start:
         return None
     return start, min(end, size - 1)
+
+
+_SERVE = "from tests.test_fs.gcs_fake import _serve_forever; _serve_forever"
+
+
+def _serve_forever(upstream: str) -> None:
+    """Run a relay in this process until stdin closes (see :class:`RelayProcess`)."""
+    import sys
+
+    relay = GCSXmlRelay(upstream)
+    print(relay.url, flush=True)
+    sys.stdin.read()
+    relay.stop()
+
+
+class RelayProcess:
+    """A :class:`GCSXmlRelay` in a process of its own (it then shares no interpreter
+    lock with the tests that use it); ``stop()`` ends it.
+
+    Args:
+        upstream: ``http://127.0.0.1:PORT`` of fake-gcs-server.
+    """
+
+    def __init__(self, upstream: str) -> None:
+        import os
+        import subprocess
+        import sys
+
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, *sys.path])}
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", f"{_SERVE}({upstream!r})"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        assert self._process.stdout is not None
+        line = self._process.stdout.readline().strip()
+        if not line.startswith("http://"):
+            self.stop()
+            raise RuntimeError(f"the relay did not start: {line!r}")
+        self.url = line
+
+    def stop(self) -> None:
+        """End the relay's process."""
+        if self._process.stdin is not None:
+            self._process.stdin.close()
+        try:
+            self._process.wait(timeout=10)
+        except Exception:
+            self._process.kill()
+            self._process.wait()

@@ -519,11 +519,11 @@ def test_a_service_account_key_signs_as_that_account(
 
 @pytest.mark.gcs
 def test_anonymous_access_sends_no_credentials(
-    gcs_xml_relay: GCSXmlRelay, gcs_root_url: str, gcs_obstore_storage_options: dict[str, Any]
+    gcs_xml_relay: GCSXmlRelay, gcs_root_url: str
 ) -> None:
     """``token="anon"`` reads and lists without an ``Authorization`` header (a public
     bucket refuses a bad one) and never asks a metadata server for a token."""
-    root = open_root(gcs_root_url, gcs_obstore_storage_options)
+    root = open_root(gcs_root_url, {"token": "anon", "endpoint_url": gcs_xml_relay.url})
     root.write("public.txt", b"anyone")
     before = len(gcs_xml_relay.authorizations)
     assert root.read_bytes("public.txt") == b"anyone"

@@ -129,12 +129,11 @@ def _gcs(request: pytest.FixtureRequest, retry: dict[str, Any]) -> FaultyBackend
 def _gcs_obstore(request: pytest.FixtureRequest, retry: dict[str, Any]) -> FaultyBackend:
     """GCS's obstore route: faults between obstore and the XML relay (GCS's XML error
     bodies are S3's), the relay in front of fake-gcs-server."""
-    relay = request.getfixturevalue("gcs_xml_relay")
     options = dict(request.getfixturevalue("gcs_obstore_storage_options"))
     bucket = f"fsm-{uuid.uuid4().hex[:16]}"
     clean = GCSRoot.from_url(f"gs://{bucket}/root", options)
     clean.fs.mkdir(bucket)
-    proxy = HTTPFaultProxy(relay.url, flavor="s3").start()
+    proxy = HTTPFaultProxy(options["endpoint_url"], flavor="s3").start()
     faulty_options = {
         **options,
         "endpoint_url": proxy.url,

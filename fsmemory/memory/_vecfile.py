@@ -436,15 +436,18 @@ class VectorFile:
         return out
 
     def _open(self) -> Any:
-        """The file's bytes: memory-mapped (read only) on a local folder, else read in
-        one request; None when there is no file."""
+        """The file's bytes: memory-mapped (read only) on a local folder (a symlink
+        or a folder leading out of the root is not followed: the root's own read then
+        answers), else read in one request; None when there is no file."""
         root = self.root
-        if isinstance(root, LocalRoot):
+        # Not on Windows: a mapped file can be neither replaced nor deleted there.
+        if isinstance(root, LocalRoot) and os.name != "nt":
             full = root.full_path(self.path)
             real_root = os.path.realpath(root.root)
             if os.path.realpath(os.path.dirname(full)).startswith(real_root + os.sep):
                 try:
-                    fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+                    fd = os.open(full, flags)
                 except FileNotFoundError:
                     return None
                 except OSError:

@@ -482,3 +482,22 @@ def test_appends_to_a_file_another_writer_created_send_one_request_each(tmp_path
     assert "write" not in calls and "read_bytes" not in calls
     keys, skipped = _rows(path.read_bytes())
     assert skipped == 0 and len(keys) == 3
+
+
+@pytest.mark.parametrize("link", ["file", "folder"])
+def test_a_vector_file_reached_through_a_symlink_out_of_the_root_is_not_read(
+    link: str, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    _memory(outside)  # a valid vector file of the same embedder, elsewhere
+    folder = tmp_path / "m"
+    plain = KnowledgeMemory(folder)
+    ids = [plain.remember(t) for t in TEXTS]
+    if link == "file":
+        (folder / "vectors").mkdir()
+        (folder / "vectors" / "file-128.f16v").symlink_to(outside / "vectors" / "file-128.f16v")
+    else:
+        (folder / "vectors").symlink_to(outside / "vectors")
+    reader, embedder = _reader(folder)
+    assert reader.recall("violin strings", limit=1)[0].id == ids[1]
+    assert _embedded(embedder) == sorted(TEXTS)  # nothing read from outside

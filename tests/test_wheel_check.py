@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -171,9 +172,28 @@ def test_the_exit_status_is_1_when_a_found_python_fails(
         return row
 
     monkeypatch.setattr(wheel_check, "build_wheel", fake_build)
+    monkeypatch.setattr(wheel_check, "missing_from_wheel", lambda wheel, source: [])
     monkeypatch.setattr(wheel_check, "check_python", fake_check)
     assert wheel_check.main(["--python", "3.98", "--python", "3.99"]) == int(fails)
     out, err = capsys.readouterr()
     assert "| 3.98 | - | - | skipped: not found | - | - |" in out
     assert f"| 3.99.1 | 0.0 | 0.0 | {'3/4' if fails else '4/4'} ok |" in out
     assert ("FAILED README.md:8: boom" in err) is fails
+
+
+def test_a_module_left_out_of_the_wheel_is_named(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    for name in ["__init__.py", "py.typed", "cli.py", "sub/__init__.py", "nopkg/mod.py"]:
+        (source / "fsmemory" / name).parent.mkdir(parents=True, exist_ok=True)
+        (source / "fsmemory" / name).write_text("")
+    (source / "fsmemory" / "__pycache__").mkdir()
+    (source / "fsmemory" / "__pycache__" / "cli.cpython-311.py").write_text("")
+    (source / "fsmemory" / "notes.txt").write_text("")
+    wheel = tmp_path / "fsmemory-0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as whl:
+        for name in ["__init__.py", "py.typed", "cli.py", "sub/__init__.py"]:
+            whl.writestr(f"fsmemory/{name}", "")
+    assert wheel_check.missing_from_wheel(wheel, source) == ["fsmemory/nopkg/mod.py"]
+    with zipfile.ZipFile(wheel, "a") as whl:
+        whl.writestr("fsmemory/nopkg/mod.py", "")
+    assert wheel_check.missing_from_wheel(wheel, source) == []

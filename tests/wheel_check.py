@@ -4,7 +4,8 @@ Run from the repository root as ``python -m tests.wheel_check`` (it needs ``buil
 the test tools: the ``.venv`` that ``make test`` sets up, plus ``build``). It
 
 1. builds the wheel once with ``python -m build --wheel`` from a clean copy of the
-   sources (no ``build/`` or ``*.egg-info`` left over from a developer's tree);
+   sources (no ``build/`` or ``*.egg-info`` left over from a developer's tree) and checks
+   it holds every module of the package and ``py.typed``;
 2. for each Python the ``Programming Language :: Python :: 3.X`` classifiers name, found
    as ``python3.X`` on PATH or under pyenv (a missing one is skipped and said so), creates
    a fresh venv and ``pip install``\\s the wheel alone (the core: no extras), then runs
@@ -31,6 +32,7 @@ import tempfile
 import time
 import tomllib
 import traceback
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from unittest import mock
@@ -160,6 +162,22 @@ def build_wheel(work: Path) -> Path:
         raise RuntimeError(f"python -m build --wheel failed:\n{done.stdout}{done.stderr}")
     (wheel,) = out.glob("fsmemory-*.whl")
     return wheel
+
+
+def missing_from_wheel(wheel: Path, source: Path) -> list[str]:
+    """The package's files under ``source`` (modules, ``py.typed``) the wheel lacks: a
+    folder without ``__init__.py`` is left out of the wheel though the tests, run from
+    the sources, never notice."""
+    package = source / "fsmemory"
+    wanted = {
+        p.relative_to(source).as_posix()
+        for p in package.rglob("*")
+        if p.is_file()
+        and (p.suffix == ".py" or p.name == "py.typed")
+        and "__pycache__" not in p.parts
+    }
+    with zipfile.ZipFile(wheel) as whl:
+        return sorted(wanted - set(whl.namelist()))
 
 
 @dataclass
@@ -318,6 +336,10 @@ def main(argv: list[str] | None = None) -> int:
             wheel = build_wheel(work)
         except (RuntimeError, ValueError, subprocess.TimeoutExpired) as e:
             print(f"FAILED: {e}", file=sys.stderr)
+            return 1
+        missing = missing_from_wheel(wheel, work / "src")
+        if missing:
+            print(f"FAILED: {wheel.name} lacks {', '.join(missing)}", file=sys.stderr)
             return 1
         print(
             f"== python -m build --wheel: {wheel.name}, {wheel.stat().st_size / 1e3:.0f} kB"

@@ -496,6 +496,24 @@ def remove_fact(
     return None
 
 
+def _unexpired(body: list[str], now: datetime) -> list[str]:
+    """The lines of ``body`` but the bullets whose expiry comment is at or before
+    ``now`` (an unreadable expiry is kept)."""
+    kept = []
+    for line in body:
+        bullet = _BULLET.match(line)
+        if bullet:
+            comment = _EXPIRY.search(bullet.group(1))
+            if comment:
+                try:
+                    if parse_timestamp(comment.group(1)) <= now:
+                        continue
+                except ValueError:
+                    pass
+        kept.append(line)
+    return kept
+
+
 def rewrite_memory_md(text: str, now: datetime | None = None) -> str:
     """Tidy MEMORY.md: merge repeated headers of a category into one section (first
     appearance order) and, when ``now`` is given, drop bullets expired at ``now``.
@@ -506,18 +524,7 @@ def rewrite_memory_md(text: str, now: datetime | None = None) -> str:
     bodies: dict[str, list[str]] = {}
     for cat, start, end in _section_spans(lines):
         body = lines[start:end] if cat is None else lines[start + 1 : end]
-        kept = []
-        for line in body:
-            bullet = _BULLET.match(line)
-            if bullet and now is not None:
-                comment = _EXPIRY.search(bullet.group(1))
-                if comment:
-                    try:
-                        if parse_timestamp(comment.group(1)) <= now:
-                            continue
-                    except ValueError:
-                        pass
-            kept.append(line)
+        kept = body if now is None else _unexpired(body, now)
         while kept and not kept[-1].strip():
             kept.pop()
         while cat is not None and kept and not kept[0].strip():

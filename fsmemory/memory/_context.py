@@ -344,9 +344,15 @@ def _scan_log(path: str, data: bytes, date: str) -> _LogScan | None:
         scan.order = sorted(range(len(in_line)), key=in_line.__getitem__)  # (linear in order)
         scan.order.reverse()
         return scan
+    return _scan_records(scan, day)
+
+
+def _scan_records(scan: _LogScan, day: bytes) -> _LogScan | None:
+    """Fill ``scan`` by parsing each of its lines (a log not all of whose lines are
+    entries as fsmemory writes them on ``day``; None: see :func:`_scan_log`)."""
     ids: dict[int, bytes] = {}
     stamps: dict[int, bytes] = {}
-    for i, raw in enumerate(lines):
+    for i, raw in enumerate(scan.lines):
         if not raw.strip():
             continue
         try:

@@ -88,6 +88,10 @@ Embedder = Callable[[Sequence[str]], Sequence[Sequence[float]]]
 VECTOR_DIR = "vectors"
 # How many missing vectors one embedder call is given (KnowledgeMemory(embed_batch_size)).
 DEFAULT_EMBED_BATCH = 64
+# Up to this many bytes of float32, the vectors are also kept widened (filled by the
+# first product, which widens them anyway): a warm recall then takes one float32
+# product instead of widening every row again (about 21k vectors of 384 floats).
+_WIDE_BYTES = 32 << 20
 # A block of the file with at least this many rows is used where it lies (mapped or
 # read); smaller ones are copied into one buffer (each piece costs every product a step).
 _VIEW_ROWS = 256
@@ -164,6 +168,8 @@ class VectorStore:
         self._tail: Any = None  # (capacity, dimension) float16
         self._tail_start = 0
         self._file: VectorFile | None = None
+        self._wide: Any = None  # float32 copy of the first _wide_rows (see _widened)
+        self._wide_rows = 0
         # What the index looked like when its live rows were last all embedded: the
         # file is read again when it changes (or when a live row lacks a vector).
         self._filled_for: tuple[int, ...] = ()
@@ -491,6 +497,16 @@ class VectorStore:
         float16 vector is of unit length only to about 1e-4)."""
         np = _numpy()
         n = len(self._ids)
+        wide = self._widened()
+        if wide is not None:
+            out = np.einsum("ij,kj->ik", wide, np.ascontiguousarray(weights.T))
+            known = len(self._sq_norms)
+            if norms and known < n:
+                sq = np.empty(n, dtype=np.float32)
+                sq[:known] = self._sq_norms
+                np.einsum("ij,ij->i", wide[known:], wide[known:], out=sq[known:])
+                self._sq_norms = sq
+            return out
         out = np.empty((n, weights.shape[1]), dtype=np.float32)
         known = len(self._sq_norms) if norms else n
         if known < n:
@@ -509,6 +525,32 @@ class VectorStore:
         if known < n:
             self._sq_norms = sq
         return out
+
+    def _widened(self) -> Any:
+        """Every vector as float32 (an (n, dimension) view), kept and extended as rows
+        are added, while that takes at most :data:`_WIDE_BYTES`; else None."""
+        n, width = len(self._ids), self.dimension or 0
+        if n * width * 4 > _WIDE_BYTES:
+            self._wide, self._wide_rows = None, 0
+            return None
+        np = _numpy()
+        done, wide = self._wide_rows, self._wide
+        if wide is None or wide.shape[0] < n:
+            grown = np.empty(
+                (min(max(n, 2 * done, 64), _WIDE_BYTES // 4 // max(width, 1)), width),
+                dtype=np.float32,
+            )
+            if wide is not None:
+                grown[:done] = wide[:done]
+            self._wide = wide = grown
+        for start, array in self._parts():
+            end = start + len(array)
+            if end > done:
+                skip = max(done - start, 0)
+                for at, part in chunks(np, array[skip:]):
+                    wide[start + skip + at : start + skip + at + part.shape[0]] = part
+        self._wide_rows = n
+        return wide[:n]
 
     def _row_sum(self, rows: Any) -> Any:
         """The sum of the vector rows ``rows`` in units of ``1 / _FIXED_ONE`` (int64),

@@ -501,3 +501,28 @@ def test_a_vector_file_reached_through_a_symlink_out_of_the_root_is_not_read(
     reader, embedder = _reader(folder)
     assert reader.recall("violin strings", limit=1)[0].id == ids[1]
     assert _embedded(embedder) == sorted(TEXTS)  # nothing read from outside
+
+
+def test_the_widened_copy_and_the_widening_pass_score_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Small memories keep a float32 copy of their vectors for warm recalls; larger
+    ones widen a few hundred rows per product: the scores are the same floats."""
+    folder = tmp_path / "m"
+    km = KnowledgeMemory(folder, embedder=WordEmbedder("file"))
+    for i in range(300):
+        km.remember(f"note {i} {TEXTS[i % 5]}")
+    queries = ["violin strings", "tea sunrise", "river floods spring", "apples"]
+    widened = {q: [e.id for e in km.recall(q, limit=10)] for q in queries}
+    store = km._vectors
+    assert store is not None and store._wide is not None
+    qv = store.embed(["violin strings"])[0]
+    _live, vecs = store.live_rows(km._index, km._clock())
+    with_copy = store.dense_scores(qv, vecs)
+    monkeypatch.setattr(_vectors, "_WIDE_BYTES", 0)
+    reader, _embedder = _reader(folder)
+    assert {q: [e.id for e in reader.recall(q, limit=10)] for q in queries} == widened
+    other = reader._vectors
+    assert other is not None and other._wide is None
+    _live2, vecs2 = other.live_rows(reader._index, reader._clock())
+    assert np.allclose(other.dense_scores(qv, vecs2), with_copy, rtol=0, atol=1e-6)

@@ -133,9 +133,12 @@ def test_retired_objects_are_deleted_once_older_than_the_grace_not_before(
     deltas = KnowledgeMemory(tmp_path / "d", backend=_backend(spec), snapshot_compact_after=10**6)
 
     def fold(i: int) -> None:
-        """A delta, then an invocation whose first save folds it (at the clock's time)."""
+        """A delta, then an invocation whose first save folds it (at the clock's time:
+        with the delta it found, two are waiting)."""
         deltas.remember(f"delta {i}")
-        km = KnowledgeMemory(tmp_path / f"f{i}", backend=_backend(spec, clock))
+        km = KnowledgeMemory(
+            tmp_path / f"f{i}", backend=_backend(spec, clock), snapshot_compact_after=2
+        )
         km.remember(f"fold {i}")
 
     fold(0)
@@ -206,7 +209,9 @@ def test_the_record_holds_what_was_retired_within_the_grace(
     for i in range(24):  # four folds per grace, each retiring a base and one delta
         clock.now += RETIRED_GRACE / 4 + 1
         deltas.remember(f"delta {i}")
-        KnowledgeMemory(tmp_path / f"f{i}", backend=_backend(spec, clock)).remember(f"f {i}")
+        KnowledgeMemory(
+            tmp_path / f"f{i}", backend=_backend(spec, clock), snapshot_compact_after=2
+        ).remember(f"f {i}")
         state = _backend(spec).load_state()
         assert state.retired is not None
         sizes.append((len(state.retired), len(state.folded), len(_objects(_backend(spec)))))
@@ -229,7 +234,9 @@ def test_a_head_without_the_record_counts_its_retired_objects_as_retired_now(
     deltas = KnowledgeMemory(tmp_path / "d", backend=_backend(spec), snapshot_compact_after=10**6)
     for i, record in enumerate((None, [1, 2], {"x": "not a time", "base-y.json": 5})):
         deltas.remember(f"delta {i}")
-        KnowledgeMemory(tmp_path / f"f{i}", backend=_backend(spec, clock)).remember(f"f {i}")
+        KnowledgeMemory(
+            tmp_path / f"f{i}", backend=_backend(spec, clock), snapshot_compact_after=2
+        ).remember(f"f {i}")
         backend = _backend(spec)
         head = _jsonutil.loads(backend.root.read_bytes(backend.head))
         before = _objects(backend)
@@ -293,9 +300,9 @@ def test_a_read_completes_in_one_attempt_while_folds_delete_what_its_listing_sho
         nonlocal count
         count += 1
         deltas.remember(f"delta {count}")
-        KnowledgeMemory(tmp_path / f"f{count}", backend=_backend(spec, clock)).remember(
-            f"fold {count}"
-        )
+        KnowledgeMemory(
+            tmp_path / f"f{count}", backend=_backend(spec, clock), snapshot_compact_after=2
+        ).remember(f"fold {count}")
 
     for _ in range(3):
         fold()

@@ -19,7 +19,7 @@ from .conftest import make_spec
 
 #: added to every request, long beside a thread's start-up on a loaded machine, so
 #: requests sent together overlap and requests sent one after another do not
-LATENCY = 0.05
+LATENCY = 0.25
 
 
 class RoundTrips:

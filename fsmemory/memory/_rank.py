@@ -44,6 +44,7 @@ from fsmemory.memory._analysis import (
     typed_words,
     words,
 )
+from fsmemory.memory._rank_arrays import entry_array
 from fsmemory.memory._topk import SCORE_EPS, kth_accepted, top_accepted, top_of_array
 
 __all__ = [
@@ -493,62 +494,7 @@ class BM25Index:
         """
         if not self._n_docs:
             return np.zeros(len(self._alive), dtype=np.float64)
-        return self._entry_array(np, self._entries(query), self._pair_tids(pairs))
-
-    def _entry_array(
-        self, np: Any, entries: Sequence[tuple[int, float, float]], pairs: Sequence[tuple[int, int]]
-    ) -> Any:
-        """The scores of :meth:`score_array` from :meth:`_entries` and :meth:`_pair_tids`."""
-        n_keys = len(self._alive)
-        out = np.zeros(n_keys, dtype=np.float64)
-        _, base, per_len = self._norms()
-        alive = np.array(self._alive, dtype=np.bool_)
-        lengths = np.array(self._length, dtype=np.float64) if per_len else None
-        for tid, w, _ in entries:
-            keys, tf = self._posting_arrays(np, tid, alive)
-            norm = tf + base
-            if lengths is not None:
-                norm += per_len * lengths[keys]
-            out += np.bincount(keys, weights=w * tf / norm, minlength=n_keys)
-        for a, b in pairs:
-            both = np.intersect1d(
-                self._posting_arrays(np, a, alive)[0], self._posting_arrays(np, b, alive)[0]
-            )
-            hits = self._side_by_side_keys(np, both, a, b)
-            out[hits] += PAIR_BONUS
-        return out
-
-    def _posting_arrays(self, np: Any, tid: int, alive: Any) -> tuple[Any, Any]:
-        """Live keys (intp) and term frequencies (float64) of term ``tid`` (copies)."""
-        rows, tfs = self._post(tid)
-        keys = np.array(rows, dtype=np.intp)
-        tf = np.array(tfs, dtype=np.float64)
-        if len(keys) != self._df[tid]:
-            live = alive[keys]
-            keys, tf = keys[live], tf[live]
-        return keys, tf
-
-    def _side_by_side_keys(self, np: Any, keys: Any, first: int, second: int) -> Any:
-        """The ``keys`` whose term sequence holds ``second`` right after ``first``."""
-        if not len(keys):
-            return keys
-        starts = np.array(self._start, dtype=np.intp)[keys]
-        gaps = np.array(self._length, dtype=np.intp)[keys] - 1  # adjacent positions each
-        keep = gaps > 0
-        keys, starts, gaps = keys[keep], starts[keep], gaps[keep]
-        total = int(gaps.sum())
-        if not total:
-            return keys[:0]
-        # Every adjacent position of every key, one flat array (owner: ``which``).
-        which = np.repeat(np.arange(len(keys)), gaps)
-        offsets = np.cumsum(gaps) - gaps
-        at = starts[which] + (np.arange(total) - offsets[which])
-        seq = np.frombuffer(self._seq, dtype=np.uint32)
-        inside = at + 1 < len(seq)  # a damaged loaded index may point past the end
-        at, which = at[inside], which[inside]
-        found = (seq[at] == first) & (seq[at + 1] == second)
-        del seq  # a live view would stop the array from growing
-        return keys[np.unique(which[found])]
+        return entry_array(self, np, self._entries(query), self._pair_tids(pairs))
 
     def _add_pair_bonus(self, acc: dict[int, float], pairs: Sequence[tuple[int, int]]) -> None:
         """Add the pair bonus to the documents of ``acc`` holding a pair side by side."""
@@ -596,19 +542,74 @@ class BM25Index:
             return []
         entries = self._entries(query)
         tids = self._pair_tids(pairs)
-        if sum(self._df[tid] for tid, _, _ in entries) <= _SMALL:
+        total = sum(self._df[tid] for tid, _, _ in entries)
+        if total <= _SMALL:
             acc: dict[int, float] = {}
             for tid, w, _ in entries:
                 self._add_postings(acc, tid, w)
             self._add_pair_bonus(acc, tids)
             return top_accepted(acc, limit, accept, priority, order)
-        np = numpy() if numpy is not None and self._walks(entries, tids) > _BUDGET else None
+        walks = self._walks(entries, tids)
+        if walks > total // 4 and self._all_terms_likely(entries, limit):
+            found = self._search_all_terms(entries, tids, limit, accept, priority, order)
+            if found is not None:
+                return found
+        np = numpy() if numpy is not None and walks > _BUDGET else None
         if np is not None:
             return top_of_array(
-                np, self._entry_array(np, entries, tids), limit, accept, priority, order
+                np, entry_array(self, np, entries, tids), limit, accept, priority, order
             )
         scored = self._max_score(entries, tids, limit, accept)
         return top_accepted(scored, limit, accept, priority, order)
+
+    def _all_terms_likely(self, entries: Sequence[tuple[int, float, float]], limit: int) -> bool:
+        """Whether, were the terms independent, ``limit`` documents would hold them all
+        (the only case :meth:`_search_all_terms` can answer)."""
+        n = self._n_docs
+        expected = float(n)
+        for tid, _, _ in entries:
+            expected *= self._df[tid] / n
+        return len(entries) >= 2 and expected >= limit
+
+    def _search_all_terms(
+        self,
+        entries: Sequence[tuple[int, float, float]],
+        pairs: Sequence[tuple[int, int]],
+        limit: int,
+        accept: Callable[[int], bool],
+        priority: Callable[[int], tuple[Any, ...]],
+        order: Sequence[int] | None,
+    ) -> list[tuple[float, int]] | None:
+        """The exact answer from the documents holding every term (their postings met
+        as dictionaries, in C), or None when there are too few or a document missing a
+        term might still rank among the first ``limit``."""
+        tids = [tid for tid, _, _ in entries]
+        if len(tids) < 2 or len(set(tids)) < len(tids):
+            return None
+        posts: list[dict[int, int]] = [dict(self._posting(tid)) for tid in tids]
+        smallest = min(range(len(posts)), key=lambda i: len(posts[i]))
+        every = set(posts[smallest]).intersection(*posts)
+        if len(every) < limit:
+            return None
+        _, base, per_len = self._norms()
+        lengths = self._length
+        acc = dict.fromkeys(every, 0.0)
+        for (_, w, _), post in zip(entries, posts, strict=True):
+            for key in every:
+                tf = post[key]
+                acc[key] += w * tf / (tf + base + per_len * lengths[key] if per_len else tf + base)
+        self._add_pair_bonus(acc, pairs)
+        found = top_accepted(acc, limit, accept, priority, order)
+        if len(found) < limit:
+            return None
+        # A document missing term t scores at most the others' bounds plus the bonus of
+        # the pairs without t.
+        total = sum(ub for _, _, ub in entries)
+        reach = max(
+            total - ub + PAIR_BONUS * sum(1 for p in pairs if tid not in p)
+            for tid, _, ub in entries
+        )
+        return found if found[-1][0] > reach + 1e-9 else None
 
     def _bounds(
         self, entries: Sequence[tuple[int, float, float]], pairs: Sequence[tuple[int, int]]

@@ -4,8 +4,10 @@ On a cold start the function restores the user's memory from one URL into local 
 space, remembers what the event says, answers with the built context, and the snapshot
 is saved incrementally after each change. Many invocations for the same user may run at
 once: each save is a small delta under a unique name, and the next restore merges them.
-The first save after a restore that found deltas folds them into a new base, so every
-invocation costs about the same number of requests.
+An invocation uploads its deltas only; a save folds them into a new base once
+``compact_after`` deltas wait or they pass a quarter of the base, and that base carries
+the search index's cache, so a restored memory's first recall parses only what came
+after it.
 
 Build ``KnowledgeMemory`` inside the handler, on the same scratch path for the same
 user. In a warm container the second construction revalidates the folder it restored

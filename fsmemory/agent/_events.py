@@ -18,29 +18,6 @@ from typing import Any, ClassVar, TypeVar
 
 from fsmemory import _jsonutil
 
-__all__ = [
-    "AggregationCompleted",
-    "AggregationFailed",
-    "AggregationStarted",
-    "CompactionCompleted",
-    "CompactionFailed",
-    "CompactionStarted",
-    "CompactionSummary",
-    "Event",
-    "EventLogFailed",
-    "HaltEvent",
-    "ModelResponse",
-    "ObserverAlert",
-    "Severity",
-    "ToolCall",
-    "ToolError",
-    "ToolResult",
-    "UnknownEvent",
-    "Usage",
-    "UserMessage",
-    "describe_exception",
-]
-
 E = TypeVar("E", bound="Event")
 
 _REGISTRY: dict[str, type[Event]] = {}

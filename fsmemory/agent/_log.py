@@ -11,18 +11,6 @@ from fsmemory import _jsonutil
 from fsmemory.agent._events import CompactionCompleted, Event
 from fsmemory.store import KnowledgeStore
 
-__all__ = [
-    "EVENT_LOG_DIR",
-    "check_stream_id",
-    "encode_events",
-    "load_history",
-    "log_path",
-    "parse_event_lines",
-    "read_event_log",
-    "replay_history",
-    "tail_event_log",
-]
-
 logger = logging.getLogger(__name__)
 
 EVENT_LOG_DIR = "/log"

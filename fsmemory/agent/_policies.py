@@ -34,21 +34,6 @@ from fsmemory.store import KnowledgeStore
 if TYPE_CHECKING:
     from fsmemory.memory import KnowledgeMemory
 
-__all__ = [
-    "AlertPolicy",
-    "Assembly",
-    "AssemblyContext",
-    "AssemblyPolicy",
-    "ConversationPolicy",
-    "EpisodicMemoryPolicy",
-    "KnowledgeMemoryPolicy",
-    "PolicyKind",
-    "SlidingWindowPolicy",
-    "TokenBudgetPolicy",
-    "WorkingMemoryPolicy",
-    "assemble",
-    "validate_order",
-]
 
 #: ``"injection"`` adds prompts; ``"reduction"`` trims events.
 PolicyKind = Literal["injection", "reduction"]

@@ -8,7 +8,7 @@ dicts.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from fsmemory import _jsonutil
@@ -240,16 +240,7 @@ def from_openai_response(response: Mapping[str, Any] | Any) -> list[Event]:
             else e
             for e in events
         ]
-    usage = data.get("usage")
-    if usage is not None:
-        u = _as_dict(usage)
-        events.append(
-            Usage(
-                input_tokens=_int(u.get("prompt_tokens")),
-                output_tokens=_int(u.get("completion_tokens")),
-                model=model,
-            )
-        )
+    _append_usage(events, data, model, "prompt_tokens", "completion_tokens")
     return events
 
 
@@ -262,6 +253,33 @@ def _int(value: Any) -> int:
         return int(value)
     except (TypeError, ValueError, OverflowError):
         return 0
+
+
+def _append_usage(
+    events: list[Event],
+    data: Mapping[str, Any],
+    model: str | None,
+    input_key: str,
+    output_key: str,
+    count: Callable[[Any], int] = _int,
+) -> None:
+    """Append the :class:`Usage` of a response whose ``usage`` object (when it has one)
+    counts tokens under ``input_key`` / ``output_key``, each read by ``count``."""
+    usage = data.get("usage")
+    if usage is not None:
+        u = _as_dict(usage)
+        events.append(
+            Usage(
+                input_tokens=count(u.get(input_key)),
+                output_tokens=count(u.get(output_key)),
+                model=model,
+            )
+        )
+
+
+def _int_or_zero(value: Any) -> int:
+    """A token count read strictly, ``int(value or 0)``: text that is not a number raises."""
+    return int(value or 0)
 
 
 # -- OpenAI Responses --------------------------------------------------------------------
@@ -354,16 +372,7 @@ def _responses_events(data: Mapping[str, Any], model: str | None) -> list[Event]
         events.extend(_responses_item_events(_as_dict(raw), names, None, model, stop))
     if not events:
         events.append(ModelResponse("", model=model, stop_reason=stop))
-    usage = data.get("usage")
-    if usage is not None:
-        u = _as_dict(usage)
-        events.append(
-            Usage(
-                input_tokens=_int(u.get("input_tokens")),
-                output_tokens=_int(u.get("output_tokens")),
-                model=model,
-            )
-        )
+    _append_usage(events, data, model, "input_tokens", "output_tokens")
     return events
 
 
@@ -597,14 +606,5 @@ def from_anthropic_response(message: Mapping[str, Any] | Any) -> list[Event]:
             else e
             for e in events
         ]
-    usage = data.get("usage")
-    if usage is not None:
-        u = _as_dict(usage)
-        events.append(
-            Usage(
-                input_tokens=int(u.get("input_tokens") or 0),
-                output_tokens=int(u.get("output_tokens") or 0),
-                model=model,
-            )
-        )
+    _append_usage(events, data, model, "input_tokens", "output_tokens", count=_int_or_zero)
     return events

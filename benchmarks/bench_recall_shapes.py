@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -33,7 +34,10 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "peers"))
-sys.path.insert(0, str(HERE.parent))
+# The checkout measured is the one on PYTHONPATH (a child for --base gets the other
+# checkout's path there); the parent falls back to this checkout.
+if not os.environ.get("PYTHONPATH"):
+    sys.path.insert(1, str(HERE.parent))
 
 SHAPES = ("rare name", "common word", "word in every entry", "ten words", "empty", "no match")
 RESULT = "RESULT "
@@ -113,7 +117,10 @@ def _measure(folder: str, count: int, size: int) -> dict[str, list[float]]:
 
 def _child(argv: list[str]) -> None:
     folder, count, size = argv[0], int(argv[1]), int(argv[2])
-    print(RESULT + json.dumps(_measure(folder, count, size)))
+    import fsmemory
+
+    times = _measure(folder, count, size)
+    print(RESULT + json.dumps({"code": str(Path(fsmemory.__file__).parent.parent), **times}))
 
 
 def _p99(values: list[float]) -> float:
@@ -171,6 +178,9 @@ def main() -> None:
             if not line:
                 raise RuntimeError(f"{name} failed: {done.stderr[-2000:]}")
             times = json.loads(line[-1][len(RESULT) :])
+            code = times.pop("code")
+            if Path(code).resolve() != Path(checkout).resolve():
+                raise RuntimeError(f"{name} ran the code at {code}, not {checkout}")
             _table(f"{name}: warm recall(limit=5) at {args.size:,} entries", times)
 
 

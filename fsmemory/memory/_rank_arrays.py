@@ -32,18 +32,24 @@ def entry_array(
     out = np.zeros(n_keys, dtype=np.float64)
     _, base, per_len = index._norms()
     alive = np.array(index._alive, dtype=np.bool_)
-    lengths = np.array(index._length, dtype=np.float64) if per_len else None
+    lengths = np.array(index._length, dtype=np.intp)
     for tid, w, _ in entries:
         keys, tf = _posting_arrays(index, np, tid, alive)
         norm = tf + base
-        if lengths is not None:
-            norm += per_len * lengths[keys]
+        if per_len:
+            norm += per_len * lengths[keys].astype(np.float64)
         out += np.bincount(keys, weights=w * tf / norm, minlength=n_keys)
-    for a, b in pairs:
-        both = np.intersect1d(
-            _posting_arrays(index, np, a, alive)[0], _posting_arrays(index, np, b, alive)[0]
-        )
-        out[_side_by_side_keys(index, np, both, a, b)] += PAIR_BONUS
+    if pairs:
+        starts = np.array(index._start, dtype=np.intp)
+        seq = np.array(index._seq, dtype=np.uint32)  # a copy: a view would pin the array
+        for a, b in pairs:
+            # Keys holding both terms: a mask over the keys (linear; a key is in a
+            # term's postings once, so each key is met once).
+            holds_a = np.zeros(n_keys, dtype=np.bool_)
+            holds_a[_posting_arrays(index, np, a, alive)[0]] = True
+            keys_b = _posting_arrays(index, np, b, alive)[0]
+            both = keys_b[holds_a[keys_b]]
+            out[_side_by_side_keys(np, seq, starts, lengths, both, a, b)] += PAIR_BONUS
     return out
 
 
@@ -58,24 +64,24 @@ def _posting_arrays(index: BM25Index, np: Any, tid: int, alive: Any) -> tuple[An
     return keys, tf
 
 
-def _side_by_side_keys(index: BM25Index, np: Any, keys: Any, first: int, second: int) -> Any:
-    """The ``keys`` whose term sequence holds ``second`` right after ``first``."""
+def _side_by_side_keys(
+    np: Any, seq: Any, starts: Any, lengths: Any, keys: Any, first: int, second: int
+) -> Any:
+    """The ``keys`` whose term sequence (``seq[starts[k] : starts[k] + lengths[k]]``)
+    holds ``second`` right after ``first``."""
     if not len(keys):
         return keys
-    starts = np.array(index._start, dtype=np.intp)[keys]
-    gaps = np.array(index._length, dtype=np.intp)[keys] - 1  # adjacent positions each
+    gaps = lengths[keys] - 1  # adjacent positions each
     keep = gaps > 0
-    keys, starts, gaps = keys[keep], starts[keep], gaps[keep]
+    keys, at0, gaps = keys[keep], starts[keys][keep], gaps[keep]
     total = int(gaps.sum())
     if not total:
         return keys[:0]
     # Every adjacent position of every key, one flat array (owner: ``which``).
     which = np.repeat(np.arange(len(keys)), gaps)
     offsets = np.cumsum(gaps) - gaps
-    at = starts[which] + (np.arange(total) - offsets[which])
-    seq = np.frombuffer(index._seq, dtype=np.uint32)
-    inside = at + 1 < len(seq)  # a damaged loaded index may point past the end
+    at = at0[which] + (np.arange(total) - offsets[which])
+    inside = (at >= 0) & (at + 1 < len(seq))  # a damaged loaded index may point past the end
     at, which = at[inside], which[inside]
     found = (seq[at] == first) & (seq[at + 1] == second)
-    del seq  # a live view would stop the array from growing
     return keys[np.unique(which[found])]

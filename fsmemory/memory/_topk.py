@@ -57,9 +57,7 @@ def top_accepted(
             while end < size and round(best[end][1], 9) == score:
                 end += 1
             last = end == size and not complete
-            group = (
-                [kv for kv in scores.items() if round(kv[1], 9) == score] if last else best[at:end]
-            )
+            group = _equal_scores(scores, best[at][1], score) if last else best[at:end]
             for key in _by_priority(group, priority, order, limit - len(found)):
                 if accept(key):
                     found.append((score, key))
@@ -71,6 +69,18 @@ def top_accepted(
         if complete:
             return found
         want *= 4
+
+
+def _equal_scores(scores: Mapping[K, float], ref: float, score: float) -> list[tuple[K, float]]:
+    """Every item of ``scores`` whose score rounds to ``score`` (``ref`` is one such
+    score): a score equal to ``ref`` needs no rounding, and only one within 1e-9 of
+    ``score`` can round to it (a word in every entry makes one group of them all)."""
+    lo, hi = score - 1e-9, score + 1e-9
+    return [
+        kv
+        for kv in scores.items()
+        if kv[1] == ref or (lo < kv[1] < hi and round(kv[1], 9) == score)
+    ]
 
 
 def _by_priority(

@@ -646,6 +646,11 @@ class MemoryIndex(Claims, Feeding, IndexState):
         ids = self._ids
         return [ids[row] for row in rows]
 
+    def row_columns(self, start: int, end: int) -> tuple[list[str], list[str]]:
+        """Entry ids and contents of rows ``start`` to ``end`` (excluded), read in bulk
+        (a cache-loaded column is decoded at once, not row by row)."""
+        return _column(self._ids, start, end), _column(self._contents, start, end)
+
     def row_of(self, entry_id: str) -> int | None:
         """The row of the indexed entry with this id (live, hidden or expired)."""
         return self._row_of.get(entry_id)
@@ -720,3 +725,12 @@ class MemoryIndex(Claims, Feeding, IndexState):
 # that reset() assigns.
 for _name, _builder in _LAZY.items():
     setattr(MemoryIndex, _name, _OnFirstUse(_name, getattr(MemoryIndex, _builder)))
+
+
+def _column(strings: list[str] | _Strings, start: int, end: int) -> list[str]:
+    """Rows ``start`` to ``end`` (excluded) of a string column, as a list."""
+    if isinstance(strings, list):
+        return strings[start:end]
+    if start <= 0 and end >= len(strings):
+        return strings.tolist()
+    return [strings[row] for row in range(max(start, 0), min(end, len(strings)))]

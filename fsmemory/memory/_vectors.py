@@ -413,9 +413,8 @@ class VectorStore:
                     vec_of[row] = v
         self._mapped_vecs = n_vecs
         if n_rows > mapped:
-            new = range(mapped, n_rows)
-            digests = map(text_hash, map(index.row_content, new))
-            keys = zip(index.row_ids(new), digests, strict=True)
+            ids, texts = index.row_columns(mapped, n_rows)
+            keys = zip(ids, map(text_hash, texts), strict=True)
             vec_of[mapped:n_rows] = np.fromiter(
                 map(self._rows.get, keys, repeat(-1)), dtype=np.intp, count=n_rows - mapped
             )

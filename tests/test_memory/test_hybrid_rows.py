@@ -14,6 +14,7 @@ import pytest
 
 from fsmemory import KnowledgeMemory
 from fsmemory.memory import _index_cache
+from fsmemory.memory._index import _Strings
 from fsmemory.memory._rank import BM25Index
 
 from .conftest import FakeClock
@@ -101,6 +102,26 @@ def test_a_cache_loaded_index_ranks_as_a_fresh_one_and_embeds_only_queries(
         assert found == _ids(again, q), q
         assert not set(found) & set(gone)
     assert _ids(cached, "tea ceremony lisbon sunrise")[0] == added
+
+
+def test_row_columns_read_ids_and_contents_in_bulk(tmp_path: Path, clock: FakeClock) -> None:
+    folder = tmp_path / "m"
+    km = KnowledgeMemory(folder, clock=clock)
+    _seed(km, clock=clock)
+    km.recall("tea")  # writes the index cache
+    cached = KnowledgeMemory(folder, clock=clock)
+    cached.recall("tea")
+    extra = cached.remember("a row added after the cache was read")
+    assert isinstance(cached._index._contents, _Strings)  # columns read from the cache
+    for index in (km._index, cached._index):
+        n = index.rows
+        every = list(range(n))
+        whole = (index.row_ids(every), [index.row_content(r) for r in every])
+        assert index.row_columns(0, n) == whole
+        assert index.row_columns(3, n - 2) == (whole[0][3 : n - 2], whole[1][3 : n - 2])
+        assert index.row_columns(n, n) == ([], [])
+    assert cached._cache_loaded
+    assert cached._index.row_columns(0, cached._index.rows)[0][-1] == extra
 
 
 def test_row_maps_follow_a_reset_and_a_log_read_again(tmp_path: Path, clock: FakeClock) -> None:

@@ -39,7 +39,7 @@ kept when a string; ``timestamp`` when it is ISO-8601 text or a number of Unix s
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -120,6 +120,16 @@ def _split_lines(data: bytes) -> list[bytes]:
     if lines and lines[-1] == b"":
         lines.pop()
     return lines
+
+
+def _numbered(
+    lines: Sequence[bytes], first_line: int, offset: int
+) -> Iterator[tuple[int, int, bytes]]:
+    """Each line of :func:`_split_lines` with its number and the file offset it starts
+    at: line ``first_line`` starts at byte ``offset``, and every line ends in one ``\\n``."""
+    for number, raw in enumerate(lines, first_line):
+        yield number, offset, raw
+        offset += len(raw) + 1
 
 
 class _Base:
@@ -220,11 +230,8 @@ class MemoryParser(_Base):
     def _reference(self, data: bytes, first_line: int, base_offset: int) -> Parsed:
         cols: dict[str, list[Any]] = {c: [] for c in self.schema.names}
         corrupt: list[tuple[int, str]] = []
-        offset = base_offset
         lines = _split_lines(data)
-        for number, raw in enumerate(lines, first_line):
-            line_offset = offset
-            offset += len(raw) + 1
+        for number, line_offset, raw in _numbered(lines, first_line, base_offset):
             if not raw.strip():
                 continue
             try:
@@ -541,11 +548,8 @@ class EventParser(_Base):
         numbers: list[int] = []
         starts: list[int] = []
         corrupt: list[tuple[int, str]] = []
-        offset = base_offset
         lines = _split_lines(data)
-        for number, raw in enumerate(lines, first_line):
-            line_offset = offset
-            offset += len(raw) + 1
+        for number, line_offset, raw in _numbered(lines, first_line, base_offset):
             text = raw.strip()
             if not text:
                 continue

@@ -26,21 +26,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = [
-    "EVENTS_TABLE",
-    "EVENT_COLUMNS",
-    "MEMORY_COLUMNS",
-    "MEMORY_TABLE",
-    "PARTITION_COLUMN",
-    "SCHEMA_VERSION",
-    "SCHEMA_VERSION_KEY",
-    "Column",
-    "events_schema",
-    "memory_schema",
-    "require_pyarrow",
-    "schema_for",
-]
-
 #: Version of the exported schema, stored in every file's Parquet schema metadata.
 SCHEMA_VERSION = 1
 #: The Parquet schema metadata key holding :data:`SCHEMA_VERSION`.

@@ -52,7 +52,6 @@ import logging
 import math
 import re
 from collections.abc import Callable, Sequence
-from datetime import timedelta
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +59,15 @@ from fsmemory.errors import EmbedderError, require
 from fsmemory.fs.base import StorageRoot
 from fsmemory.memory._rank import query_terms, top_accepted, words
 from fsmemory.memory._vecfile import Rows, VectorFile, chunks, widen, widen_dot
+from fsmemory.memory._vecrank import (
+    CONTEXT_GAP,
+    CONTEXT_SPAN,
+    CONTEXT_WEIGHT,
+    always,
+    context_scores,
+    grown,
+    standardise,
+)
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -103,12 +111,6 @@ LEXICAL_WEIGHT = 0.3
 _CENTRE_PRIOR = 4
 # The mean is summed in fixed point (see _row_sum): units of 2**-40.
 _FIXED_ONE = float(1 << 40)
-# Context (see context_scores): an entry gains this share of the best fused score among
-# the live entries written up to CONTEXT_SPAN places before or after it, no more than
-# CONTEXT_GAP apart in time.
-CONTEXT_WEIGHT = 0.25
-CONTEXT_SPAN = 2
-CONTEXT_GAP = timedelta(hours=1)
 
 
 def is_derived(path: str) -> bool:
@@ -396,7 +398,7 @@ class VectorStore:
             self._vec_of = np.full(0, -1, dtype=np.intp)
             self._mapped_rows = self._mapped_vecs = 0
         n_rows, n_vecs = index.rows, len(self._ids)
-        vec_of = self._vec_of = _grown(np, self._vec_of, n_rows)
+        vec_of = self._vec_of = grown(np, self._vec_of, n_rows)
         mapped = self._mapped_rows
         if mapped and n_vecs > self._mapped_vecs:
             # Vectors stored since the last call, for rows mapped before (ours, or
@@ -729,7 +731,7 @@ class VectorStore:
         rows, vecs = live
         dense = self.dense_scores(query_vector, vecs)
         lex = lexical[rows]
-        fused = LEXICAL_WEIGHT * _standardise(np, lex) + (1 - LEXICAL_WEIGHT) * _standardise(
+        fused = LEXICAL_WEIGHT * standardise(np, lex) + (1 - LEXICAL_WEIGHT) * standardise(
             np, dense
         )
         if context is not None:
@@ -767,7 +769,7 @@ class VectorStore:
                 for i, row in zip(top.tolist(), rows[top].tolist(), strict=True)
                 if accept(row)
             }
-            found = top_accepted(scores, limit, _always, priority)
+            found = top_accepted(scores, limit, always, priority)
             if len(found) >= limit or len(top) >= n:
                 return found
             want = min(n, want * 4)
@@ -777,57 +779,3 @@ def text_hash(text: str) -> str:
     """The hash a vector is keyed by beside its entry id: 8 bytes of BLAKE2b of the
     UTF-8 text, in hex."""
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
-
-
-def context_scores(
-    np: Any,
-    fused: Any,
-    order: Any,
-    stamps: Any,
-    span: int = CONTEXT_SPAN,
-    gap: timedelta = CONTEXT_GAP,
-) -> Any:
-    """Per row of ``fused``, the best positive score among the rows written up to
-    ``span`` places before or after it in ``order`` and at most ``gap`` apart (0 when
-    there is none; rows not in ``order`` get 0 and pass nothing on).
-
-    Args:
-        np: the NumPy module.
-        fused: a score per vector row.
-        order: vector rows in the order their entries were written.
-        stamps: the creation time of each row of ``order`` (microseconds), ascending.
-        span: how many places before and after count.
-        gap: the longest time between two entries that still count.
-    """
-    gap_us = gap // timedelta(microseconds=1)
-    scores = fused[order]
-    best = np.zeros_like(scores)  # the floor: a negative score passes nothing on
-    for k in range(1, min(span, len(order) - 1) + 1):
-        close = stamps[k:] - stamps[:-k] <= gap_us
-        np.maximum(best[:-k], np.where(close, scores[k:], 0.0), out=best[:-k])
-        np.maximum(best[k:], np.where(close, scores[:-k], 0.0), out=best[k:])
-    out = np.zeros_like(fused)
-    out[order] = best
-    return out
-
-
-def _grown(np: Any, arr: Any, size: int) -> Any:
-    """``arr`` extended with -1 to at least ``size`` items (capacity doubles)."""
-    if len(arr) >= size:
-        return arr
-    out = np.full(max(size, 2 * len(arr), 64), -1, dtype=np.intp)
-    out[: len(arr)] = arr
-    return out
-
-
-def _always(_key: str) -> bool:
-    return True
-
-
-def _standardise(np: Any, x: Any) -> Any:
-    if not x.size:
-        return x
-    std = float(x.std())
-    if std == 0.0:
-        return np.zeros_like(x)
-    return (x - float(x.mean())) / std

@@ -145,20 +145,21 @@ class ExportReport:
             f"log files into {self.parts_written:,} Parquet files "
             f"({_size(self.bytes_written)}) in {self.seconds:.2f} s"
         )
-        extras = []
-        if self.corrupt_lines:
-            extras.append(f"{self.corrupt_lines:,} corrupt lines skipped")
-        if self.pending_lines:
-            extras.append(f"{self.pending_lines:,} unfinished lines left for later")
-        if self.files_reexported:
-            extras.append(f"{self.files_reexported:,} rewritten files re-exported")
-        if self.out_of_window:
-            extras.append(f"{self.out_of_window:,} events before --since skipped")
-        if self.parts_compacted:
-            extras.append(f"{self.parts_compacted:,} small Parquet files merged")
-        if self.conflicts:
-            extras.append(f"{self.conflicts:,} concurrent-export conflicts resolved")
+        extras = [
+            f"{count:,} {what}" for name, what in _SUMMARY_EXTRAS if (count := getattr(self, name))
+        ]
         return text + ("; " + ", ".join(extras) if extras else "")
+
+
+#: The counts :meth:`ExportReport.summary` adds after its main line when not zero.
+_SUMMARY_EXTRAS = (
+    ("corrupt_lines", "corrupt lines skipped"),
+    ("pending_lines", "unfinished lines left for later"),
+    ("files_reexported", "rewritten files re-exported"),
+    ("out_of_window", "events before --since skipped"),
+    ("parts_compacted", "small Parquet files merged"),
+    ("conflicts", "concurrent-export conflicts resolved"),
+)
 
 
 def _size(n: int) -> str:

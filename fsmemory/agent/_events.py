@@ -116,15 +116,8 @@ class Event:
 
     @classmethod
     def _build(cls, data: Mapping[str, Any]) -> Event:
-        kwargs: dict[str, Any] = {}
-        for name in _payload_fields(cls):
-            if name in data:
-                kwargs[name] = data[name]
-        for name in ("id", "timestamp"):
-            value = data.get(name)
-            if isinstance(value, str):
-                kwargs[name] = value
-        return cls(**kwargs)
+        kwargs = {name: data[name] for name in _payload_fields(cls) if name in data}
+        return cls(**kwargs, **_stamp_of(data))
 
     def to_json_line(self) -> bytes:
         """One JSON line (``\\n``-terminated) as written to the event log."""
@@ -141,6 +134,12 @@ def _payload_fields(cls: type[Event]) -> tuple[str, ...]:
         )
         _PAYLOAD[cls] = names
     return names
+
+
+def _stamp_of(data: Mapping[str, Any]) -> dict[str, str]:
+    """The ``id`` and ``timestamp`` of a raw event dict that are strings (the others
+    get fresh values)."""
+    return {k: v for k in ("id", "timestamp") if isinstance(v := data.get(k), str)}
 
 
 def _to_json(value: Any) -> Any:
@@ -573,12 +572,7 @@ class UnknownEvent(Event):
     @classmethod
     def wrap(cls, data: Mapping[str, Any]) -> UnknownEvent:
         """Keep ``data`` (its ``id``/``timestamp`` are reused when they are strings)."""
-        kwargs: dict[str, Any] = {"data": dict(data)}
-        for name in ("id", "timestamp"):
-            value = data.get(name)
-            if isinstance(value, str):
-                kwargs[name] = value
-        return cls(**kwargs)
+        return cls(data=dict(data), **_stamp_of(data))
 
     @property
     def type_name(self) -> str:

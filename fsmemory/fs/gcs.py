@@ -90,7 +90,6 @@ with ``spawn`` use obstore as usual.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import builtins
@@ -101,7 +100,6 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, ClassVar
@@ -778,6 +776,8 @@ class GcsfsRoot(GCSRoot):
 
     async def _delete_keys(self, keys: builtins.list[str]) -> int:
         """Concurrent ``DELETE`` requests; objects already gone do not count."""
+        import asyncio  # not at the top: a cold open on the obstore route never needs it
+
         gate = asyncio.Semaphore(_DELETE_CONCURRENCY)
 
         async def one(key: str) -> bool:
@@ -867,6 +867,8 @@ class GCSObstoreRoot(ObstoreRoot, GCSRoot):
 
         if len(keys) == 1:
             return int(one(keys[0]))
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(min(_DELETE_CONCURRENCY, len(keys))) as pool:
             return sum(pool.map(one, keys))
 

@@ -89,6 +89,8 @@ _FIXED = struct.Struct("<8sHBBIH16s")  # magic, version, dtype, 0, dimension, na
 _BLOCK = struct.Struct("<4sIIIII")  # magic, rows, keys length, 0, body crc, head crc
 # Rows of float16 widened to float32 at a time (a few hundred KB: stays in cache).
 _WIDEN_ROWS = 512
+# The sign bit and the 28 bits a float16's exponent and mantissa fill once shifted.
+_SIGN_AND_MAGNITUDE = -0x70000001  # 0x8FFFFFFF as an int32
 # A block of at least this many rows carries the sum of its vectors.
 SUM_ROWS = 256
 
@@ -251,21 +253,24 @@ def _block_at(
     return Block(ids, hashes, vectors_at, block_end, sums), False
 
 
-def widen_rows(np: Any, bits: Any, wide: Any, sign: Any) -> Any:
-    """The float16 rows ``bits`` (viewed as uint16) as float32, in ``wide`` (a uint32
-    work array at least as large; ``sign`` another); returns the float32 view.
+def widen_rows(np: Any, bits: Any, wide: Any) -> Any:
+    """The float16 rows ``bits`` (viewed as int16) as float32, in ``wide`` (an int32
+    work array at least as large); returns the float32 view.
 
     Done on the bits, exact for every finite float16 (subnormals included): NumPy's own
-    float16 cast converts one value at a time, several times slower."""
+    float16 cast converts one value at a time, several times slower. Four passes: the
+    sign-extending copy to 32 bits puts the sign in bit 31 (and in the three bits below
+    it, which the mask clears), the shift moves exponent and mantissa to their float32
+    places, and the product by 2**112 moves the exponent bias from 15 to 127 (a
+    subnormal float16 becomes a normal float32; a power of two scales exactly, whatever
+    the sign)."""
     k = bits.shape[0]
-    w, s = wide[:k], sign[:k]
-    np.bitwise_and(bits, 0x7FFF, out=w)
+    w = wide[:k]
+    np.copyto(w, bits, casting="safe")
     np.left_shift(w, 13, out=w)
+    np.bitwise_and(w, _SIGN_AND_MAGNITUDE, out=w)
     f = w.view(np.float32)
-    f *= np.float32(2.0**112)  # exponent bias 15 -> 127 (subnormals become normal)
-    np.bitwise_and(bits, 0x8000, out=s)
-    np.left_shift(s, 16, out=s)
-    np.bitwise_or(w, s, out=w)
+    f *= np.float32(2.0**112)
     return f
 
 
@@ -278,12 +283,11 @@ def chunks(np: Any, matrix: Any, rows: Any = None) -> Any:
     if not count:
         return
     size = min(count, _WIDEN_ROWS)
-    wide = np.empty((size, d), dtype=np.uint32)
-    sign = np.empty((size, d), dtype=np.uint32)
-    bits = matrix.view(np.uint16)
+    wide = np.empty((size, d), dtype=np.int32)
+    bits = matrix.view(np.int16)
     for at in range(0, count, size):
         part = bits[at : at + size] if rows is None else bits[rows[at : at + size]]
-        yield at, widen_rows(np, part, wide, sign)
+        yield at, widen_rows(np, part, wide)
 
 
 def widen_dot(np: Any, matrix: Any, weights: Any, out: Any) -> None:

@@ -343,6 +343,16 @@ class KnowledgeMemory:
     def _write_entry(self, entry: KnowledgeEntry) -> None:
         line = _jsonutil.dumps_line(entry.to_dict())
         log_path = log_name_for(entry.created_at)
+        # A cold index would read MEMORY.md alone to add the bullet, matching every
+        # bullet without the logs' records (most of a restored serverless memory's first
+        # remember()); with a cache file, load it and refresh from it instead.
+        if (
+            entry.persistent
+            and not self._cache_checked
+            and not self._index.log_infos()
+            and self._list_and_load_cache()
+        ):
+            self._index.refresh(self.root, self._listing)
         synced = self._facts_file.add(entry) if entry.persistent else True
         try:
             offset = self.root.append(log_path, line, line_safe=True, unique=True)
@@ -564,21 +574,27 @@ class KnowledgeMemory:
         if self._cache_checked or self._index.log_infos():
             self._listing = self.root.list("", recursive=True)
         else:
-            # Before any log is read (a first persistent remember() may have read
-            # MEMORY.md alone, and the cache, refreshed below, replaces that too): the
-            # listing and the cache file, together where the root can send both.
-            self._listing, loaded = _index_cache.list_and_load(self.root, self._index)
-            if loaded:
-                stale, total = self._index.bytes_to_reread(self.root, self._listing)
-                if 2 * stale > total:
-                    # Mostly rewritten or replaced since (a copied folder): dropping
-                    # what the cache holds would cost more than parsing afresh.
-                    self._index.reset()
-                else:
-                    self._cache_rows = self._index.rows
-                    self._cache_loaded = True
+            self._list_and_load_cache()
         self._cache_checked = True
         self._index.refresh(self.root, self._listing)
+
+    def _list_and_load_cache(self) -> bool:
+        """Before any log is read: the listing and the cache file, together where the
+        root can send both (a first persistent remember() may have read MEMORY.md
+        alone; the cache replaces that too). True when the cache was loaded."""
+        self._listing, loaded = _index_cache.list_and_load(self.root, self._index)
+        self._cache_checked = True
+        if not loaded:
+            return False
+        stale, total = self._index.bytes_to_reread(self.root, self._listing)
+        if 2 * stale > total:
+            # Mostly rewritten or replaced since (a copied folder): dropping what the
+            # cache holds would cost more than parsing afresh.
+            self._index.reset()
+            return False
+        self._cache_rows = self._index.rows
+        self._cache_loaded = True
+        return True
 
     def _save_index_cache(self) -> None:
         """Persist the index once it holds enough rows the cache file does not (or the

@@ -189,3 +189,31 @@ def test_index_cache_false_neither_installs_nor_packs_the_cache(tmp_path: Path) 
     again = KnowledgeMemory(tmp_path / "r2", backend=FsspecBackend(url))
     assert again.root.read_cache(_index_cache.CACHE_NAME) is None
     assert _answers(again) == _fresh_answers(tmp_path / "r2")
+
+
+def test_a_first_persistent_remember_after_a_restore_starts_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The handler's first call is often a persistent remember(): it loads the cache the
+    base carried instead of matching every MEMORY.md bullet without the logs' records
+    (which made an md- entry per bullet, then threw them away)."""
+    from fsmemory.memory._claims import Claims
+
+    url = f"memory://travel/{uuid.uuid4().hex}.snapshot"
+    _seed(tmp_path, url)
+    made: list[object] = []
+    add = Claims._add_md_entry
+
+    def counting(self: Any, key: Any, occurrence: int) -> None:
+        made.append(key)
+        add(self, key, occurrence)
+
+    monkeypatch.setattr(Claims, "_add_md_entry", counting)
+    restored = KnowledgeMemory(tmp_path / "r", backend=FsspecBackend(url))
+    restored.remember("a new fact", category="cat3", persistent=True)
+    assert restored._cache_loaded
+    # (only bullets whose records came after the cache was written wait for them)
+    assert len(made) <= 4, made
+    answers = _answers(restored)
+    assert answers == _fresh_answers(tmp_path / "r")
+    assert "a new fact" in answers[1]["cat3"]

@@ -22,13 +22,14 @@ implements both natively in Redis (with an optional server-side TTL).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import threading
 import time
 import uuid
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
@@ -73,6 +74,8 @@ RETIRED_GRACE = 120.0
 #: a restore fetches the base and the waiting deltas with up to this many requests in
 #: flight, so with the default ``compact_after`` they all travel in one round trip
 FETCH_THREADS = 64
+#: seconds the fetching threads wait for each other to start before sending anyway
+_START_WAIT = 2.0
 #: a read that finds objects removed under it tries again this many times in all (what it
 #: fetched is kept across attempts; an attempt fails only when it takes longer than
 #: :data:`RETIRED_GRACE`)
@@ -491,7 +494,15 @@ class FsspecBackend:
 
 def _fetch_all(root: StorageRoot, paths: Sequence[str]) -> list[bytes | None]:
     """Read ``paths`` all at once (one round trip: a thread each, up to
-    :data:`FETCH_THREADS`); None for a path that no longer exists."""
+    :data:`FETCH_THREADS`); None for a path that no longer exists.
+
+    The threads wait for one another before sending (a barrier): none sends its request
+    while others are still starting, so a fast reply never frees a thread to take a
+    second path the pool would otherwise send later, one after the other.
+
+    Raises:
+        Whatever a read raises other than ``KeyNotFoundError`` (the first such error).
+    """
 
     def fetch(path: str) -> bytes | None:
         try:
@@ -501,8 +512,29 @@ def _fetch_all(root: StorageRoot, paths: Sequence[str]) -> list[bytes | None]:
 
     if len(paths) <= 1:
         return [fetch(p) for p in paths]
-    with ThreadPoolExecutor(max_workers=min(FETCH_THREADS, len(paths))) as pool:
-        return list(pool.map(fetch, paths))
+    count = min(FETCH_THREADS, len(paths))
+    results: list[bytes | None] = [None] * len(paths)
+    errors: list[BaseException] = []
+    ready = threading.Barrier(count)
+
+    def run(first: int) -> None:
+        with contextlib.suppress(threading.BrokenBarrierError):  # slow to start: send
+            ready.wait(timeout=_START_WAIT)
+        for i in range(first, len(paths), count):
+            try:
+                results[i] = fetch(paths[i])
+            except BaseException as exc:  # handed to the caller below
+                errors.append(exc)
+                return
+
+    threads = [threading.Thread(target=run, args=(k,), daemon=True) for k in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return results
 
 
 def _delete_all(root: StorageRoot, paths: Sequence[str]) -> bool:

@@ -728,9 +728,24 @@ for _name, _builder in _LAZY.items():
 
 
 def _column(strings: list[str] | _Strings, start: int, end: int) -> list[str]:
-    """Rows ``start`` to ``end`` (excluded) of a string column, as a list."""
+    """Rows ``start`` to ``end`` (excluded) of a string column, as a list: the rows a
+    cache-loaded column holds as bytes are decoded in one step (as ``tolist`` does)."""
     if isinstance(strings, list):
         return strings[start:end]
-    if start <= 0 and end >= len(strings):
-        return strings.tolist()
-    return [strings[row] for row in range(max(start, 0), min(end, len(strings)))]
+    start, end = max(start, 0), min(end, len(strings))
+    held = strings._n  # rows still held as UTF-8 bytes, the rest as strings
+    out: list[str] = []
+    if start < min(end, held):
+        off = strings._off
+        stop = min(end, held)
+        first = off[start]
+        data = bytes(strings._blob[first : off[stop]])
+        bounds = [at - first for at in off[start : stop + 1]]
+        if data.isascii():  # byte offsets are character offsets
+            text = data.decode("ascii")
+            out = list(map(text.__getitem__, map(slice, bounds, bounds[1:])))
+        else:
+            out = [str(data[a:b], "utf-8", "replace") for a, b in itertools.pairwise(bounds)]
+    if end > held:
+        out.extend(strings._more[max(start - held, 0) : end - held])
+    return out

@@ -103,6 +103,8 @@ _WIDE_BYTES = 32 << 20
 # A block of the file with at least this many rows is used where it lies (mapped or
 # read); smaller ones are copied into one buffer (each piece costs every product a step).
 _VIEW_ROWS = 256
+# Index rows whose ids and texts are read at once when they are matched to vectors.
+_MAP_ROWS = 8192
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 # Weight of the lexical score in the fusion (both scores are standardised first).
 LEXICAL_WEIGHT = 0.3
@@ -414,13 +416,16 @@ class VectorStore:
                 ):
                     vec_of[row] = v
         self._mapped_vecs = n_vecs
-        if n_rows > mapped:
-            ids, texts = index.row_columns(mapped, n_rows)
+        # Read in bulk, a slice at a time (the strings of every row at once would add
+        # tens of MB to the peak resident memory of a large memory's first recall).
+        for start in range(mapped, n_rows, _MAP_ROWS):
+            end = min(start + _MAP_ROWS, n_rows)
+            ids, texts = index.row_columns(start, end)
             keys = zip(ids, map(text_hash, texts), strict=True)
-            vec_of[mapped:n_rows] = np.fromiter(
-                map(self._rows.get, keys, repeat(-1)), dtype=np.intp, count=n_rows - mapped
+            vec_of[start:end] = np.fromiter(
+                map(self._rows.get, keys, repeat(-1)), dtype=np.intp, count=end - start
             )
-            self._mapped_rows = n_rows
+        self._mapped_rows = max(mapped, n_rows)
 
     def live_rows(self, index: MemoryIndex, now: datetime) -> tuple[Any, Any]:
         """The index rows live at ``now`` (ascending) and their vector rows: what every

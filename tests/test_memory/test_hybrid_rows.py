@@ -108,20 +108,23 @@ def test_row_columns_read_ids_and_contents_in_bulk(tmp_path: Path, clock: FakeCl
     folder = tmp_path / "m"
     km = KnowledgeMemory(folder, clock=clock)
     _seed(km, clock=clock)
+    km.remember("café naïve résumé ✓ tea")  # a column that is not all ASCII
     km.recall("tea")  # writes the index cache
     cached = KnowledgeMemory(folder, clock=clock)
     cached.recall("tea")
     extra = cached.remember("a row added after the cache was read")
+    cached.remember("another one, déjà vu")
     assert isinstance(cached._index._contents, _Strings)  # columns read from the cache
     for index in (km._index, cached._index):
         n = index.rows
         every = list(range(n))
         whole = (index.row_ids(every), [index.row_content(r) for r in every])
+        assert "café naïve résumé ✓ tea" in whole[1]
         assert index.row_columns(0, n) == whole
-        assert index.row_columns(3, n - 2) == (whole[0][3 : n - 2], whole[1][3 : n - 2])
-        assert index.row_columns(n, n) == ([], [])
+        for a, b in [(3, n - 2), (n - 3, n), (n - 1, n + 5), (0, 1), (n, n), (5, 5)]:
+            assert index.row_columns(a, b) == (whole[0][a:b], whole[1][a:b]), (a, b)
     assert cached._cache_loaded
-    assert cached._index.row_columns(0, cached._index.rows)[0][-1] == extra
+    assert cached._index.row_columns(0, cached._index.rows)[0][-2] == extra
 
 
 def test_row_maps_follow_a_reset_and_a_log_read_again(tmp_path: Path, clock: FakeClock) -> None:

@@ -404,7 +404,9 @@ class StorageRoot(ABC):
     def read_cache(self, name: str) -> bytes | None:
         """The cache file ``name`` (``.fsmemory-cache.<name>`` at the top of the root),
         or None when there is none. Cache files hold derived data: they are never
-        listed, packed into snapshots or exported, and deleting one changes no answer.
+        listed or exported, never snapshotted as files of the memory (a snapshot base
+        may carry the index cache apart, verified when restored), and deleting one
+        changes no answer.
         """
         with cache_paths():
             try:

@@ -8,7 +8,8 @@
 
 Anything else in the folder is not part of the memory. Names starting with
 ``.fsmemory`` are reserved for fsmemory's own files (locks, caches): they are never
-packed into snapshots nor exported.
+packed into snapshots as files of the memory, nor exported (a snapshot base carries the
+search index's cache apart, as a derived file: see :mod:`fsmemory.memory._replica`).
 """
 
 from __future__ import annotations

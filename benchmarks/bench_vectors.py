@@ -121,11 +121,11 @@ def probe(folder: Path, mode: str) -> dict[str, float]:
     ms = (time.perf_counter() - t0) * 1000 - (embedder.spent_ms if embedder else 0.0)
     assert found
     rss = _rss_mb()
-    warm = []
-    for query in WARM_QUERIES:
+    warm: list[float] = []
+    for text in WARM_QUERIES:
         spent = embedder.spent_ms if embedder else 0.0
         t0 = time.perf_counter()
-        km.recall(query, limit=5)
+        km.recall(text, limit=5)
         warm.append(
             (time.perf_counter() - t0) * 1000 - (embedder.spent_ms - spent if embedder else 0.0)
         )

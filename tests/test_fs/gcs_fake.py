@@ -321,11 +321,31 @@ class GCSXmlRelay:
         return _Reply(200, _object_headers(meta), b"")
 
     def _get(self, handler: BaseHTTPRequestHandler, bucket: str, key: str, *, head: bool) -> _Reply:
-        status, meta = self._json("GET", self._object_path(bucket, key))
-        if status == 404:
-            return self._missing(bucket, key)
-        if status >= 300 or meta is None:
-            return _Reply(status, [], b"")
+        # GCS serves the object current when the request arrives, whole: here that is
+        # the metadata, then the content of that generation. A write landing between
+        # the two removes the generation read first (no versioning): read again, as an
+        # atomic GET would have read the new one (only a missing object is missing).
+        for _ in range(50):
+            status, meta = self._json("GET", self._object_path(bucket, key))
+            if status == 404:
+                return self._missing(bucket, key)
+            if status >= 300 or meta is None:
+                return _Reply(status, [], b"")
+            reply = self._serve_generation(handler, bucket, key, meta, head=head)
+            if reply is not None:
+                return reply
+        return _error(503, "ServiceUnavailable", "the object keeps changing")
+
+    def _serve_generation(
+        self,
+        handler: BaseHTTPRequestHandler,
+        bucket: str,
+        key: str,
+        meta: dict[str, Any],
+        *,
+        head: bool,
+    ) -> _Reply | None:
+        """The reply for the generation ``meta`` describes; None when it is gone."""
         size = int(meta.get("size") or 0)
         headers = _object_headers(meta)
         headers.append(("Content-Type", str(meta.get("contentType") or "application/octet-stream")))
@@ -343,8 +363,8 @@ class GCSXmlRelay:
             f"?alt=media&generation={meta['generation']}"
         )
         status, _, data = self._send("GET", media)
-        if status == 404:  # replaced between the two requests: as GCS, this generation's gone
-            return self._missing(bucket, key)
+        if status == 404:  # replaced between the two requests
+            return None
         if span is None:
             return _Reply(200, headers, data)
         start, end = span

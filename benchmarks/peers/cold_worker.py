@@ -95,7 +95,10 @@ def mode_cold_floor(params: dict[str, Any]) -> dict[str, Any]:
     from fsmemory.implementations import register
 
     register()
-    fs, path = fsspec.url_to_fs(params["url"], **(params.get("storage_options") or {}))
+    options = dict(params.get("storage_options") or {})
+    # fsspec's filesystem takes the options without fsmemory's route choice
+    plain = {k: v for k, v in options.items() if k != "client"}
+    fs, path = fsspec.url_to_fs(params["url"], **plain)
     t0 = time.perf_counter()
     names = [p for p in fs.find(path) if not p.rsplit("/", 1)[-1].startswith(".")]
     # cat_ranges from 0: one GET per object (s3fs's whole-object cat sends a HEAD first)
@@ -123,7 +126,7 @@ def mode_cold_floor(params: dict[str, Any]) -> dict[str, Any]:
     # HEAD first) and fsmemory's own root (on S3 through obstore).
     from fsmemory import open_root
 
-    root = open_root(params["url"], params.get("storage_options"))
+    root = open_root(params["url"], options)
     get_fsspec = median_ms(lambda: fs.cat_ranges([probe], [0], [None]))
     get_root = median_ms(lambda: root.read_bytes("floor-probe.bin"))
     fs.rm_file(probe)

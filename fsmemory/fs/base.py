@@ -9,7 +9,6 @@ quirks live in the subclasses; callers never see them.
 from __future__ import annotations
 
 import builtins
-import hashlib
 import re
 import time
 from abc import ABC, abstractmethod
@@ -134,6 +133,9 @@ def check_options(kind: str, options: Mapping[str, Any], known: Iterable[str]) -
 
 def content_version(data: bytes) -> str:
     """The version token of content-addressed backends: a short BLAKE2b digest."""
+    import hashlib  # here: hashlib loads OpenSSL, which a process that never reads
+    # versioned content does not need at import
+
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 

@@ -32,6 +32,7 @@ from fsmemory.fs.base import StorageRoot
 from fsmemory.memory.layout import SETTINGS_FILE
 
 __all__ = [
+    "DEFAULT_EMBED_BATCH",
     "DEFAULT_RETENTION_DAYS",
     "MAX_RETENTION_DAYS",
     "Settings",
@@ -41,6 +42,9 @@ __all__ = [
     "store_retention",
 ]
 
+#: How many missing vectors one embedder call is given (``KnowledgeMemory(embed_batch_size)``);
+#: kept here, not in ``_vectors``, so a memory without an embedder never loads the vectors.
+DEFAULT_EMBED_BATCH = 64
 #: The retention of a memory whose creator chose none.
 DEFAULT_RETENTION_DAYS = 30
 #: The longest retention accepted (about 273 years): any date it reaches back to exists.

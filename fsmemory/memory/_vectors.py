@@ -19,8 +19,9 @@ a file may be deleted at any time: entries without a vector are embedded again, 
 batches of ``embed_batch_size`` texts, by the next ``recall()``. The JSONL file older
 versions wrote (``<name>-<dimension>.jsonl``) is converted once, when the binary file is
 created. The vectors are never needed to read the memory, never appear in MEMORY.md or
-the logs, and are left out of snapshots for now (they are rebuilt from the logs; the
-file's appended blocks are what a snapshot can later carry incrementally).
+the logs, and are left out of a snapshot's files: they travel beside them as verified
+derived parts, a save's delta carrying the blocks appended since the last sync (see
+:mod:`fsmemory.memory._vectravel`).
 
 Vectors are kept as float16 in memory too (a vector just embedded is rounded as the file
 rounds it), so a memory ranks exactly the same from its file, without it, or after a
@@ -58,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 from fsmemory.errors import EmbedderError, require
 from fsmemory.fs.base import StorageRoot
 from fsmemory.memory._rank import query_terms, top_accepted, words
+from fsmemory.memory._settings import DEFAULT_EMBED_BATCH  # (defined there, still exported here)
 from fsmemory.memory._vecfile import Rows, VectorFile, chunks, widen, widen_dot
 from fsmemory.memory._vecrank import (
     CONTEXT_GAP,
@@ -94,8 +96,6 @@ logger = logging.getLogger(__name__)
 Embedder = Callable[[Sequence[str]], Sequence[Sequence[float]]]
 
 VECTOR_DIR = "vectors"
-# How many missing vectors one embedder call is given (KnowledgeMemory(embed_batch_size)).
-DEFAULT_EMBED_BATCH = 64
 # Up to this many bytes of float32, the vectors are also kept widened (filled by the
 # first product, which widens them anyway): a warm recall then takes one float32
 # product instead of widening every row again (about 21k vectors of 384 floats).

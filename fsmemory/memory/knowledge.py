@@ -32,7 +32,6 @@ from fsmemory.memory._context import Contexts
 from fsmemory.memory._facts_file import FactsFile
 from fsmemory.memory._index import MemoryIndex
 from fsmemory.memory._stats import MemoryStats
-from fsmemory.memory._vectors import DEFAULT_EMBED_BATCH, Embedder, VectorStore
 from fsmemory.memory.entry import KnowledgeEntry, RememberResult, forget_records
 from fsmemory.memory.layout import (
     DAILY_LOG_DIR,
@@ -51,8 +50,9 @@ from fsmemory.memory.validation import (
     check_ttl_days,
 )
 
-if TYPE_CHECKING:  # the snapshot and sanitizer modules load only when used
+if TYPE_CHECKING:  # the snapshot, sanitizer and vector modules load only when used
     from fsmemory.memory._replica import SnapshotReplica
+    from fsmemory.memory._vectors import Embedder, VectorStore
     from fsmemory.sanitizers import PreSaveHook
     from fsmemory.snapshot import IncrementalBackend, KnowledgeBackend
 
@@ -173,7 +173,7 @@ class KnowledgeMemory:
         embedder: Embedder | None = None,
         recall_context: bool = True,
         index_cache: bool = True,
-        embed_batch_size: int = DEFAULT_EMBED_BATCH,
+        embed_batch_size: int = _settings.DEFAULT_EMBED_BATCH,
     ) -> None:
         if storage_dir is not None and directory is not None:
             raise InvalidInputError("pass storage_dir or directory, not both")
@@ -221,11 +221,13 @@ class KnowledgeMemory:
             from fsmemory.sanitizers import dedupe_against
 
             self._dedupe_hook = dedupe_against(self._dedupe_candidates, dedupe_threshold)
-        self._vectors = (
-            VectorStore(self.root, embedder, context=recall_context, batch_size=embed_batch_size)
-            if embedder is not None
-            else None
-        )
+        self._vectors: VectorStore | None = None
+        if embedder is not None:
+            from fsmemory.memory._vectors import VectorStore
+
+            self._vectors = VectorStore(
+                self.root, embedder, context=recall_context, batch_size=embed_batch_size
+            )
         self.backend = backend
         self._replica: SnapshotReplica | None = None
         if backend is not None:

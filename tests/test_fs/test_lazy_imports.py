@@ -1,10 +1,12 @@
 """What a local memory does not need it does not load: the retry machinery (retries serve
-network roots) and URL parsing (only a path segment with ``%`` needs it), while
-``fsmemory.fs`` still offers the retry names and every root still checks a ``retry``
-option."""
+network roots), URL parsing (only a path segment with ``%`` needs it), the vector modules
+(only an embedder needs them) and ``hashlib`` (OpenSSL; only versioned reads need it),
+while ``fsmemory.fs`` still offers the retry names and every root still checks a
+``retry`` option."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import site
@@ -30,21 +32,51 @@ unneeded = ("fsmemory.fs.retry", "random", "urllib.parse", "ipaddress")
 print(json.dumps(sorted(m for m in unneeded if m in sys.modules)))
 """
 
+# What ``from fsmemory import KnowledgeMemory`` alone must not load (a user's first line;
+# benchmarks/run.py's import-cost table measures it).
+IMPORT_ONLY = """
+import json, sys
+from fsmemory import KnowledgeMemory
+deferred = (
+    "fsmemory.memory._vectors", "fsmemory.memory._vecfile", "fsmemory.memory._vecrank",
+    "hashlib", "mmap", "base64",
+)
+print(json.dumps(sorted(m for m in deferred if m in sys.modules)))
+"""
 
-def test_a_local_memory_loads_neither_retries_nor_url_parsing(tmp_path: Path) -> None:
+
+def _installed_run(script: str, *args: str) -> list[str]:
     """Run as an installed package runs: without ``site`` (this checkout's editable
     finder imports ``urllib.parse`` into every process), the package and its
-    dependencies on ``PYTHONPATH``."""
+    dependencies on ``PYTHONPATH``; the script's last line of output, as JSON."""
     checkout = Path(fsmemory.fs.__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(checkout), *site.getsitepackages()])}
     done = subprocess.run(
-        [sys.executable, "-S", "-c", SCRIPT, str(tmp_path / "m")],
+        [sys.executable, "-S", "-c", script, *args],
         capture_output=True,
         text=True,
         check=True,
         env=env,
     )
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+    loaded: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+def test_a_local_memory_loads_neither_retries_nor_url_parsing(tmp_path: Path) -> None:
+    assert _installed_run(SCRIPT, str(tmp_path / "m")) == []
+
+
+def test_the_first_line_loads_no_vector_module_nor_hashlib() -> None:
+    assert _installed_run(IMPORT_ONLY) == []
+
+
+def test_an_embedder_still_gets_the_default_batch_size() -> None:
+    from fsmemory.memory import _settings, _vectors
+    from fsmemory.memory.knowledge import KnowledgeMemory
+
+    assert _vectors.DEFAULT_EMBED_BATCH == _settings.DEFAULT_EMBED_BATCH == 64
+    default = inspect.signature(KnowledgeMemory).parameters["embed_batch_size"].default
+    assert default == _vectors.DEFAULT_EMBED_BATCH
 
 
 def test_a_percent_encoded_traversal_is_still_refused(tmp_path: Path) -> None:

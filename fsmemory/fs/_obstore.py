@@ -71,13 +71,12 @@ from fsmemory.errors import (
     KeyNotFoundError,
 )
 from fsmemory.fs._bucket import BucketRoot
-from fsmemory.fs.base import FileInfo, StorageRoot, Versioned
+from fsmemory.fs.base import FileInfo, Versioned
 from fsmemory.fs.paths import cache_paths
 from fsmemory.fs.retry import RetryPolicy
 
 __all__ = [
     "WRITE_MARKER",
-    "ForkedRootFs",
     "ObstoreConnectionError",
     "ObstoreHTTPError",
     "ObstoreRoot",
@@ -247,30 +246,6 @@ def _strip(etag: object) -> str:
 def _mtime(meta: dict[str, Any]) -> float | None:
     value = meta.get("last_modified")
     return value.timestamp() if isinstance(value, datetime) else None
-
-
-class ForkedRootFs(StorageRoot):
-    """The ``fs`` of the class an :class:`ObstoreRoot` becomes in a forked child (its
-    ``fork_class``, the fsspec route of the same URL and options): read from ``_fs``,
-    the fallback client's filesystem built by ``_fs_factory`` on first use.
-
-    Listed first among that class's bases. A :class:`StorageRoot` adding no slots, so
-    the forked class keeps the layout of the root whose ``__class__`` it replaces.
-    """
-
-    _fs: Any
-    _fs_factory: Callable[[], Any]
-
-    @property
-    def fs(self) -> Any:
-        """The fallback client's filesystem, built on first use."""
-        if self._fs is None:
-            self._fs = self._fs_factory()
-        return self._fs
-
-    @fs.setter
-    def fs(self, value: Any) -> None:
-        self._fs = value
 
 
 class ObstoreRoot(BucketRoot):

@@ -99,7 +99,7 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, ClassVar
@@ -114,7 +114,7 @@ from fsmemory.errors import (
     MissingDependencyError,
 )
 from fsmemory.fs._bucket import BucketRoot, single_try_subclass
-from fsmemory.fs._obstore import ForkedRootFs, ObstoreRoot, obstore_usable
+from fsmemory.fs._obstore import ObstoreRoot, obstore_usable
 from fsmemory.fs.base import FileInfo, Versioned
 from fsmemory.fs.generic import _mtime
 from fsmemory.fs.open import split_protocol
@@ -873,7 +873,21 @@ class GCSObstoreRoot(ObstoreRoot, GCSRoot):
             return sum(pool.map(one, keys))
 
 
-class _ForkedGcsfsRoot(ForkedRootFs, GcsfsRoot):
+class _ForkedGcsfsRoot(GcsfsRoot):
     """What a :class:`GCSObstoreRoot` becomes in a forked child (obstore's runtime does
     not survive fork): the gcsfs route of the same URL and options, its filesystem
     built on first use."""
+
+    _fs: Any
+    _fs_factory: Callable[[], Any]
+
+    @property  # type: ignore[override]
+    def fs(self) -> Any:
+        """The gcsfs filesystem, built on first use."""
+        if self._fs is None:
+            self._fs = self._fs_factory()
+        return self._fs
+
+    @fs.setter
+    def fs(self, value: Any) -> None:
+        self._fs = value

@@ -71,7 +71,6 @@ from fsmemory.errors import (
 from fsmemory.fs._bucket import BucketRoot, single_try_subclass
 from fsmemory.fs._obstore import (
     WRITE_MARKER,
-    ForkedRootFs,
     ObstoreRoot,
     WrongRegionError,
     check_version,
@@ -721,7 +720,21 @@ class S3fsRoot(S3Root):
         return len(keys)
 
 
-class _ForkedS3fsRoot(ForkedRootFs, S3fsRoot):
+class _ForkedS3fsRoot(S3fsRoot):
     """What an :class:`S3ObstoreRoot` becomes in a forked child (obstore's runtime does
     not survive fork): the s3fs route of the same URL and options, its filesystem
     built on first use."""
+
+    _fs: Any
+    _fs_factory: Callable[[], Any]
+
+    @property  # type: ignore[override]
+    def fs(self) -> Any:
+        """The s3fs filesystem, built on first use."""
+        if self._fs is None:
+            self._fs = self._fs_factory()
+        return self._fs
+
+    @fs.setter
+    def fs(self, value: Any) -> None:
+        self._fs = value

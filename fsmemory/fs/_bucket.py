@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from fsmemory.errors import BucketNotFoundError, ConflictError, InvalidPathError, KeyNotFoundError
+from fsmemory.errors import BucketNotFoundError, InvalidPathError, KeyNotFoundError
 from fsmemory.fs.base import Capabilities, FileInfo
 from fsmemory.fs.errors import http_status, translated
 from fsmemory.fs.generic import FsspecRoot
@@ -327,12 +327,7 @@ class BucketRoot(FsspecRoot):
         finally:
             self._forget_cached(self.root)
 
-    def _create_exclusive(self, full: str, data: bytes) -> bool:
-        try:
-            self._put(full, full, data, None, True)
-        except ConflictError:
-            return False
-        return True
+    _create_exclusive = FsspecRoot._create_with_put
 
 
 def _valid_name(name: str) -> bool:

@@ -652,12 +652,7 @@ class AdlfsRoot(FsspecRoot):
 
         return (lambda: self._put(full, path, data, if_version, create, marker=marker)), probe
 
-    def _create_exclusive(self, full: str, data: bytes) -> bool:
-        try:
-            self._put(full, full, data, None, True)
-        except ConflictError:
-            return False
-        return True
+    _create_exclusive = FsspecRoot._create_with_put
 
     def _token(self, info: dict[str, Any]) -> str:
         return str(info.get("etag") or "").strip('"') or super()._token(info)

@@ -277,6 +277,16 @@ class FsspecRoot(StorageRoot):
         except FileExistsError:
             return False
 
+    def _create_with_put(self, full: str, data: bytes) -> bool:
+        """:meth:`_create_exclusive` of roots whose create-only :meth:`_put` is atomic
+        on the service (a conditional PUT): True on success, False when ``full``
+        exists."""
+        try:
+            self._put(full, full, data, None, True)
+        except ConflictError:
+            return False
+        return True
+
     # -- StorageRoot -------------------------------------------------------------------
     @idempotent
     def read(self, path: str) -> Versioned:

@@ -290,7 +290,9 @@ def make_delta(**sections: Any) -> dict[str, Any] | None:
     if not any(sections.values()):
         return None
     delta: dict[str, Any] = {"format": DELTA_FORMAT, "version": 1, "id": uuid.uuid4().hex}
-    for key in ("append", "put", "md_add", "md_remove", "delete"):
+    # "derived" (vector parts, see fsmemory.memory._vectravel): readers that do not know
+    # it ignore it, as they ignore any key they do not know
+    for key in ("append", "put", "md_add", "md_remove", "delete", "derived"):
         if sections.get(key):
             delta[key] = sections[key]
     return delta

@@ -31,10 +31,22 @@ than ``compact_after``, fetched together with the base in one round trip). A fol
 loses the compare-and-swap race to another writer's fold saves a delta instead
 (nothing is lost) and this instance stops folding until its next restore.
 
-**Derived files: the search index's cache travels, vectors do not.** Snapshots hold
-the memory's files, not what is derived from them (the vector folder is left out of
-every listing, see :func:`~fsmemory.memory._vectors.is_derived`), with one exception:
-a base that a fold writes carries the folder's index cache file
+**Derived files: the search index's cache and the vectors travel, verified.**
+Snapshots hold the memory's files; what is derived from them (the vector folder, see
+:func:`~fsmemory.memory._vectors.is_derived`) is left out of the files, but travels
+beside them as derived parts that a restore checks before it uses them.
+
+*Vectors* (:mod:`fsmemory.memory._vectravel`): a save's delta carries, under
+``"derived"``, the rows appended to each vector file since the last sync that the
+snapshot does not hold yet (one block: the vector's bytes and its id and text hash); a
+fold's base carries every row of its base, of the deltas it folds and of the folder,
+each ``(id, text hash)`` once, rows of forgotten, expired or edited entries dropped. A
+restore into an empty folder installs each vector file from the base's and the
+deltas' parts (only blocks whose checksums hold, each row once), so that ``recall``
+embeds only the query. A damaged part costs embeddings, never an answer; a snapshot
+without parts restores as before, and readers that do not know the key ignore it.
+
+*The index cache*: a base that a fold writes carries the folder's index cache file
 (``.fsmemory-cache.index``, compressed, beside the files; see
 :mod:`fsmemory.snapshot.archive`), so that a restored memory's first ``recall`` costs
 what a local cached open costs instead of parsing every entry. A restore into an empty
@@ -82,6 +94,7 @@ last writer wins, as in the seed.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import zlib
 from collections import Counter, OrderedDict
@@ -98,7 +111,9 @@ from fsmemory.memory._delta import DELTA_FORMAT, apply_delta, fold_state, merge_
 from fsmemory.memory._delta import Folder as _Folder
 from fsmemory.memory._delta import is_utf8 as _is_utf8
 from fsmemory.memory._delta import make_delta as _delta
+from fsmemory.memory._vecfile import HEADER_SIZE, encode_header, read_header
 from fsmemory.memory._vectors import is_derived
+from fsmemory.memory._vectravel import VectorFold, is_vector_file, live_keys
 from fsmemory.memory.layout import MEMORY_FILE, log_date
 from fsmemory.memory.markdown import decode_md, outline
 from fsmemory.snapshot import (
@@ -108,7 +123,7 @@ from fsmemory.snapshot import (
     encode_file,
     pack_archive,
 )
-from fsmemory.snapshot.archive import unpack_archive_parts, unpack_derived
+from fsmemory.snapshot.archive import encode_derived, unpack_archive_parts, unpack_derived
 from fsmemory.snapshot.backends import DEFAULT_COMPACT_AFTER, check_compact_after
 
 __all__ = ["DELTA_FORMAT", "SnapshotReplica", "apply_delta", "fold_state"]
@@ -167,6 +182,24 @@ class _Memo:
     synced: dict[str, FileInfo]
     logs: dict[str, tuple[int, int]]
     md: bytes
+    vectors: _VectorSync
+
+
+@dataclass(slots=True)
+class _VectorSync:
+    """What the snapshot holds of the vector files: per path, the (generation, end) of
+    the local file up to which its rows were synced, the ``(id, text hash)`` keys the
+    snapshot holds, and the vector parts of the current base (path -> bytes)."""
+
+    synced: dict[str, tuple[bytes, int]]
+    keys: dict[str, set[tuple[str, str]]]
+    base: dict[str, bytes]
+
+    def copy(self) -> _VectorSync:
+        """A copy (the sets and dicts are not shared)."""
+        return _VectorSync(
+            dict(self.synced), {p: set(k) for p, k in self.keys.items()}, dict(self.base)
+        )
 
 
 _MEMOS: OrderedDict[tuple[str, str], _Memo] = OrderedDict()
@@ -213,6 +246,7 @@ class SnapshotReplica:
         self.on_corrupt = on_corrupt
         # two-method backends upload the whole folder on every save: no cache rides along
         self.index_cache = index_cache and not isinstance(self.backend, _WholeSnapshot)
+        self.vectors = not isinstance(self.backend, _WholeSnapshot)
         if compact_after is None:
             compact_after = getattr(self.backend, "compact_after", DEFAULT_COMPACT_AFTER)
         self.compact_after = check_compact_after(compact_after)
@@ -230,6 +264,9 @@ class SnapshotReplica:
         self._logs: dict[str, tuple[int, int]] = {}
         # MEMORY.md as last synced (raw bytes; parsed only when it was rewritten)
         self._md: bytes = b""
+        self._vec = _VectorSync({}, {}, {})
+        # the vector files of the last listing (derived: not in the synced files)
+        self._vec_listing: dict[str, FileInfo] = {}
         self.bytes_uploaded = 0
         self.saves = 0
         self.folds = 0
@@ -281,20 +318,26 @@ class SnapshotReplica:
             self._state = state
             listing = self._list()
             local = {path: self.root.read_bytes(path) for path in listing}
+            fold = self._remote_vectors(state, derived)
             if not local:
                 self._write_restored(remote, derived.get(_index_cache.CACHE_NAME))
+                self._install_vectors(fold)
                 self._mark_synced(remote)
                 return
             if state.base is None and not state.deltas:
                 # An empty snapshot: the folder becomes its first base, untouched.
-                archive = pack_archive(local, self._derived())
+                first = self._derived(local)
+                archive = pack_archive(local, first)
                 new = self.backend.save_base(archive, folded=(), expected=state)
                 if new is None:
                     continue  # another writer created it meanwhile: merge with theirs
                 self._state = new
+                self._folded_vectors(first)
                 self._count(len(new.base or b""), fold=True)
                 self._mark_synced(local)
                 return
+            # the folder's own vectors are saved by the next save (or this fold)
+            self._vec = _VectorSync({}, {p: fold.keys(p) for p in fold.files}, self._vec.base)
             delta = merge_delta(local, remote)
             merged = _Folder(dict(remote))
             if delta is not None:
@@ -308,13 +351,14 @@ class SnapshotReplica:
 
     def _restore_warm(self, memo: _Memo) -> None:
         self._state = memo.state
+        self._vec = memo.vectors.copy()
         self._synced = dict(memo.synced)
         self._logs = dict(memo.logs)
         self._md = memo.md
         listing = self._list()
         diff = self._diff(listing)
         local = diff.delta
-        state, remote, _ = self._load(memo.state)
+        state, remote, derived = self._load(memo.state)
         if state.base is None and not state.deltas and listing:
             # The snapshot is gone (deleted, expired, moved aside): never let that empty
             # the folder. It starts again from the folder, as a cold restore would.
@@ -324,13 +368,19 @@ class SnapshotReplica:
             _names(memo.state)
         ):
             if local is not None:  # changes made after the last save: keep and save them
+                vectors, ends, fold = self._vector_changes()
+                if vectors:
+                    diff = replace(diff, delta={**local, "derived": vectors})
                 self._save_delta(diff, listing)
+                self._vectors_synced(ends, fold)
             return
         # The snapshot moved on: its content plus the folder's unsaved changes. Files
         # the result lacks were synced unchanged (local changes are all in ``local``).
         merged = _Folder(dict(remote))
         if local is not None:
             apply_delta(merged, local)
+        if self.vectors:
+            self._vec.base = _vector_parts(derived)
         self._state = state
         self._can_fold = True
         if local is not None:
@@ -371,13 +421,129 @@ class SnapshotReplica:
             except (OSError, FsMemoryError) as exc:
                 logger.info("index cache of %s not installed: %s", self.root, exc)
 
-    def _derived(self) -> dict[str, bytes] | None:
+    def _derived(self, files: dict[str, bytes] | None = None) -> dict[str, bytes] | None:
         """The derived files a base folded now carries: the index cache (see the
-        module docstring), when this replica carries it and the folder holds one."""
-        if not self.index_cache:
-            return None
-        cache = _index_cache.travelling(self.root)
-        return None if cache is None else {_index_cache.CACHE_NAME: cache}
+        module docstring), when this replica carries it and the folder holds one, and
+        the vector parts (with ``files``, the folded content: rows of entries it no
+        longer holds alive are dropped)."""
+        derived: dict[str, bytes] = {}
+        if self.index_cache:
+            cache = _index_cache.travelling(self.root)
+            if cache is not None:
+                derived[_index_cache.CACHE_NAME] = cache
+        if self.vectors:
+            derived.update(self._vector_base(files))
+        return derived or None
+
+    # -- vectors (see the module docstring and fsmemory.memory._vectravel) --------------
+    def _remote_vectors(self, state: SnapshotState, derived: dict[str, Any]) -> VectorFold:
+        """The vector rows the snapshot ``state`` holds (its base's parts, whose raw
+        parts are kept for the next fold, then its deltas')."""
+        fold = VectorFold()
+        if not self.vectors:
+            return fold
+        self._vec.base = _vector_parts(derived)
+        try:
+            for path, part in self._vec.base.items():
+                fold.add(path, part)
+            fold.add_deltas(state.deltas)
+        except Exception as exc:  # derived data: what is missing is embedded again
+            logger.warning("vectors of the snapshot not read (%s)", exc)
+            return VectorFold()
+        return fold
+
+    def _install_vectors(self, fold: VectorFold) -> None:
+        """Write the vector files of ``fold`` into the (empty) folder: a fresh header,
+        then one block of the rows that verified; each reader checks them again."""
+        self._vec.synced.clear()
+        self._vec.keys = {p: fold.keys(p) for p in fold.files}
+        for path in sorted(fold.files):
+            try:
+                part = fold.encode(path)
+                if part is None:
+                    continue
+                generation = os.urandom(16)
+                held = fold.files[path]
+                data = encode_header(held.name, held.dimension, generation) + part[HEADER_SIZE:]
+                self.root.write(path, data)
+            except Exception as exc:  # derived data: what is missing is embedded again
+                logger.warning("vectors of %s not installed (%s)", path, exc)
+                continue
+            self._vec.synced[path] = (generation, len(data))
+
+    def _vector_changes(self) -> tuple[dict[str, Any], dict[str, tuple[bytes, int]], VectorFold]:
+        """The vector parts a delta carries now (path -> derived entry): per vector file
+        of the folder, the rows appended since the last sync (the whole file, when it
+        was written again since) that the snapshot does not hold; with the files'
+        (generation, end) to record once uploaded, and the rows read."""
+        fold = VectorFold()
+        ends: dict[str, tuple[bytes, int]] = {}
+        if not self.vectors:
+            return {}, ends, fold
+        for path, info in self._vec_listing.items():
+            known = self._vec.synced.get(path)
+            if known is not None and known[1] == info.size:
+                continue
+            try:
+                data: bytes | None = None
+                if known is not None:
+                    first, rest = self.root.read_ranges(
+                        [(path, 0, HEADER_SIZE), (path, known[1], None)]
+                    )
+                    header = read_header(first) if first is not None else None
+                    if header is not None and header.generation == known[0] and rest is not None:
+                        data, offset = bytes(first or b"") + bytes(rest), known[1] - HEADER_SIZE
+                if data is None:
+                    data, offset = self.root.read_bytes(path), 0
+                    header = read_header(data)
+                if header is None:
+                    continue
+                end = fold.add(path, data, known=self._vec.keys.get(path))
+            except Exception as exc:  # derived data: what is not sent is embedded again
+                logger.warning("vectors of %s not saved (%s)", path, exc)
+                continue
+            if end >= 0:
+                ends[path] = (header.generation, offset + end)
+        parts = fold.encode_all()
+        return {p: encode_derived(d) for p, d in parts.items()}, ends, fold
+
+    def _folded_vectors(self, derived: dict[str, bytes] | None) -> None:
+        """Record the vector parts of a base just written (``derived``) as the base's,
+        and their rows as the snapshot's (the folder's rows were all read into it)."""
+        if not self.vectors:
+            return
+        self._vec.base = {p: d for p, d in (derived or {}).items() if is_vector_file(p)}
+        fold = VectorFold()
+        for path, part in self._vec.base.items():
+            fold.add(path, part)
+        self._vec.keys = {p: fold.keys(p) for p in fold.files}
+
+    def _vectors_synced(self, ends: dict[str, tuple[bytes, int]], fold: VectorFold) -> None:
+        """Record the rows of ``fold`` (read up to ``ends``) as held by the snapshot."""
+        self._vec.synced.update(ends)
+        for path in fold.files:
+            self._vec.keys.setdefault(path, set()).update(fold.keys(path))
+
+    def _vector_base(self, files: dict[str, bytes] | None) -> dict[str, bytes]:
+        """The vector parts of a base folded now: the current base's, the waiting
+        deltas' and the folder's rows, each once, those of entries ``files`` no longer
+        holds alive left out. The parts become the base's, their keys the snapshot's."""
+        try:
+            fold = VectorFold()
+            for path, part in self._vec.base.items():
+                fold.add(path, part)
+            fold.add_deltas(self._state.deltas)
+            for path in sorted(self._vec_listing):
+                try:
+                    data = self.root.read_bytes(path)
+                except KeyNotFoundError:
+                    continue
+                fold.add(path, data)
+            parts = fold.encode_all(live_keys(files) if files is not None else None)
+        except Exception as exc:  # derived data: what is missing is embedded again
+            logger.warning("vectors not folded into the base (%s)", exc)
+            return {}
+        return parts
 
     def _write_folder(self, files: dict[str, bytes], *, deletable: set[str]) -> None:
         """Make the folder hold ``files``; only paths in ``deletable`` may be removed."""
@@ -396,8 +562,17 @@ class SnapshotReplica:
                 self.root.delete(path)
 
     def _list(self) -> dict[str, FileInfo]:
-        """The root's files that snapshots hold: all but derived data (vectors)."""
-        return {i.path: i for i in self.root.list("", recursive=True) if not is_derived(i.path)}
+        """The root's files that snapshots hold: all but derived data (vectors); the
+        vector files are noted apart (:attr:`_vec_listing`)."""
+        listing: dict[str, FileInfo] = {}
+        vectors: dict[str, FileInfo] = {}
+        for info in self.root.list("", recursive=True):
+            if not is_derived(info.path):
+                listing[info.path] = info
+            elif is_vector_file(info.path):
+                vectors[info.path] = info
+        self._vec_listing = vectors
+        return listing
 
     def _mark_synced(self, files: dict[str, bytes]) -> None:
         """Record ``files`` (now on disk) as the synced state."""
@@ -412,7 +587,7 @@ class SnapshotReplica:
     def _remember(self) -> None:
         if self._memo_key is None:
             return
-        memo = _Memo(self._state, self._synced, dict(self._logs), self._md)
+        memo = _Memo(self._state, self._synced, dict(self._logs), self._md, self._vec.copy())
         with _MEMOS_LOCK:
             _MEMOS[self._memo_key] = memo
             _MEMOS.move_to_end(self._memo_key)
@@ -425,9 +600,14 @@ class SnapshotReplica:
         """Upload what changed since the last save; returns the bytes uploaded."""
         listing = self._list()
         diff = self._diff(listing)
+        vectors, ends, fold = self._vector_changes()
+        if vectors:
+            delta = {**(diff.delta or _delta(derived=vectors) or {}), "derived": vectors}
+            diff = replace(diff, delta=delta)
         if diff.delta is None:
             return 0
         size = self._save_delta(diff, listing)
+        self._vectors_synced(ends, fold)
         self._remember()
         return size
 
@@ -472,12 +652,14 @@ class SnapshotReplica:
         data = _jsonutil.dumps(delta)
         if self._fold_due(len(data)):
             content = files() if callable(files) else files
-            archive = pack_archive(content, self._derived())
+            derived = self._derived(content)
+            archive = pack_archive(content, derived)
             folded = [name for name, _ in self._state.deltas]
             new = self.backend.save_base(archive, folded=folded, expected=self._state)
             if new is not None:
                 logger.debug("folded %d snapshot deltas into a new base", len(folded))
                 self._state = new
+                self._folded_vectors(derived)
                 return self._count(len(archive), fold=True)
             # Another writer folded first: keep this change as a delta; this instance
             # knows no current head any more, so it leaves folding to the next restore.
@@ -621,7 +803,20 @@ def _recognised(memo: _Memo, listing: dict[str, FileInfo], root: StorageRoot) ->
 
 
 def _memo_bytes(memo: _Memo) -> int:
-    return len(memo.state.base or b"") + memo.state.delta_bytes + len(memo.md)
+    held = len(memo.state.base or b"") + memo.state.delta_bytes + len(memo.md)
+    return held + sum(len(part) for part in memo.vectors.base.values())
+
+
+def _vector_parts(derived: dict[str, Any]) -> dict[str, bytes]:
+    """The vector parts among a base's derived entries (path -> bytes; an entry that
+    cannot be read is left out)."""
+    parts: dict[str, bytes] = {}
+    for path, entry in derived.items():
+        if is_vector_file(path):
+            data = unpack_derived(entry)
+            if data is not None:
+                parts[path] = data
+    return parts
 
 
 def _names(state: SnapshotState) -> list[str]:

@@ -9,7 +9,8 @@ Version 2 (written by fsmemory)::
 
 A base may also carry **derived** files (``"derived": {"index": {"encoding":
 "zlib-base64", "content": "..."}}``): caches that a restore may install beside the
-folder's files (the search index's cache, see :mod:`fsmemory.memory._index_cache`),
+folder's files (the search index's cache, see :mod:`fsmemory.memory._index_cache`, and the vector
+files of hybrid recall by their paths, see :mod:`fsmemory.memory._vectravel`),
 never files of the memory. They are read apart (:func:`unpack_derived`), a damaged one
 is no cache (None), and readers that do not know the key ignore it.
 
@@ -37,6 +38,7 @@ __all__ = [
     "ARCHIVE_FORMAT",
     "ARCHIVE_VERSION",
     "decode_file",
+    "encode_derived",
     "encode_file",
     "pack_archive",
     "unpack_archive",
@@ -101,17 +103,20 @@ def pack_archive(files: Mapping[str, bytes], derived: Mapping[str, bytes] | None
         "files": {path: encode_file(files[path]) for path in sorted(files)},
     }
     if derived:
-        document["derived"] = {
-            name: {
-                "encoding": _DERIVED_ENCODING,
-                "content": base64.b64encode(zlib.compress(data, 1)).decode("ascii"),
-            }
-            for name, data in sorted(derived.items())
-        }
+        document["derived"] = {name: encode_derived(data) for name, data in sorted(derived.items())}
     return _jsonutil.dumps(document)
 
 
 _DERIVED_ENCODING = "zlib-base64"
+
+
+def encode_derived(data: bytes) -> dict[str, str]:
+    """One derived entry (``{"encoding": "zlib-base64", "content": ...}``), as a base's
+    ``"derived"`` object and a delta's hold them; :func:`unpack_derived` reads it."""
+    return {
+        "encoding": _DERIVED_ENCODING,
+        "content": base64.b64encode(zlib.compress(data, 1)).decode("ascii"),
+    }
 
 
 def unpack_archive(data: bytes) -> dict[str, bytes]:

@@ -165,16 +165,21 @@ def test_a_bad_embedder_gives_a_clear_error_and_stores_nothing(
     assert {e.content for e in make_km().recall("", limit=5)} == {"kept entry", "kept fact"}
 
 
-def test_snapshots_leave_vectors_out(tmp_path: Path) -> None:
+def test_snapshots_carry_vectors_beside_the_files(tmp_path: Path) -> None:
+    from fsmemory.memory._delta import fold_state
+
     backend = FsspecBackend(str(tmp_path / "snap" / "memory.snapshot"))
     km = KnowledgeMemory(tmp_path / "a", backend=backend, embedder=WordEmbedder())
     entry = km.remember("figs in autumn")
     assert (tmp_path / "a" / "vectors" / "words-128.f16v").exists()
+    # never among the snapshot's files: derived parts beside them
+    assert not [p for p in fold_state(backend.load_state()) if p.startswith("vectors")]
     restored = KnowledgeMemory(
         tmp_path / "b", backend=FsspecBackend(str(tmp_path / "snap" / "memory.snapshot"))
     )
     assert restored.recall("figs")[0].id == entry
-    assert not (tmp_path / "b" / "vectors").exists()
+    installed = (tmp_path / "b" / "vectors" / "words-128.f16v").read_bytes()
+    assert vector_rows(installed) == [entry]
 
 
 def test_no_numeric_library_without_an_embedder(tmp_path: Path) -> None:

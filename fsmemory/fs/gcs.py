@@ -90,10 +90,7 @@ with ``spawn`` use obstore as usual.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import builtins
-import importlib.util
 import json
 import logging
 import os
@@ -433,6 +430,8 @@ def _first_line(exc: BaseException) -> str:
 
 def _installed(module: str) -> bool:
     """Whether ``module`` can be imported (without importing it)."""
+    import importlib.util  # only when a route is missing
+
     try:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
@@ -488,6 +487,9 @@ def _md5_hex(value: object) -> str | None:
     """The hex digest of a JSON-API ``md5Hash`` (base64), or None when there is none."""
     if not value:
         return None
+    import base64  # the gcsfs route's listings only: a cold obstore open never loads it
+    import binascii
+
     try:
         return base64.b64decode(str(value), validate=True).hex()
     except (binascii.Error, ValueError):

@@ -572,6 +572,43 @@ def test_a_cold_process_imports_no_gcsfs(
 
 
 @pytest.mark.gcs
+def test_a_cold_open_and_recall_load_nothing_only_gcsfs_uses(
+    gcs_root_url: str, gcs_obstore_storage_options: dict[str, Any]
+) -> None:
+    """A fresh process's open + first recall on the obstore route (the listing sent with
+    the cache GET included) loads none of what only the gcsfs route needs: ``asyncio``
+    (its batch deletes), ``base64`` (the MD5s of its JSON listings), gcsfs's stack. A
+    serverless cold start pays every such import inside its first request."""
+    from fsmemory import KnowledgeMemory
+
+    KnowledgeMemory(gcs_root_url, storage_options=gcs_obstore_storage_options).remember(
+        "the user prefers tea", persistent=True
+    )
+    script = textwrap.dedent(
+        f"""
+        import json, sys
+        from fsmemory import KnowledgeMemory
+        before = set(sys.modules)
+        km = KnowledgeMemory({gcs_root_url!r}, storage_options={gcs_obstore_storage_options!r})
+        found = [e.content for e in km.recall("tea")]
+        km.root.list_with_cache("index", bytes)
+        unwanted = ("asyncio", "base64", "gcsfs", "aiohttp", "google.auth", "fsspec")
+        loaded = [m for m in unwanted if m in sys.modules and m not in before]
+        print(json.dumps([km.root.client, found, loaded]))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=_env()
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [
+        "obstore",
+        ["the user prefers tea"],
+        [],
+    ]
+
+
+@pytest.mark.gcs
 @pytest.mark.slow
 def test_the_interpreter_exits_cleanly_after_obstore_calls(
     gcs_root_url: str, gcs_obstore_storage_options: dict[str, Any]

@@ -12,10 +12,10 @@ Start with :class:`KnowledgeMemory`::
 
 from __future__ import annotations
 
-import logging
+import sys
 import typing
 
-from fsmemory import _lazy
+from fsmemory import _lazy, _log
 from fsmemory.errors import (
     BackendError,
     BucketNotFoundError,
@@ -38,10 +38,13 @@ if typing.TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-# A library logs, its host decides where records go: without this, Python's
-# last-resort handler prints this package's warnings on stderr of any host that has
-# not configured logging. See the README's Logging section.
-logging.getLogger(__name__).addHandler(logging.NullHandler())
+# A library logs, its host decides where records go: the package logger gets a
+# NullHandler (else Python's last-resort handler prints this package's warnings on stderr
+# of any host that has not configured logging) now if `logging` is loaded, otherwise when
+# fsmemory first logs (fsmemory._log: a memory that never logs never imports `logging`).
+# See the README's Logging section.
+if "logging" in sys.modules:
+    _log.package_logger()
 
 __all__ = [
     "BackendError",

@@ -24,13 +24,14 @@ import fsmemory
 
 PACKAGE = Path(fsmemory.__file__).parent
 
-BASE = frozenset({"errors", "_jsonutil", "_lazy", "_speedups"})  # used by every layer
+BASE = frozenset({"errors", "_jsonutil", "_lazy", "_log", "_speedups"})  # used by every layer
 
 #: layer -> the layers it may import (besides itself and BASE).
 LAYERS: dict[str, frozenset[str]] = {
     "errors": frozenset(),
     "_jsonutil": frozenset(),
     "_lazy": frozenset(),  # lazy package exports
+    "_log": frozenset(),  # loggers that import logging on first use
     "_speedups": frozenset(),  # the one home of private dependency APIs
     "implementations": frozenset(),  # Plugins: our fsspec filesystems
     "sanitizers": frozenset(),  # pre-save hooks, run by memory/

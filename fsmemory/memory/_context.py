@@ -15,7 +15,6 @@ section or forge a bullet.
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from datetime import datetime
@@ -24,6 +23,7 @@ from operator import itemgetter
 from typing import Any
 
 from fsmemory import _jsonutil
+from fsmemory._log import get_logger
 from fsmemory.fs.base import FileInfo, StorageRoot
 from fsmemory.memory._index import MemoryIndex
 from fsmemory.memory.entry import datetime_of, decode_record, format_timestamp, us_of
@@ -39,7 +39,7 @@ __all__ = [
     "render_context",
 ]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 # A fresh process's build_context() also reads this much of the end of the log before
 # the ones it reads whole (forget records of writers whose clock ran behind).

@@ -14,10 +14,10 @@ Strategies for adding a bullet (:meth:`FactsFile.add`):
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from datetime import datetime
 
+from fsmemory._log import get_logger
 from fsmemory.fs.base import StorageRoot
 from fsmemory.memory._index import MemoryIndex
 from fsmemory.memory.entry import KnowledgeEntry
@@ -34,7 +34,7 @@ from fsmemory.memory.markdown import (
 
 __all__ = ["FactsFile"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 Change = Callable[[bytes | None], bytes | None]
 

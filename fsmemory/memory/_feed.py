@@ -14,7 +14,6 @@ fields, corrupt lines). MEMORY.md's bullets are counted per key and handed to th
 from __future__ import annotations
 
 import heapq
-import logging
 import operator
 from collections import Counter
 from datetime import UTC, datetime
@@ -23,6 +22,7 @@ from operator import itemgetter, methodcaller
 from typing import Any, NamedTuple
 
 from fsmemory import _jsonutil
+from fsmemory._log import get_logger
 from fsmemory.fs.base import FileInfo, StorageRoot
 from fsmemory.memory._claims import HIDDEN, NEVER, PERSISTENT, Key, expiry_us, fact_keys
 from fsmemory.memory._fields import IndexFields
@@ -34,7 +34,7 @@ from fsmemory.memory.markdown import MemoryDocument, needs_escape
 __all__ = ["Feeding"]
 
 # The index's logger: a corrupt line is reported under the name it always was.
-logger = logging.getLogger("fsmemory.memory._index")
+logger = get_logger("fsmemory.memory._index")
 
 _PERSISTENT, _HIDDEN, _NEVER = PERSISTENT, HIDDEN, NEVER
 # The fields of a record as fsmemory writes it (no metadata): six typed, two null.

@@ -25,13 +25,13 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
-import logging
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
+from fsmemory._log import get_logger
 from fsmemory.fs.base import FileInfo, StorageRoot
 from fsmemory.memory._claims import (
     DEAD,
@@ -70,7 +70,7 @@ from fsmemory.memory.markdown import MemoryDocument
 
 __all__ = ["MD_CREATED", "MemoryIndex", "fact_key"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 _PERSISTENT, _DEAD, _HIDDEN, _NEVER = PERSISTENT, DEAD, HIDDEN, NEVER

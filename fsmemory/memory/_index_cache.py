@@ -56,7 +56,6 @@ claims, the term dictionary) is built on first use (see
 
 from __future__ import annotations
 
-import logging
 import sys
 import zlib
 from collections.abc import Mapping
@@ -64,6 +63,7 @@ from typing import Any
 
 import orjson
 
+from fsmemory._log import get_logger
 from fsmemory.errors import FsMemoryError
 from fsmemory.fs.base import FileInfo, StorageRoot
 from fsmemory.memory._index import MemoryIndex
@@ -85,7 +85,7 @@ __all__ = [
     "worth_it",
 ]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 #: The cache file's name (``StorageRoot.read_cache`` adds the reserved prefix).
 CACHE_NAME = "index"

@@ -11,7 +11,6 @@ other processes' writes become visible to a long-lived instance.
 from __future__ import annotations
 
 import itertools
-import logging
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -20,6 +19,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from fsmemory import _jsonutil
+from fsmemory._log import get_logger
 from fsmemory.errors import FsMemoryError, InvalidInputError
 from fsmemory.fs import StorageRoot, open_root
 from fsmemory.fs.base import FileInfo
@@ -58,7 +58,7 @@ if TYPE_CHECKING:  # the snapshot, sanitizer and vector modules load only when u
 
 __all__ = ["KnowledgeMemory", "RememberResult"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 Clock = Callable[[], datetime]
 

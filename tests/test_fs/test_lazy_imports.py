@@ -39,7 +39,7 @@ import json, sys
 from fsmemory import KnowledgeMemory
 deferred = (
     "fsmemory.memory._vectors", "fsmemory.memory._vecfile", "fsmemory.memory._vecrank",
-    "hashlib", "mmap", "base64",
+    "hashlib", "mmap", "base64", "logging",
 )
 print(json.dumps(sorted(m for m in deferred if m in sys.modules)))
 """
@@ -68,6 +68,52 @@ def test_a_local_memory_loads_neither_retries_nor_url_parsing(tmp_path: Path) ->
 
 def test_the_first_line_loads_no_vector_module_nor_hashlib() -> None:
     assert _installed_run(IMPORT_ONLY) == []
+
+
+LOG_LATE = """
+import sys
+from fsmemory import KnowledgeMemory
+from fsmemory.memory import _index_cache
+assert "logging" not in sys.modules
+_index_cache.logger.warning("first record")
+import logging
+print([type(h).__name__ for h in logging.getLogger("fsmemory").handlers])
+if sys.argv[1] == "configured":
+    logging.basicConfig()
+    _index_cache.logger.warning("second record")
+"""
+
+
+@pytest.mark.parametrize("host", ["silent", "configured"])
+def test_a_logger_loaded_late_is_silent_until_the_host_configures_logging(host: str) -> None:
+    """The first record loads ``logging`` and gives the package logger its
+    ``NullHandler`` before it is handled: nothing reaches stderr (Python's last-resort
+    handler stays out) until the host configures logging; the module's logger is the
+    standard one of its name."""
+    checkout = Path(fsmemory.fs.__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(checkout), *site.getsitepackages()])}
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", LOG_LATE, host],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    assert done.stdout.strip() == "['NullHandler']"
+    if host == "silent":
+        assert done.stderr == ""
+    else:
+        assert done.stderr == "WARNING:fsmemory.memory._index_cache:second record\n"
+
+
+def test_a_logger_taken_after_logging_loaded_is_the_standard_one() -> None:
+    import logging
+
+    from fsmemory._log import get_logger
+
+    assert get_logger("fsmemory.example") is logging.getLogger("fsmemory.example")
+    handlers = logging.getLogger("fsmemory").handlers
+    assert [type(h) for h in handlers].count(logging.NullHandler) == 1
 
 
 def test_an_embedder_still_gets_the_default_batch_size() -> None:

@@ -587,7 +587,8 @@ class SnapshotReplica:
     def _remember(self) -> None:
         if self._memo_key is None:
             return
-        memo = _Memo(self._state, self._synced, dict(self._logs), self._md, self._vec.copy())
+        # (the vector sync is shared, not copied: a warm restore copies it)
+        memo = _Memo(self._state, self._synced, dict(self._logs), self._md, self._vec)
         with _MEMOS_LOCK:
             _MEMOS[self._memo_key] = memo
             _MEMOS.move_to_end(self._memo_key)

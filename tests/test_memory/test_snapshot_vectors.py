@@ -283,3 +283,56 @@ def test_vectors_travel_through_s3(
     restored = KnowledgeMemory(tmp_path / "r", backend=backend(), embedder=embedder)
     assert _ranking(restored) == expected
     assert embedder.texts == QUERIES
+
+
+def test_damaged_or_foreign_delta_parts_are_skipped_and_the_others_kept(
+    tmp_path: Path,
+) -> None:
+    url = _url("memory", tmp_path)
+    _write(tmp_path / "w", url, 4)
+    deltas = FsspecBackend(url).load_state().deltas
+    path = f"vectors/fake-{DIM}.f16v"
+    parts = [unpack_derived(orjson.loads(data)["derived"][path]) or b"" for _, data in deltas]
+    assert len(parts) == 4
+    flipped = bytearray(parts[0])
+    flipped[-3] ^= 0x01
+    foreign = parts[2]
+
+    def delta(entry: dict[str, Any]) -> bytes:
+        return orjson.dumps({"format": "fsmemory-delta", "version": 1, "derived": entry})
+
+    mangled = [
+        ("d0", delta({path: encode_derived(bytes(flipped))})),
+        ("d1", delta({path: {"encoding": "zlib-base64", "content": "!!not base64"}})),
+        ("d2", delta({"vectors/other-384.f16v": encode_derived(foreign)})),
+        ("d3", deltas[3][1]),
+    ]
+    fold = VectorFold()
+    fold.add_deltas(mangled)
+    assert list(fold.files) == [path]
+    # only the intact fourth delta's row is taken
+    assert len(_keys(parts[3])) == 1
+    assert fold.keys(path) == _keys(parts[3])
+
+
+def _keys(part: bytes) -> set[tuple[str, str]]:
+    fold = VectorFold()
+    fold.add(f"vectors/fake-{DIM}.f16v", part)
+    return fold.keys(f"vectors/fake-{DIM}.f16v")
+
+
+@pytest.mark.parametrize("warm", [True, False])
+def test_a_delta_carries_only_the_vectors_the_snapshot_lacks(tmp_path: Path, warm: bool) -> None:
+    url = _url("memory", tmp_path)
+    _write(tmp_path / "w", url, 6)
+    # a warm reopen of the same folder, or a cold restore into a new one
+    folder = tmp_path / ("w" if warm else "r")
+    km = KnowledgeMemory(
+        folder, backend=FsspecBackend(url), embedder=CountingEmbedder(), snapshot_compact_after=1000
+    )
+    km.recall("python")  # reads (or embeds nothing into) the vector file
+    new = km.remember("one more about music")
+    _, data = FsspecBackend(url).load_state().deltas[-1]
+    path = f"vectors/fake-{DIM}.f16v"
+    part = unpack_derived(orjson.loads(data)["derived"][path])
+    assert {i for i, _ in _keys(part or b"")} == {new}

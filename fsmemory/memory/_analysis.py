@@ -22,6 +22,7 @@ The ranking itself is :mod:`fsmemory.memory._rank`.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -45,7 +46,7 @@ __all__ = [
 
 _WORD = re.compile(r"\w+")
 # Scripts without spaces between words: indexed as overlapping character pairs.
-_UNSPACED = re.compile(
+_UNSPACED_PATTERN = (
     "["
     "\u0e00-\u0e7f"  # Thai
     "\u3040-\u30ff"  # Hiragana, Katakana
@@ -53,6 +54,15 @@ _UNSPACED = re.compile(
     "\uac00-\ud7af"  # Hangul syllables
     "]+"
 )
+
+
+@functools.cache
+def _unspaced() -> re.Pattern[str]:
+    """The spaceless-script pattern, compiled on first use: its ranges of tens of
+    thousands of characters take ``re`` milliseconds to compile, which a memory of
+    ASCII text (never tested against it) does not pay, nor ``import fsmemory``."""
+    return re.compile(_UNSPACED_PATTERN)
+
 
 _STOPWORD_TEXT = """
 a about above after again against all am an and any are as at be because been
@@ -151,7 +161,7 @@ def words(text: str) -> list[str]:
     for token in _WORD.findall(folded):
         if token.isascii():
             out.append(token)
-        elif _UNSPACED.search(token) is None:
+        elif _unspaced().search(token) is None:
             out.append(_fold_latin(token))
         else:
             out.extend(_split_unspaced(token))
@@ -170,7 +180,7 @@ def _fold_latin(token: str) -> str:
 def _split_unspaced(token: str) -> list[str]:
     out: list[str] = []
     pos = 0
-    for run in _UNSPACED.finditer(token):
+    for run in _unspaced().finditer(token):
         if run.start() > pos:
             out.append(token[pos : run.start()])
         chars = run.group()

@@ -41,7 +41,9 @@ deferred = (
     "fsmemory.memory._vectors", "fsmemory.memory._vecfile", "fsmemory.memory._vecrank",
     "hashlib", "mmap", "base64", "logging",
 )
-print(json.dumps(sorted(m for m in deferred if m in sys.modules)))
+from fsmemory.memory import _analysis
+compiled = ["spaceless-script pattern"] if _analysis._unspaced.cache_info().currsize else []
+print(json.dumps(sorted(m for m in deferred if m in sys.modules) + compiled))
 """
 
 
@@ -66,7 +68,7 @@ def test_a_local_memory_loads_neither_retries_nor_url_parsing(tmp_path: Path) ->
     assert _installed_run(SCRIPT, str(tmp_path / "m")) == []
 
 
-def test_the_first_line_loads_no_vector_module_nor_hashlib() -> None:
+def test_the_first_line_loads_no_vector_module_nor_logging_nor_hashlib() -> None:
     assert _installed_run(IMPORT_ONLY) == []
 
 
@@ -114,6 +116,13 @@ def test_a_logger_taken_after_logging_loaded_is_the_standard_one() -> None:
     assert get_logger("fsmemory.example") is logging.getLogger("fsmemory.example")
     handlers = logging.getLogger("fsmemory").handlers
     assert [type(h) for h in handlers].count(logging.NullHandler) == 1
+
+
+def test_spaceless_scripts_are_still_split_into_pairs() -> None:
+    from fsmemory.memory._analysis import words
+
+    assert words("東京タワー visit") == ["東京", "京タ", "タワ", "ワー", "visit"]
+    assert words("café") == ["cafe"]
 
 
 def test_an_embedder_still_gets_the_default_batch_size() -> None:

@@ -31,7 +31,6 @@ from fsmemory.memory import _index_cache, _settings
 from fsmemory.memory._context import Contexts
 from fsmemory.memory._facts_file import FactsFile
 from fsmemory.memory._index import MemoryIndex
-from fsmemory.memory._stats import MemoryStats
 from fsmemory.memory.entry import KnowledgeEntry, RememberResult, forget_records
 from fsmemory.memory.layout import (
     DAILY_LOG_DIR,
@@ -52,6 +51,7 @@ from fsmemory.memory.validation import (
 
 if TYPE_CHECKING:  # the snapshot, sanitizer and vector modules load only when used
     from fsmemory.memory._replica import SnapshotReplica
+    from fsmemory.memory._stats import MemoryStats
     from fsmemory.memory._vectors import Embedder, VectorStore
     from fsmemory.sanitizers import PreSaveHook
     from fsmemory.snapshot import IncrementalBackend, KnowledgeBackend

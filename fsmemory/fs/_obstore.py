@@ -52,7 +52,6 @@ root raises :class:`~fsmemory.errors.BackendError` saying so instead of hanging;
 from __future__ import annotations
 
 import builtins
-import logging
 import os
 import re
 import threading
@@ -63,6 +62,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, ClassVar, TypeVar
 
+from fsmemory._log import get_logger
 from fsmemory.errors import (
     BackendError,
     BucketNotFoundError,
@@ -88,7 +88,7 @@ __all__ = [
 
 _T = TypeVar("_T")
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 #: user-metadata key of the marker a conditional write carries
 WRITE_MARKER = "fsmemory-write"

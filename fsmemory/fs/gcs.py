@@ -92,7 +92,6 @@ from __future__ import annotations
 
 import builtins
 import json
-import logging
 import os
 import threading
 import uuid
@@ -103,6 +102,7 @@ from typing import Any, ClassVar
 
 import orjson
 
+from fsmemory._log import get_logger
 from fsmemory.errors import (
     BackendError,
     ConflictError,
@@ -127,7 +127,7 @@ __all__ = [
     "resolve_route",
 ]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 #: the storage option that picks the route, and the environment variable setting its
 #: default for a whole process

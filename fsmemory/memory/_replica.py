@@ -107,13 +107,13 @@ from fsmemory.errors import FsMemoryError, KeyNotFoundError, SnapshotError
 from fsmemory.fs import FileInfo, StorageRoot
 from fsmemory.fs.base import content_version
 from fsmemory.memory import _index_cache
+from fsmemory.memory import _vectravel as vt
 from fsmemory.memory._delta import DELTA_FORMAT, apply_delta, fold_state, merge_delta
 from fsmemory.memory._delta import Folder as _Folder
 from fsmemory.memory._delta import is_utf8 as _is_utf8
 from fsmemory.memory._delta import make_delta as _delta
 from fsmemory.memory._vecfile import HEADER_SIZE, encode_header, read_header
 from fsmemory.memory._vectors import is_derived
-from fsmemory.memory._vectravel import VectorFold, is_vector_file, live_keys
 from fsmemory.memory.layout import MEMORY_FILE, log_date
 from fsmemory.memory.markdown import decode_md, outline
 from fsmemory.snapshot import (
@@ -182,24 +182,7 @@ class _Memo:
     synced: dict[str, FileInfo]
     logs: dict[str, tuple[int, int]]
     md: bytes
-    vectors: _VectorSync
-
-
-@dataclass(slots=True)
-class _VectorSync:
-    """What the snapshot holds of the vector files: per path, the (generation, end) of
-    the local file up to which its rows were synced, the ``(id, text hash)`` keys the
-    snapshot holds, and the vector parts of the current base (path -> bytes)."""
-
-    synced: dict[str, tuple[bytes, int]]
-    keys: dict[str, set[tuple[str, str]]]
-    base: dict[str, bytes]
-
-    def copy(self) -> _VectorSync:
-        """A copy (the sets and dicts are not shared)."""
-        return _VectorSync(
-            dict(self.synced), {p: set(k) for p, k in self.keys.items()}, dict(self.base)
-        )
+    vectors: vt.VectorSync
 
 
 _MEMOS: OrderedDict[tuple[str, str], _Memo] = OrderedDict()
@@ -264,7 +247,7 @@ class SnapshotReplica:
         self._logs: dict[str, tuple[int, int]] = {}
         # MEMORY.md as last synced (raw bytes; parsed only when it was rewritten)
         self._md: bytes = b""
-        self._vec = _VectorSync({}, {}, {})
+        self._vec = vt.VectorSync({}, {}, {})
         # the vector files of the last listing (derived: not in the synced files)
         self._vec_listing: dict[str, FileInfo] = {}
         self.bytes_uploaded = 0
@@ -337,7 +320,7 @@ class SnapshotReplica:
                 self._mark_synced(local)
                 return
             # the folder's own vectors are saved by the next save (or this fold)
-            self._vec = _VectorSync({}, {p: fold.keys(p) for p in fold.files}, self._vec.base)
+            self._vec = vt.VectorSync({}, {p: fold.keys(p) for p in fold.files}, self._vec.base)
             delta = merge_delta(local, remote)
             merged = _Folder(dict(remote))
             if delta is not None:
@@ -380,7 +363,7 @@ class SnapshotReplica:
         if local is not None:
             apply_delta(merged, local)
         if self.vectors:
-            self._vec.base = _vector_parts(derived)
+            self._vec.base = vt.vector_parts(derived)
         self._state = state
         self._can_fold = True
         if local is not None:
@@ -436,23 +419,23 @@ class SnapshotReplica:
         return derived or None
 
     # -- vectors (see the module docstring and fsmemory.memory._vectravel) --------------
-    def _remote_vectors(self, state: SnapshotState, derived: dict[str, Any]) -> VectorFold:
+    def _remote_vectors(self, state: SnapshotState, derived: dict[str, Any]) -> vt.VectorFold:
         """The vector rows the snapshot ``state`` holds (its base's parts, whose raw
         parts are kept for the next fold, then its deltas')."""
-        fold = VectorFold()
+        fold = vt.VectorFold()
         if not self.vectors:
             return fold
-        self._vec.base = _vector_parts(derived)
+        self._vec.base = vt.vector_parts(derived)
         try:
             for path, part in self._vec.base.items():
                 fold.add(path, part)
             fold.add_deltas(state.deltas)
         except Exception as exc:  # derived data: what is missing is embedded again
             logger.warning("vectors of the snapshot not read (%s)", exc)
-            return VectorFold()
+            return vt.VectorFold()
         return fold
 
-    def _install_vectors(self, fold: VectorFold) -> None:
+    def _install_vectors(self, fold: vt.VectorFold) -> None:
         """Write the vector files of ``fold`` into the (empty) folder: a fresh header,
         then one block of the rows that verified; each reader checks them again."""
         self._vec.synced.clear()
@@ -471,12 +454,12 @@ class SnapshotReplica:
                 continue
             self._vec.synced[path] = (generation, len(data))
 
-    def _vector_changes(self) -> tuple[dict[str, Any], dict[str, tuple[bytes, int]], VectorFold]:
+    def _vector_changes(self) -> tuple[dict[str, Any], dict[str, tuple[bytes, int]], vt.VectorFold]:
         """The vector parts a delta carries now (path -> derived entry): per vector file
         of the folder, the rows appended since the last sync (the whole file, when it
         was written again since) that the snapshot does not hold; with the files'
         (generation, end) to record once uploaded, and the rows read."""
-        fold = VectorFold()
+        fold = vt.VectorFold()
         ends: dict[str, tuple[bytes, int]] = {}
         if not self.vectors:
             return {}, ends, fold
@@ -512,13 +495,13 @@ class SnapshotReplica:
         and their rows as the snapshot's (the folder's rows were all read into it)."""
         if not self.vectors:
             return
-        self._vec.base = {p: d for p, d in (derived or {}).items() if is_vector_file(p)}
-        fold = VectorFold()
+        self._vec.base = {p: d for p, d in (derived or {}).items() if vt.is_vector_file(p)}
+        fold = vt.VectorFold()
         for path, part in self._vec.base.items():
             fold.add(path, part)
         self._vec.keys = {p: fold.keys(p) for p in fold.files}
 
-    def _vectors_synced(self, ends: dict[str, tuple[bytes, int]], fold: VectorFold) -> None:
+    def _vectors_synced(self, ends: dict[str, tuple[bytes, int]], fold: vt.VectorFold) -> None:
         """Record the rows of ``fold`` (read up to ``ends``) as held by the snapshot."""
         self._vec.synced.update(ends)
         for path in fold.files:
@@ -529,7 +512,7 @@ class SnapshotReplica:
         deltas' and the folder's rows, each once, those of entries ``files`` no longer
         holds alive left out. The parts become the base's, their keys the snapshot's."""
         try:
-            fold = VectorFold()
+            fold = vt.VectorFold()
             for path, part in self._vec.base.items():
                 fold.add(path, part)
             fold.add_deltas(self._state.deltas)
@@ -539,7 +522,7 @@ class SnapshotReplica:
                 except KeyNotFoundError:
                     continue
                 fold.add(path, data)
-            parts = fold.encode_all(live_keys(files) if files is not None else None)
+            parts = fold.encode_all(vt.live_keys(files) if files is not None else None)
         except Exception as exc:  # derived data: what is missing is embedded again
             logger.warning("vectors not folded into the base (%s)", exc)
             return {}
@@ -569,7 +552,7 @@ class SnapshotReplica:
         for info in self.root.list("", recursive=True):
             if not is_derived(info.path):
                 listing[info.path] = info
-            elif is_vector_file(info.path):
+            elif vt.is_vector_file(info.path):
                 vectors[info.path] = info
         self._vec_listing = vectors
         return listing
@@ -806,18 +789,6 @@ def _recognised(memo: _Memo, listing: dict[str, FileInfo], root: StorageRoot) ->
 def _memo_bytes(memo: _Memo) -> int:
     held = len(memo.state.base or b"") + memo.state.delta_bytes + len(memo.md)
     return held + sum(len(part) for part in memo.vectors.base.values())
-
-
-def _vector_parts(derived: dict[str, Any]) -> dict[str, bytes]:
-    """The vector parts among a base's derived entries (path -> bytes; an entry that
-    cannot be read is left out)."""
-    parts: dict[str, bytes] = {}
-    for path, entry in derived.items():
-        if is_vector_file(path):
-            data = unpack_derived(entry)
-            if data is not None:
-                parts[path] = data
-    return parts
 
 
 def _names(state: SnapshotState) -> list[str]:

@@ -41,7 +41,7 @@ from fsmemory.memory._vectors import VECTOR_DIR, text_hash
 from fsmemory.memory.layout import log_date
 from fsmemory.snapshot.archive import unpack_derived
 
-__all__ = ["VectorFold", "is_vector_file", "live_keys"]
+__all__ = ["VectorFold", "VectorSync", "is_vector_file", "live_keys", "vector_parts"]
 
 logger = logging.getLogger(__name__)
 
@@ -231,3 +231,32 @@ def live_keys(files: Mapping[str, bytes], now: datetime | None = None) -> Dead:
 
 def _lines(data: bytes) -> Iterable[bytes]:
     return (line for line in data.split(b"\n") if line.strip())
+
+
+@dataclass(slots=True)
+class VectorSync:
+    """What the snapshot holds of the vector files: per path, the (generation, end) of
+    the local file up to which its rows were synced, the ``(id, text hash)`` keys the
+    snapshot holds, and the vector parts of the current base (path -> bytes)."""
+
+    synced: dict[str, tuple[bytes, int]]
+    keys: dict[str, set[tuple[str, str]]]
+    base: dict[str, bytes]
+
+    def copy(self) -> VectorSync:
+        """A copy (the sets and dicts are not shared)."""
+        return VectorSync(
+            dict(self.synced), {p: set(k) for p, k in self.keys.items()}, dict(self.base)
+        )
+
+
+def vector_parts(derived: dict[str, Any]) -> dict[str, bytes]:
+    """The vector parts among a base's derived entries (path -> bytes; an entry that
+    cannot be read is left out)."""
+    parts: dict[str, bytes] = {}
+    for path, entry in derived.items():
+        if is_vector_file(path):
+            data = unpack_derived(entry)
+            if data is not None:
+                parts[path] = data
+    return parts

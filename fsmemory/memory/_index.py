@@ -27,9 +27,9 @@ import heapq
 import itertools
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, overload
 
 from fsmemory._log import get_logger
 from fsmemory.fs.base import FileInfo, StorageRoot
@@ -85,6 +85,30 @@ def _numpy() -> Any:
     except ImportError:
         return None
     return numpy
+
+
+class _PriorityOrder(Sequence[int]):
+    """:meth:`MemoryIndex.priority_order`, built only when a search walks it (its
+    length, which decides whether to walk, is the row count)."""
+
+    def __init__(self, index: MemoryIndex) -> None:
+        self._index = index
+
+    def __len__(self) -> int:
+        return len(self._index._ids)
+
+    @overload
+    def __getitem__(self, at: int) -> int: ...
+    @overload
+    def __getitem__(self, at: slice) -> Sequence[int]: ...
+    def __getitem__(self, at: int | slice) -> int | Sequence[int]:
+        return self._index.priority_order()[at]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._index.priority_order())
+
+    def __reversed__(self) -> Iterator[int]:
+        return reversed(self._index.priority_order())
 
 
 class MemoryIndex(Claims, Feeding, IndexState):
@@ -539,7 +563,7 @@ class MemoryIndex(Claims, Feeding, IndexState):
         terms = query_terms(query, stem_of)
         if not terms:
             accept = self._row_acceptor(category, us_of(now))
-            order = self.priority_order()
+            order = _PriorityOrder(self)
             scores = self.typed_word_scores(query)
             typed = top_accepted(scores, limit, accept, self._row_priority, order)
             return [self._entry(row) for _, row in typed]
@@ -552,7 +576,7 @@ class MemoryIndex(Claims, Feeding, IndexState):
                 self._row_acceptor(category, us_of(now)),
                 self._row_priority,
                 pairs,
-                self.priority_order(),
+                _PriorityOrder(self),
                 _numpy,
             )
             if not ranker.damaged:

@@ -76,6 +76,7 @@ from fsmemory.fs.paths import cache_paths
 from fsmemory.fs.retry import RetryPolicy
 
 __all__ = [
+    "FORKED_FS",
     "WRITE_MARKER",
     "ObstoreConnectionError",
     "ObstoreHTTPError",
@@ -246,6 +247,23 @@ def _strip(etag: object) -> str:
 def _mtime(meta: dict[str, Any]) -> float | None:
     value = meta.get("last_modified")
     return value.timestamp() if isinstance(value, datetime) else None
+
+
+def _forked_fs(root: Any) -> Any:
+    """The fallback filesystem of a ``fork_class`` root, built on first use (no lock:
+    in a forked child, the parent's lock may be held by a thread the child lacks)."""
+    if root._fs is None:
+        root._fs = root._fs_factory()
+    return root._fs
+
+
+def _set_forked_fs(root: Any, value: Any) -> None:
+    root._fs = value
+
+
+#: the ``fs`` property of a ``fork_class`` (see :class:`ObstoreRoot`): its filesystem
+#: is read from ``_fs``, built by ``_fs_factory`` on first use
+FORKED_FS = property(_forked_fs, _set_forked_fs, doc=_forked_fs.__doc__)
 
 
 class ObstoreRoot(BucketRoot):

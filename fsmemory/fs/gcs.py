@@ -95,7 +95,7 @@ import json
 import os
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, ClassVar
@@ -111,7 +111,7 @@ from fsmemory.errors import (
     MissingDependencyError,
 )
 from fsmemory.fs._bucket import BucketRoot, single_try_subclass
-from fsmemory.fs._obstore import ObstoreRoot, obstore_usable
+from fsmemory.fs._obstore import FORKED_FS, ObstoreRoot, obstore_usable
 from fsmemory.fs.base import FileInfo, Versioned
 from fsmemory.fs.generic import _mtime
 from fsmemory.fs.open import split_protocol
@@ -880,16 +880,4 @@ class _ForkedGcsfsRoot(GcsfsRoot):
     not survive fork): the gcsfs route of the same URL and options, its filesystem
     built on first use."""
 
-    _fs: Any
-    _fs_factory: Callable[[], Any]
-
-    @property  # type: ignore[override]
-    def fs(self) -> Any:
-        """The gcsfs filesystem, built on first use."""
-        if self._fs is None:
-            self._fs = self._fs_factory()
-        return self._fs
-
-    @fs.setter
-    def fs(self, value: Any) -> None:
-        self._fs = value
+    fs = FORKED_FS  # type: ignore[assignment]

@@ -70,6 +70,7 @@ from fsmemory.errors import (
 )
 from fsmemory.fs._bucket import BucketRoot, single_try_subclass
 from fsmemory.fs._obstore import (
+    FORKED_FS,
     WRITE_MARKER,
     ObstoreRoot,
     WrongRegionError,
@@ -725,16 +726,4 @@ class _ForkedS3fsRoot(S3fsRoot):
     not survive fork): the s3fs route of the same URL and options, its filesystem
     built on first use."""
 
-    _fs: Any
-    _fs_factory: Callable[[], Any]
-
-    @property  # type: ignore[override]
-    def fs(self) -> Any:
-        """The s3fs filesystem, built on first use."""
-        if self._fs is None:
-            self._fs = self._fs_factory()
-        return self._fs
-
-    @fs.setter
-    def fs(self, value: Any) -> None:
-        self._fs = value
+    fs = FORKED_FS  # type: ignore[assignment]

@@ -66,9 +66,16 @@ class Event:
     event_type: ClassVar[str] = "event"
     conversational: ClassVar[bool] = False
     lifecycle: ClassVar[bool] = False
+    # The fields that must be strings (checked on creation), and the one ``text`` shows.
+    _str_fields: ClassVar[tuple[str, ...]] = ()
+    _text_field: ClassVar[str | None] = None
 
     id: str = field(default_factory=_new_id)
     timestamp: str = field(default_factory=_now)
+
+    def __post_init__(self) -> None:
+        for name in self._str_fields:
+            _check_str(name, getattr(self, name))
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # Explicit form: dataclass(slots=True) re-creates the class, which breaks the
@@ -81,7 +88,7 @@ class Event:
 
     def text(self) -> str:
         """The full text a model would see for this event (``""`` when not shown)."""
-        return ""
+        return "" if self._text_field is None else str(getattr(self, self._text_field))
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: ``{"type": ..., "id": ..., "timestamp": ..., fields...}``."""
@@ -180,16 +187,11 @@ class UserMessage(Event):
 
     event_type: ClassVar[str] = "user_message"
     conversational: ClassVar[bool] = True
+    _str_fields: ClassVar[tuple[str, ...]] = ("content",)
+    _text_field: ClassVar[str | None] = "content"
 
     content: str
     name: str | None = None
-
-    def __post_init__(self) -> None:
-        _check_str("content", self.content)
-
-    def text(self) -> str:
-        """The request text."""
-        return self.content
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,17 +206,12 @@ class ModelResponse(Event):
 
     event_type: ClassVar[str] = "model_response"
     conversational: ClassVar[bool] = True
+    _str_fields: ClassVar[tuple[str, ...]] = ("content",)
+    _text_field: ClassVar[str | None] = "content"
 
     content: str = ""
     model: str | None = None
     stop_reason: str | None = None
-
-    def __post_init__(self) -> None:
-        _check_str("content", self.content)
-
-    def text(self) -> str:
-        """The answer text."""
-        return self.content
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,14 +227,14 @@ class ToolCall(Event):
 
     event_type: ClassVar[str] = "tool_call"
     conversational: ClassVar[bool] = True
+    _str_fields: ClassVar[tuple[str, ...]] = ("call_id", "name")
 
     call_id: str
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        _check_str("call_id", self.call_id)
-        _check_str("name", self.name)
+        Event.__post_init__(self)
         if not isinstance(self.arguments, dict):
             raise TypeError("arguments must be a dict")
 
@@ -268,18 +265,12 @@ class ToolResult(Event):
 
     event_type: ClassVar[str] = "tool_result"
     conversational: ClassVar[bool] = True
+    _str_fields: ClassVar[tuple[str, ...]] = ("call_id", "content")
+    _text_field: ClassVar[str | None] = "content"
 
     call_id: str
     content: str
     name: str | None = None
-
-    def __post_init__(self) -> None:
-        _check_str("call_id", self.call_id)
-        _check_str("content", self.content)
-
-    def text(self) -> str:
-        """The result text."""
-        return self.content
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,18 +285,12 @@ class ToolError(Event):
 
     event_type: ClassVar[str] = "tool_error"
     conversational: ClassVar[bool] = True
+    _str_fields: ClassVar[tuple[str, ...]] = ("call_id", "error")
+    _text_field: ClassVar[str | None] = "error"
 
     call_id: str
     error: str
     name: str | None = None
-
-    def __post_init__(self) -> None:
-        _check_str("call_id", self.call_id)
-        _check_str("error", self.error)
-
-    def text(self) -> str:
-        """The error text."""
-        return self.error
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,16 +304,11 @@ class CompactionSummary(Event):
 
     event_type: ClassVar[str] = "compaction_summary"
     conversational: ClassVar[bool] = True
+    _str_fields: ClassVar[tuple[str, ...]] = ("content",)
+    _text_field: ClassVar[str | None] = "content"
 
     content: str
     replaced: int = 0
-
-    def __post_init__(self) -> None:
-        _check_str("content", self.content)
-
-    def text(self) -> str:
-        """The summary text."""
-        return self.content
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,19 +324,17 @@ class ObserverAlert(Event):
     """
 
     event_type: ClassVar[str] = "observer_alert"
+    _str_fields: ClassVar[tuple[str, ...]] = ("message",)
+    _text_field: ClassVar[str | None] = "message"
 
     message: str
     severity: Severity = Severity.WARNING
     source: str | None = None
 
     def __post_init__(self) -> None:
-        _check_str("message", self.message)
+        Event.__post_init__(self)
         if not isinstance(self.severity, Severity):
             object.__setattr__(self, "severity", Severity(str(self.severity).lower()))
-
-    def text(self) -> str:
-        """The alert message."""
-        return self.message
 
 
 @dataclass(frozen=True, slots=True)

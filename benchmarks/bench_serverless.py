@@ -1,7 +1,7 @@
 """Serverless invocations on S3 (moto): fsmemory's handler vs a hand-rolled boto3 one.
 
     python benchmarks/bench_serverless.py [--quick] [--entries N] [--invocations N] [--s3fs]
-        [--compare CHECKOUT]
+        [--compare CHECKOUT] [--no-embedder]
 
 Both handlers serve the same user with the same data (10k entries, every 2nd a
 persistent fact) and do the same work per invocation: load the memory, remember two
@@ -11,6 +11,13 @@ start), and the two handlers alternate so that drift on the machine hits both al
 * fsmemory: ``examples/serverless_handler.py`` (``KnowledgeMemory`` on a fresh scratch
   folder with an ``FsspecBackend`` snapshot): restore, two saves (deltas; a fold once
   ``compact_after`` deltas wait or they pass a quarter of the base).
+* with an embedder (unless ``--no-embedder``): the same handler, its ``KnowledgeMemory``
+  built with ``embedder=`` a fixed random projection of the hashed words (384
+  dimensions, dense, deterministic, no model to load; it counts its calls and the texts
+  it embeds), on a snapshot of its own seeded with the embedder (so its base carries
+  the vectors). Hybrid recall needs NumPy: its import is timed as a phase of its own and
+  stays in the invocation's wall time (an embedder running a local model has it loaded
+  anyway; one calling an API may not).
 * with ``--compare CHECKOUT``: the same handler on the fsmemory of another checkout
   (e.g. a ``git worktree`` of an earlier commit), on a snapshot of its own seeded by
   that version, alternating with the others in the same run.
@@ -18,7 +25,17 @@ start), and the two handlers alternate so that drift on the machine hits both al
   ``PutObject`` (two requests; no merge of concurrent writers: the last one wins).
 
 The snapshot is seeded the way a user's first save makes one: a folder holding the
-memory (searched once, so its index cache is written) saved as the first base.
+memory (searched once, so its index cache and, with the embedder, its vectors are
+written) saved as the first base.
+
+Before each round the bytecode of every module the workers import from a source tree
+(each fsmemory checkout, the handler, this file) is brought up to date (``compileall``),
+and the workers run this file with ``-m`` (as a module, from its ``.pyc``), as a
+deployed function's package is: with ``PYTHONDONTWRITEBYTECODE`` set (as here), a module
+edited since its ``.pyc`` was written, and a script run by its path, are compiled again
+by every fresh process, inside its wall time (this file alone took ~10 ms), and in a
+shared work tree an edit in the middle of a run made the invocations after it slower
+than those before. Installed packages (boto3, obstore, NumPy) have their bytecode.
 
 Printed: wall time per invocation (process start to exit, as the platform bills it),
 the time inside the process, requests per invocation and the max/median over the
@@ -28,7 +45,12 @@ share of the base each invocation restored), the sequential round trips of the r
 thread sent; and, by the clock, the longest chain of requests each sent after the
 previous one answered, which also counts a fetch whose thread started after another
 fetch's reply came back), the first ``recall()`` after the restore; then where
-fsmemory's time goes. Nothing is asserted.
+fsmemory's time goes: each phase's median beside the slowest invocation's (with the
+time outside the process's own code: interpreter start and exit), and the wall time of
+every invocation in order. With the embedder: its calls and texts per invocation (those
+for stored entries apart: after a restore there should be none), the bytes each save
+uploads beside those of the handler without an embedder, and the ratio of the wall
+times. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -119,6 +141,38 @@ class Spans:
         return count
 
 
+class ProjectionEmbedder:
+    """A fixed random projection of the hashed words of a text (dense, deterministic,
+    no model to load): each word adds its own pseudo-random vector. Counts its calls,
+    the texts it embedded and the time spent in it."""
+
+    name = "projection"
+    dimension = 384
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.texts: list[str] = []
+        self.spent = 0.0
+
+    def __call__(self, texts: Any) -> list[list[float]]:
+        import hashlib
+        import re
+
+        start = time.perf_counter()
+        self.calls += 1
+        self.texts.extend(texts)
+        out = []
+        for text in texts:
+            vec = [0.0] * self.dimension
+            for word in re.findall(r"\w+", text.lower()):
+                digest = hashlib.shake_256(word.encode()).digest(self.dimension)
+                for i, byte in enumerate(digest):
+                    vec[i] += byte - 127.5
+            out.append(vec)
+        self.spent += time.perf_counter() - start
+        return out
+
+
 def fsmemory_worker(cfg: dict[str, Any]) -> dict[str, Any]:
     phases: dict[str, float] = {}
     t = time.perf_counter()
@@ -138,6 +192,15 @@ def fsmemory_worker(cfg: dict[str, Any]) -> dict[str, Any]:
             spans.append(Spans(self.root))
 
     example.FsspecBackend = Observed  # type: ignore[misc]
+    embedder = ProjectionEmbedder() if cfg.get("embedder") else None
+    if embedder is not None:
+        # the README's handler, its memory built with an embedder
+        plain = example.KnowledgeMemory
+
+        def with_embedder(*args: Any, **kwargs: Any) -> Any:
+            return plain(*args, embedder=embedder, **kwargs)
+
+        example.KnowledgeMemory = with_embedder  # type: ignore[assignment,misc]
 
     phases["import fsmemory + handler"] = time.perf_counter() - t
     t = time.perf_counter()
@@ -159,6 +222,13 @@ def fsmemory_worker(cfg: dict[str, Any]) -> dict[str, Any]:
     # the handler's backend reuses this filesystem (fsspec caches it): count its requests
     probe = FsspecBackend(f"s3://{BUCKET}/users/{cfg['user']}.snapshot", cfg["options"])
     phases["open backend"] = time.perf_counter() - t
+    if embedder is not None:
+        # hybrid recall needs NumPy (the restore imports it to read the vectors): timed
+        # apart here, still inside the invocation
+        t = time.perf_counter()
+        import numpy  # noqa: F401
+
+        phases["import NumPy (hybrid recall needs it)"] = time.perf_counter() - t
     with count_requests(probe.root) as requests:
         t = time.perf_counter()
         memory = example.memory_for(cfg["user"])
@@ -170,14 +240,17 @@ def fsmemory_worker(cfg: dict[str, Any]) -> dict[str, Any]:
         restore_chain = observed.chained()
         base_bytes = len(replica._state.base or b"")
         saving = [0.0]
+        save_bytes: list[int] = []
         save = replica.save
 
         def timed_save() -> int:
-            start = time.perf_counter()
+            start, sent = time.perf_counter(), observed.put_bytes
             try:
                 return save()
             finally:
                 saving[0] += time.perf_counter() - start
+                if observed.put_bytes > sent:
+                    save_bytes.append(observed.put_bytes - sent)
 
         replica.save = timed_save  # type: ignore[method-assign]
         t = time.perf_counter()
@@ -198,15 +271,27 @@ def fsmemory_worker(cfg: dict[str, Any]) -> dict[str, Any]:
             saving[0] - phases["  of which snapshot saves (fold + delta)"]
         )
     assert found and context
+    embedded: dict[str, Any] = {}
+    if embedder is not None:
+        new = {cfg["query"], *(fact["content"] for fact in cfg["facts"])}
+        embedded = {
+            "calls": embedder.calls,
+            "texts": len(embedder.texts),
+            "stored": sum(text not in new for text in embedder.texts),
+            "ms": _ms(embedder.spent),
+        }
     return {
         "inside_ms": _ms(time.perf_counter() - T0),
         "requests": len(requests),
         "phases": {k: _ms(v) for k, v in phases.items()},
         "folds": memory._replica.folds if memory._replica else 0,
         "uploaded": observed.put_bytes,
+        "save_bytes": save_bytes,
         "base": base_bytes,
         "trips": restore_trips,
         "chain": restore_chain,
+        "embedded": embedded,
+        "numpy": "numpy" in sys.modules,
     }
 
 
@@ -254,9 +339,11 @@ def seed_worker(cfg: dict[str, Any]) -> dict[str, Any]:
     from fsmemory import KnowledgeMemory
     from fsmemory.snapshot import FsspecBackend
 
-    KnowledgeMemory(cfg["folder"], max_log_days=100000).recall("seed")
+    embedder = ProjectionEmbedder() if cfg.get("embedder") else None
+    KnowledgeMemory(cfg["folder"], max_log_days=100000, embedder=embedder).recall("seed")
     url = f"s3://{BUCKET}/users/{cfg['user']}.snapshot"
-    km = KnowledgeMemory(cfg["folder"], backend=FsspecBackend(url, cfg["options"]))
+    backend = FsspecBackend(url, cfg["options"])
+    km = KnowledgeMemory(cfg["folder"], backend=backend, embedder=embedder)
     assert km._replica is not None
     return {"base": km._replica.bytes_uploaded, "phases": {}}
 
@@ -286,21 +373,33 @@ def seed(kind: str, cfg: dict[str, Any], files: dict[str, bytes], folder: Path) 
         (folder / path).parent.mkdir(parents=True, exist_ok=True)
         (folder / path).write_bytes(data)
     out = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--worker", "seed", json.dumps(cfg)],
-        check=True,
-        capture_output=True,
-        text=True,
+        _worker_command("seed", cfg), check=True, capture_output=True, text=True, cwd=HERE
     )
     return int(json.loads(out.stdout.strip().splitlines()[-1])["base"])
+
+
+def _worker_command(kind: str, cfg: dict[str, Any]) -> list[str]:
+    # -m, not the script's path: a module run with -m loads its cached bytecode, as a
+    # platform imports a handler; a script path is compiled again by every process
+    return [sys.executable, "-m", Path(__file__).stem, "--worker", kind, json.dumps(cfg)]
+
+
+def compile_bytecode(libs: list[str | None]) -> None:
+    """Write the ``.pyc`` of every module the workers import from source trees (each
+    fsmemory checkout, the handler, this file) whose bytecode is missing or older than
+    its source, as installing a package or building a function's package does."""
+    import compileall
+
+    for lib in {lib or str(ROOT) for lib in libs}:
+        compileall.compile_dir(Path(lib) / "fsmemory", quiet=1)
+    compileall.compile_file(ROOT / "examples" / "serverless_handler.py", quiet=1)
+    compileall.compile_file(Path(__file__).resolve(), quiet=1)
 
 
 def run_worker(kind: str, cfg: dict[str, Any]) -> dict[str, Any]:
     t = time.perf_counter()
     out = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--worker", kind, json.dumps(cfg)],
-        check=True,
-        capture_output=True,
-        text=True,
+        _worker_command(kind, cfg), check=True, capture_output=True, text=True, cwd=HERE
     )
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     result["wall_ms"] = _ms(time.perf_counter() - t)
@@ -369,6 +468,11 @@ def main() -> None:
         metavar="CHECKOUT",
         help="also run the handler on the fsmemory of this checkout (e.g. an earlier commit)",
     )
+    parser.add_argument(
+        "--no-embedder",
+        action="store_true",
+        help="leave out the handler with an embedder",
+    )
     parser.add_argument("--worker", nargs=2, metavar=("KIND", "CONFIG"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -384,6 +488,8 @@ def main() -> None:
     from fsmemory.testing.cloud_services import start_moto
 
     kinds = ["fsmemory"]
+    if not args.no_embedder:
+        kinds.append("fsmemory-embedder")
     if args.s3fs:
         kinds.append("fsmemory-s3fs")
     if args.compare:
@@ -398,7 +504,12 @@ def main() -> None:
             files, document = build_data(entries, Path(tmp) / "source")
             bases = {}
             for kind in kinds[:-1]:
-                cfg = {"options": options, "user": f"{USER}-{kind}", "lib": libs[kind]}
+                cfg = {
+                    "options": options,
+                    "user": f"{USER}-{kind}",
+                    "lib": libs[kind],
+                    "embedder": kind == "fsmemory-embedder",
+                }
                 folder = Path(tmp) / f"seed-{kind}"
                 bases[kind] = seed(kind, {**cfg, "folder": str(folder)}, files, folder)
             blob = _jsonutil.dumps(document)
@@ -411,12 +522,14 @@ def main() -> None:
             )
             runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
             for i in range(invocations + 1):
+                compile_bytecode(list(libs.values()))
                 for kind in kinds:
                     forced = {"client": "s3fs"} if kind == "fsmemory-s3fs" else {}
                     cfg = {
                         "options": {**options, **forced},
                         "user": f"{USER}-{kind}",
                         "lib": libs[kind],
+                        "embedder": kind == "fsmemory-embedder",
                         "scratch": str(Path(tmp) / f"scratch-{kind}-{i}"),
                         "facts": [
                             {
@@ -437,6 +550,89 @@ def main() -> None:
                         runs[kind].append(result)
     finally:
         service.stop()
+    report(kinds, runs)
+
+
+NAMES = {
+    "fsmemory": "fsmemory handler",
+    "fsmemory-embedder": "fsmemory handler, with an embedder",
+    "fsmemory-s3fs": "fsmemory handler, s3fs forced",
+    "fsmemory-before": "fsmemory handler, --compare checkout",
+}
+
+
+def _steady_saves(runs: list[dict[str, Any]]) -> list[int]:
+    """Bytes uploaded by each save of the invocations that did not fold."""
+    return [b for r in runs if not r["folds"] for b in r["save_bytes"]]
+
+
+def embedder_rows(runs: dict[str, list[dict[str, Any]]]) -> list[list[str]]:
+    """The handler with an embedder beside the same handler without one."""
+    plain = runs["fsmemory"]
+    rows = []
+    for kind in ("fsmemory", "fsmemory-embedder"):
+        got = runs[kind]
+        emb = [r["embedded"] for r in got]
+        wall = [r["wall_ms"] for r in got]
+        saves = _steady_saves(got)
+        rows.append(
+            [
+                NAMES[kind],
+                f"{statistics.median(e['calls'] for e in emb):.0f}" if emb[0] else "-",
+                f"{statistics.median(e['texts'] for e in emb):.0f}" if emb[0] else "-",
+                f"{max(e['stored'] for e in emb)}" if emb[0] else "-",
+                f"{statistics.median(e['ms'] for e in emb):.1f}" if emb[0] else "-",
+                f"{statistics.median(r['requests'] for r in got):.0f} (max "
+                f"{max(r['requests'] for r in got)})",
+                f"{statistics.median(r['trips'] for r in got):.0f} (max "
+                f"{max(r['trips'] for r in got)})",
+                f"{statistics.median(r['uploaded'] for r in got) / 1024:.1f} / "
+                f"{statistics.mean(r['uploaded'] for r in got) / 1024:.1f}",
+                f"{statistics.median(saves):.0f}" if saves else "-",
+                f"{statistics.median(wall):.0f}",
+                f"{max(wall) / statistics.median(wall):.2f}x",
+                f"{statistics.median(wall) / _median_wall(plain):.2f}x",
+                "yes" if all(r["numpy"] for r in got) else "no",
+            ]
+        )
+    return rows
+
+
+def slowest_rows(runs: dict[str, list[dict[str, Any]]], kinds: list[str]) -> list[list[str]]:
+    """Each phase's median beside the slowest invocation's, per handler; the time
+    outside the process's own code (interpreter start and exit) is wall - in-process."""
+    slow = {k: max(runs[k], key=lambda r: r["wall_ms"]) for k in kinds}
+    phases = list(runs[kinds[0]][0]["phases"])
+    rows = []
+    for phase in ["wall", "outside the process's code (start, exit)", *phases]:
+
+        def value(r: dict[str, Any], phase: str = phase) -> float:
+            if phase == "wall":
+                return float(r["wall_ms"])
+            if phase.startswith("outside"):
+                return float(r["wall_ms"] - r["inside_ms"])
+            return float(r["phases"].get(phase, 0.0))
+
+        row = [phase]
+        for k in kinds:
+            row += [
+                f"{statistics.median(value(r) for r in runs[k]):.1f}",
+                f"{value(slow[k]):.1f}",
+            ]
+        rows.append(row)
+    rows.append(
+        ["which invocation (1-based), folds"]
+        + [
+            cell
+            for k in kinds
+            for cell in ("-", f"#{runs[k].index(slow[k]) + 1}, {slow[k]['folds']} fold(s)")
+        ]
+    )
+    return rows
+
+
+def report(kinds: list[str], runs: dict[str, list[dict[str, Any]]]) -> None:
+    """Print the tables."""
     fs_runs, b3_runs = runs["fsmemory"], runs["boto3"]
     header = [
         "handler",
@@ -447,15 +643,10 @@ def main() -> None:
         "max requests",
         "max/median requests",
     ]
-    names = {
-        "fsmemory": "fsmemory handler",
-        "fsmemory-s3fs": "fsmemory handler, s3fs forced",
-        "fsmemory-before": "fsmemory handler, --compare checkout",
-    }
     fs_kinds = [k for k in kinds if k != "boto3"]
     table(
         header,
-        [summarize(names[k], runs[k]) for k in fs_kinds] + [summarize("boto3 one blob", b3_runs)],
+        [summarize(NAMES[k], runs[k]) for k in fs_kinds] + [summarize("boto3 one blob", b3_runs)],
     )
     table(
         [
@@ -468,8 +659,33 @@ def main() -> None:
             "first recall() ms (median)",
             f"folds in {len(fs_runs)}",
         ],
-        [upload_rows(names[k], runs[k]) for k in fs_kinds],
+        [upload_rows(NAMES[k], runs[k]) for k in fs_kinds],
     )
+    with_embedder = "fsmemory-embedder" in runs
+    if with_embedder:
+        print(
+            f"\nWith an embedder ({ProjectionEmbedder.dimension}-d fixed random projection, "
+            "the snapshot seeded with its vectors); embedder columns per invocation, texts "
+            "for stored entries = texts other than the query and the two new facts:"
+        )
+        table(
+            [
+                "handler",
+                "embedder calls",
+                "texts embedded",
+                "texts for stored entries (max)",
+                "embedder ms",
+                "requests",
+                "restore round trips",
+                "KiB uploaded (median / mean)",
+                "bytes per save, no fold (median)",
+                "wall ms (median)",
+                "max/median wall",
+                "wall / without an embedder",
+                "NumPy loaded",
+            ],
+            embedder_rows(runs),
+        )
     ratio = _median_wall(fs_runs) / _median_wall(b3_runs)
     inside = statistics.median(r["inside_ms"] for r in fs_runs) / statistics.median(
         r["inside_ms"] for r in b3_runs
@@ -478,6 +694,35 @@ def main() -> None:
     uploaded = [r["uploaded"] for r in fs_runs]
     share = statistics.mean(r["uploaded"] / r["base"] for r in fs_runs)
     recall = statistics.median(r["phases"]["first recall() after the restore"] for r in fs_runs)
+    embedder_targets = []
+    if with_embedder:
+        emb_runs = runs["fsmemory-embedder"]
+        extra = statistics.median(_steady_saves(emb_runs)) - statistics.median(
+            _steady_saves(fs_runs)
+        )
+        limit = ProjectionEmbedder.dimension * 2 + 1024
+        embedder_targets = [
+            [
+                "with an embedder: texts embedded for stored entries (max per invocation)",
+                f"{max(r['embedded']['stored'] for r in emb_runs)}",
+                "0",
+            ],
+            [
+                "with an embedder / without, wall (median)",
+                f"{_median_wall(emb_runs) / _median_wall(fs_runs):.2f}x",
+                "<= 1.3x",
+            ],
+            [
+                "save of one new entry: bytes with an embedder - without (median)",
+                f"{extra:+.0f} B",
+                f"<= {ProjectionEmbedder.dimension} x 2 + 1024 = {limit} B",
+            ],
+            [
+                f"with an embedder: max / median wall over {len(emb_runs)} in a row",
+                f"{max(r['wall_ms'] for r in emb_runs) / _median_wall(emb_runs):.2f}x",
+                "<= 2x",
+            ],
+        ]
     table(
         ["target", "measured", "target value"],
         [
@@ -507,15 +752,18 @@ def main() -> None:
                 "<= 3",
             ],
             [f"max / median wall over {len(fs_runs)} in a row", f"{max_wall:.2f}x", "<= 2x"],
+            *embedder_targets,
         ],
     )
-    phases = list(fs_runs[0]["phases"])
+    shown: list[str] = [k for k in ("fsmemory", "fsmemory-embedder") if k in runs]
     table(
-        ["fsmemory phase", "median ms"],
-        [[p, f"{statistics.median(r['phases'][p] for r in fs_runs):.1f}"] for p in phases]
-        + [["folds per invocation", f"{statistics.median(r['folds'] for r in fs_runs):.0f}"]],
+        ["fsmemory phase (ms)"] + [cell for k in shown for cell in (f"{k} median", f"{k} slowest")],
+        slowest_rows(runs, shown),
     )
-    print("\nrequests per invocation, in order:")
+    print("\nwall ms per invocation, in order:")
+    for kind in kinds:
+        print(f"  {kind}:", [round(r["wall_ms"]) for r in runs[kind]])
+    print("requests per invocation, in order:")
     for kind in kinds:
         print(f"  {kind}:", [r["requests"] for r in runs[kind]])
     print("restore round trips per invocation (by thread), in order:")

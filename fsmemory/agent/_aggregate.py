@@ -9,7 +9,12 @@ from typing import Protocol, runtime_checkable
 from fsmemory.agent._context import StrategyContext
 from fsmemory.agent._events import Event
 from fsmemory.agent._policies import CONVERSATIONS_DIR, WORKING_MEMORY_PATH
-from fsmemory.agent._summarize import Summarizer, fill_template, render_transcript, run_summarizer
+from fsmemory.agent._summarize import (
+    Summarizer,
+    check_summarize,
+    render_transcript,
+    summarize_with,
+)
 from fsmemory.errors import ConflictError
 from fsmemory.store import KnowledgeStore, VersionedKnowledgeStore
 
@@ -98,11 +103,30 @@ class AggregateTrigger:
         return self.every_n_events is not None and events >= self.every_n_events
 
 
-def _summary_text(text: str) -> str:
-    return text.strip() + "\n"
+class _SummaryAggregate:
+    """What both aggregations share: the user's LLM, a prompt template, and a
+    transcript of the new events cut to ``max_transcript_chars``."""
+
+    def __init__(
+        self, summarize: Summarizer, prompt: str, max_transcript_chars: int | None
+    ) -> None:
+        check_summarize(summarize)
+        if not isinstance(prompt, str):
+            raise TypeError("prompt must be a str")
+        self.summarize = summarize
+        self.prompt = prompt
+        self.max_transcript_chars = max_transcript_chars
+
+    def _transcript(self, events: Sequence[Event]) -> str:
+        return render_transcript(events, max_chars=self.max_transcript_chars)
+
+    async def _summary(self, ctx: StrategyContext, values: dict[str, str]) -> str:
+        """The prompt filled with ``values``, answered: the file body to write."""
+        text = await summarize_with(self.summarize, self.prompt, values, ctx)
+        return text.strip() + "\n"
 
 
-class WorkingMemoryAggregate:
+class WorkingMemoryAggregate(_SummaryAggregate):
     """Merge new events into the rolling note ``/memory/working.md``.
 
     The prompt template gets ``{existing}`` (the current note, ``""`` at first) and
@@ -133,16 +157,10 @@ class WorkingMemoryAggregate:
         max_transcript_chars: int | None = 200_000,
         max_attempts: int = 5,
     ) -> None:
-        if not callable(summarize):
-            raise TypeError("summarize must be a callable (prompt: str) -> str")
-        if not isinstance(prompt, str):
-            raise TypeError("prompt must be a str")
+        super().__init__(summarize, prompt, max_transcript_chars)
         if max_attempts < 1:
             raise ValueError("max_attempts must be >= 1")
-        self.summarize = summarize
-        self.prompt = prompt
         self.path = path
-        self.max_transcript_chars = max_transcript_chars
         self.max_attempts = max_attempts
 
     def __repr__(self) -> str:
@@ -152,7 +170,7 @@ class WorkingMemoryAggregate:
         self, events: Sequence[Event], ctx: StrategyContext, store: KnowledgeStore
     ) -> None:
         """Merge ``events`` into the note (nothing happens without conversation)."""
-        transcript = render_transcript(events, max_chars=self.max_transcript_chars)
+        transcript = self._transcript(events)
         if not transcript:
             return
         versioned = isinstance(store, VersionedKnowledgeStore)
@@ -163,19 +181,15 @@ class WorkingMemoryAggregate:
                 info = await store.stat(self.path)
                 version = None if info is None else info.version
             existing = (await store.read(self.path)) or ""
-            prompt = fill_template(
-                self.prompt, {"existing": existing.strip(), "events": transcript}
-            )
-            text, usage = await run_summarizer(self.summarize, prompt)
-            ctx.add_usage(usage)
+            body = await self._summary(ctx, {"existing": existing.strip(), "events": transcript})
             if not versioned:
-                await store.write(self.path, _summary_text(text))
+                await store.write(self.path, body)
                 return
             assert isinstance(store, VersionedKnowledgeStore)
             try:
                 await store.write(
                     self.path,
-                    _summary_text(text),
+                    body,
                     if_version=version,
                     create_only=version is None,
                 )
@@ -185,7 +199,7 @@ class WorkingMemoryAggregate:
         raise ConflictError(f"{self.path} kept changing under {self.max_attempts} merge attempts")
 
 
-class ConversationSummaryAggregate:
+class ConversationSummaryAggregate(_SummaryAggregate):
     """Write a summary of the new events to
     ``/memory/conversations/<UTC timestamp>_<stream_id>.md`` (one file per fire).
 
@@ -210,14 +224,8 @@ class ConversationSummaryAggregate:
         directory: str = CONVERSATIONS_DIR,
         max_transcript_chars: int | None = 200_000,
     ) -> None:
-        if not callable(summarize):
-            raise TypeError("summarize must be a callable (prompt: str) -> str")
-        if not isinstance(prompt, str):
-            raise TypeError("prompt must be a str")
-        self.summarize = summarize
-        self.prompt = prompt
+        super().__init__(summarize, prompt, max_transcript_chars)
         self.directory = directory.rstrip("/")
-        self.max_transcript_chars = max_transcript_chars
 
     def __repr__(self) -> str:
         return f"ConversationSummaryAggregate(directory={self.directory!r})"
@@ -232,13 +240,10 @@ class ConversationSummaryAggregate:
         self, events: Sequence[Event], ctx: StrategyContext, store: KnowledgeStore
     ) -> None:
         """Summarize ``events`` into a new file (nothing without conversation)."""
-        transcript = render_transcript(events, max_chars=self.max_transcript_chars)
+        transcript = self._transcript(events)
         if not transcript:
             return
-        prompt = fill_template(self.prompt, {"events": transcript})
-        text, usage = await run_summarizer(self.summarize, prompt)
-        ctx.add_usage(usage)
-        body = _summary_text(text)
+        body = await self._summary(ctx, {"events": transcript})
         if not isinstance(store, VersionedKnowledgeStore):
             await store.write(self.path_for(ctx), body)
             return

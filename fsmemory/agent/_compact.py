@@ -10,7 +10,12 @@ from typing import Protocol, runtime_checkable
 from fsmemory.agent._context import StrategyContext
 from fsmemory.agent._events import CompactionSummary, Event
 from fsmemory.agent._pairs import compaction_cut
-from fsmemory.agent._summarize import Summarizer, fill_template, render_transcript, run_summarizer
+from fsmemory.agent._summarize import (
+    Summarizer,
+    check_summarize,
+    render_transcript,
+    summarize_with,
+)
 from fsmemory.store import KnowledgeStore
 
 __all__ = [
@@ -94,7 +99,38 @@ def _check_target(target: object) -> int:
     return target
 
 
-class TailWindowCompact:
+class _HeadCompact:
+    """What both compactions share: keep the last ``target`` events (the cut moves
+    earlier rather than separate a kept tool result from its call), put what stands
+    for the dropped head in front, and make sure the dropped events are in the event
+    log (unless ``persist`` is off)."""
+
+    def __init__(self, target: int, persist: bool) -> None:
+        self.target = _check_target(target)
+        self.persist = persist
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(target={self.target})"
+
+    async def compact(
+        self, events: Sequence[Event], ctx: StrategyContext, store: KnowledgeStore
+    ) -> list[Event]:
+        """The new history: what stands for the head of the history, then its tail."""
+        cut = compaction_cut(events, self.target)
+        if cut == 0:
+            return list(events)
+        dropped = events[:cut]
+        head = await self._stand_in(dropped, ctx)
+        if self.persist:
+            await ctx.persist(dropped)
+        return [*head, *events[cut:]]
+
+    async def _stand_in(self, dropped: Sequence[Event], ctx: StrategyContext) -> list[Event]:
+        """The events put in front of the kept tail in place of ``dropped``."""
+        return []
+
+
+class TailWindowCompact(_HeadCompact):
     """Keep the last ``target`` events; the dropped ones go to the event log.
 
     No LLM call. The cut moves earlier rather than separate a kept tool result from
@@ -110,25 +146,10 @@ class TailWindowCompact:
     name = "tail_window"
 
     def __init__(self, target: int, *, persist: bool = True) -> None:
-        self.target = _check_target(target)
-        self.persist = persist
-
-    def __repr__(self) -> str:
-        return f"TailWindowCompact(target={self.target})"
-
-    async def compact(
-        self, events: Sequence[Event], ctx: StrategyContext, store: KnowledgeStore
-    ) -> list[Event]:
-        """Drop the head of the history."""
-        cut = compaction_cut(events, self.target)
-        if cut == 0:
-            return list(events)
-        if self.persist:
-            await ctx.persist(events[:cut])
-        return list(events[cut:])
+        super().__init__(target, persist)
 
 
-class SummarizeCompact:
+class SummarizeCompact(_HeadCompact):
     """Replace all but the last ``target`` events by one :class:`CompactionSummary`.
 
     One ``summarize`` call per fire. An earlier summary in the dropped part is folded
@@ -154,38 +175,19 @@ class SummarizeCompact:
         persist: bool = True,
         max_transcript_chars: int | None = 400_000,
     ) -> None:
-        if not callable(summarize):
-            raise TypeError("summarize must be a callable (prompt: str) -> str")
-        self.target = _check_target(target)
+        check_summarize(summarize)
+        super().__init__(target, persist)
         self.summarize = summarize
         self.prompt = prompt
-        self.persist = persist
         self.max_transcript_chars = max_transcript_chars
 
-    def __repr__(self) -> str:
-        return f"SummarizeCompact(target={self.target})"
-
-    async def compact(
-        self, events: Sequence[Event], ctx: StrategyContext, store: KnowledgeStore
-    ) -> list[Event]:
-        """Summarize the head of the history into one event at the front."""
-        cut = compaction_cut(events, self.target)
-        if cut == 0:
-            return list(events)
-        dropped = events[:cut]
+    async def _stand_in(self, dropped: Sequence[Event], ctx: StrategyContext) -> list[Event]:
+        """One summary of ``dropped`` (none when it holds no conversation)."""
         transcript = render_transcript(dropped, max_chars=self.max_transcript_chars)
+        if not transcript:  # nothing conversational to summarize
+            return []
         replaced = sum(
             (e.replaced or 1) if isinstance(e, CompactionSummary) else 1 for e in dropped
         )
-        kept = list(events[cut:])
-        if not transcript:  # nothing conversational to summarize
-            if self.persist:
-                await ctx.persist(dropped)
-            return kept
-        text, usage = await run_summarizer(
-            self.summarize, fill_template(self.prompt, {"events": transcript})
-        )
-        ctx.add_usage(usage)
-        if self.persist:
-            await ctx.persist(dropped)
-        return [CompactionSummary(text.strip(), replaced=replaced), *kept]
+        text = await summarize_with(self.summarize, self.prompt, {"events": transcript}, ctx)
+        return [CompactionSummary(text.strip(), replaced=replaced)]

@@ -6,7 +6,7 @@ import asyncio
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from fsmemory.agent._events import (
     CompactionSummary,
@@ -19,7 +19,17 @@ from fsmemory.agent._events import (
     UserMessage,
 )
 
-__all__ = ["Summarizer", "fill_template", "render_transcript", "run_summarizer"]
+if TYPE_CHECKING:
+    from fsmemory.agent._context import StrategyContext
+
+__all__ = [
+    "Summarizer",
+    "check_summarize",
+    "fill_template",
+    "render_transcript",
+    "run_summarizer",
+    "summarize_with",
+]
 
 #: The user's LLM: ``summarize(prompt) -> text``, a plain or ``async`` function (or
 #: callable object). It may also return ``(text, usage)`` with a :class:`Usage` to
@@ -37,6 +47,16 @@ def fill_template(template: str, values: Mapping[str, str]) -> str:
     ``str.format``: ``{{`` is two braces, not an escape.
     """
     return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
+
+
+def check_summarize(summarize: object) -> None:
+    """Refuse a ``summarize`` that cannot be called (strategies check it when built).
+
+    Raises:
+        TypeError: ``summarize`` is not callable.
+    """
+    if not callable(summarize):
+        raise TypeError("summarize must be a callable (prompt: str) -> str")
 
 
 def _is_async_callable(fn: object) -> bool:
@@ -67,6 +87,16 @@ async def run_summarizer(fn: Summarizer, prompt: str) -> tuple[str, Usage | None
     if not isinstance(result, str):
         raise TypeError(f"summarize must return str, not {type(result).__name__}")
     return result, usage
+
+
+async def summarize_with(
+    fn: Summarizer, template: str, values: Mapping[str, str], ctx: StrategyContext
+) -> str:
+    """Fill ``template`` with ``values`` (see :func:`fill_template`), ask ``fn`` and
+    count the tokens it reports on ``ctx``; the text it answered."""
+    text, usage = await run_summarizer(fn, fill_template(template, values))
+    ctx.add_usage(usage)
+    return text
 
 
 def render_transcript(events: Sequence[Event], *, max_chars: int | None = None) -> str:

@@ -54,12 +54,13 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from types import MappingProxyType, TracebackType
+from types import MappingProxyType
 from typing import Any, Literal, Self, TypeVar
 from urllib.parse import urlsplit
 
 from fsmemory.errors import BackendError, InvalidInputError
 from fsmemory.fs.base import Capabilities, FileInfo, StorageRoot, Versioned
+from fsmemory.testing._running import Running
 
 __all__ = [
     "FAULT_KINDS",
@@ -280,7 +281,7 @@ class _Server(socketserver.ThreadingTCPServer):
     block_on_close = False
 
 
-class _Proxy(_Controls):
+class _Proxy(_Controls, Running):
     """Common start/stop/context-manager plumbing of the two proxies."""
 
     _chooser: _Chooser
@@ -343,17 +344,6 @@ class _Proxy(_Controls):
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 # -- HTTP ------------------------------------------------------------------------------

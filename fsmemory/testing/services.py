@@ -37,8 +37,9 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 from typing import ClassVar, Self, TypeVar
+
+from fsmemory.testing._running import Running
 
 __all__ = [
     "REDIS_SERVER_ENV",
@@ -79,7 +80,7 @@ def free_port(host: str = "127.0.0.1") -> int:
         return port
 
 
-class Service:
+class Service(Running):
     """A server process on loopback; subclasses provide :meth:`command`.
 
     Args:
@@ -231,17 +232,6 @@ class Service:
         self._cleanup()
         with contextlib.suppress(Exception):
             atexit.unregister(self.stop)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"

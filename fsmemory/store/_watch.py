@@ -27,8 +27,9 @@ import os
 import threading
 import time
 import weakref
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from typing import Any, Protocol
+from typing import Any
 
 from fsmemory.errors import FsMemoryError
 from fsmemory.fs.base import StorageRoot
@@ -118,18 +119,40 @@ def hub_for(root: StorageRoot) -> ChangeHub:
         return hub
 
 
-class _Watcher(Protocol):
+class _Watcher(ABC):
+    """How a subscription learns about changes made outside this process: watches
+    ``rel`` (the subscription's path under ``root``) and hands each changed path to
+    ``sub._deliver``, except the ones this process changed itself (``note_local``;
+    ``begin``/``end`` bracket a write in flight). ``interval`` is the poll period."""
+
     kind: str
 
-    async def start(self) -> None: ...
+    def __init__(self, sub: Subscription, root: StorageRoot, rel: str, interval: float) -> None:
+        self._sub = sub
+        self._root = root
+        self._rel = rel
+        self._interval = interval
+        self._lock = threading.Lock()
 
-    async def stop(self) -> None: ...
+    @abstractmethod
+    async def start(self) -> None:
+        """Begin watching."""
 
-    def note_local(self, path: str) -> None: ...
+    @abstractmethod
+    async def stop(self) -> None:
+        """Stop watching."""
 
-    def begin(self, path: str) -> None: ...
+    @abstractmethod
+    def note_local(self, path: str) -> None:
+        """``path`` was just changed by this process: do not report it."""
 
-    def end(self, path: str) -> None: ...
+    @abstractmethod
+    def begin(self, path: str) -> None:
+        """A write to ``path`` by this process starts."""
+
+    @abstractmethod
+    def end(self, path: str) -> None:
+        """The write :meth:`begin` announced is over."""
 
 
 class Subscription:
@@ -266,18 +289,14 @@ def _covered(path: str, seen: set[str]) -> bool:
     return "/" in seen
 
 
-class _PollWatcher:
+class _PollWatcher(_Watcher):
     """Lists the watched subtree every ``interval`` seconds and diffs change tokens."""
 
     kind = "poll"
 
     def __init__(self, sub: Subscription, root: StorageRoot, rel: str, interval: float) -> None:
-        self._sub = sub
-        self._root = root
-        self._rel = rel
-        self._interval = interval
+        super().__init__(sub, root, rel, interval)
         self._seen: set[str] = set()
-        self._lock = threading.Lock()
         self._snap: dict[str, str] = {}
         self._task: asyncio.Task[None] | None = None
 
@@ -356,22 +375,18 @@ class _WatchdogHandler:
                 logger.debug("ignoring watchdog event for %r", raw, exc_info=True)
 
 
-class _WatchdogWatcher:
+class _WatchdogWatcher(_Watcher):
     """Native notifications on a local folder through ``watchdog``."""
 
     kind = "watchdog"
 
     def __init__(self, sub: Subscription, root: StorageRoot, rel: str, interval: float) -> None:
-        self._sub = sub
-        self._root = root
-        self._rel = rel
-        self._interval = interval
+        super().__init__(sub, root, rel, interval)
         self._fallback: _PollWatcher | None = None
         self._base = str(root.root)
         self._known: dict[str, str | None] = {}
         self._deleted: dict[str, float] = {}
         self._inflight: dict[str, int] = {}
-        self._lock = threading.Lock()
         self._observer: Any = None
 
     def _start_observer(self) -> None:

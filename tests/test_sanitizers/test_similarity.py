@@ -261,33 +261,37 @@ def _edits(rnd: random.Random, text: str, count: int) -> str:
     return "".join(chars)
 
 
-@settings(max_examples=150, deadline=None)
-@given(
-    st.randoms(use_true_random=False),
-    st.sampled_from([0.7, 0.8, 0.9, 0.95]) | st.floats(0.5, 1),
-    st.integers(12, 40),
-)
-def test_packed_decisions_equal_exact_ratio(
-    rnd: random.Random, threshold: float, count: int
-) -> None:
-    base = "".join(rnd.choice("abcd ") for _ in range(rnd.randint(30, 120)))
-    query = _edits(rnd, base, rnd.randint(0, 20))
-    # Edits of the base, and permutations of the query: the permutations have the same
-    # character counts, so only the LCS itself can tell them apart.
-    candidates = [
-        _edits(rnd, base, rnd.randint(0, 40))
-        if rnd.random() < 0.3
-        else "".join(rnd.sample(query, len(query)))
-        for _ in range(count)
-    ]
-    ratios = [exact_ratio(query, c) for c in candidates]
-    expected = any(r >= threshold for r in ratios)
-    index = NearDuplicateIndex(candidates, threshold=threshold)
-    found = index.find(query)
-    assert (found is not None) == expected
-    if found is not None:
-        assert exact_ratio(query, found) >= threshold
-    assert is_near_duplicate(query, candidates, threshold) == expected
+# Each example runs the quadratic oracle on up to 40 candidates (about 0.15 s): the
+# default run checks 25 examples, ``-m slow`` 150.
+@pytest.mark.parametrize("examples", [25, pytest.param(150, marks=pytest.mark.slow)])
+def test_packed_decisions_equal_exact_ratio(examples: int) -> None:
+    @settings(max_examples=examples, deadline=None)
+    @given(
+        st.randoms(use_true_random=False),
+        st.sampled_from([0.7, 0.8, 0.9, 0.95]) | st.floats(0.5, 1),
+        st.integers(12, 40),
+    )
+    def check(rnd: random.Random, threshold: float, count: int) -> None:
+        base = "".join(rnd.choice("abcd ") for _ in range(rnd.randint(30, 120)))
+        query = _edits(rnd, base, rnd.randint(0, 20))
+        # Edits of the base, and permutations of the query: the permutations have the
+        # same character counts, so only the LCS itself can tell them apart.
+        candidates = [
+            _edits(rnd, base, rnd.randint(0, 40))
+            if rnd.random() < 0.3
+            else "".join(rnd.sample(query, len(query)))
+            for _ in range(count)
+        ]
+        ratios = [exact_ratio(query, c) for c in candidates]
+        expected = any(r >= threshold for r in ratios)
+        index = NearDuplicateIndex(candidates, threshold=threshold)
+        found = index.find(query)
+        assert (found is not None) == expected
+        if found is not None:
+            assert exact_ratio(query, found) >= threshold
+        assert is_near_duplicate(query, candidates, threshold) == expected
+
+    check()
 
 
 def test_packed_path_with_many_shuffles_and_one_true_match() -> None:

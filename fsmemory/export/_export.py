@@ -40,7 +40,7 @@ from fsmemory.export._leases import new_run_id
 from fsmemory.export._manifest import SEGMENTS_DIR, Manifest, PartInfo
 from fsmemory.export._plan import make_plan, nothing_to_do
 from fsmemory.export._report import ExportProgress, ExportReport
-from fsmemory.export._schema import EVENTS_TABLE, MEMORY_TABLE, require_pyarrow
+from fsmemory.export._schema import require_pyarrow
 from fsmemory.export._state import (
     TABLES,
     Context,
@@ -294,38 +294,15 @@ class _Run:
 
     def _report(self, generation: int) -> ExportReport:
         ctx = self.ctx
-        c, opts = ctx.counters, ctx.opts
+        opts = ctx.opts
         return ExportReport(
             source=ctx.src.url,
             dest=ctx.dst.url,
             run_id=ctx.run_id,
             full=opts.full,
-            rows=sum(c.rows.values()),
-            memory_rows=c.rows[MEMORY_TABLE],
-            event_rows=c.rows[EVENTS_TABLE],
-            rewritten_rows=c.rewritten_rows,
-            files_seen=c.files_seen,
-            files_read=c.files_read,
-            files_unchanged=c.files_unchanged,
-            files_reexported=c.files_reexported,
-            files_vanished=c.files_vanished,
-            lines_read=c.lines_read,
-            bytes_read=c.bytes_read,
-            corrupt_lines=c.corrupt,
-            corrupt_samples=tuple(c.samples),
-            pending_lines=c.pending,
-            out_of_window=c.out_of_window,
-            parts_written=c.parts_written,
-            bytes_written=c.bytes_written,
-            parts_removed=c.parts_removed,
-            parts_compacted=c.parts_compacted,
-            conflicts=c.conflicts,
             manifest_generation=generation,
-            manifest_bytes_read=c.manifest_read,
-            manifest_bytes_written=c.manifest_written,
-            segments_read=c.segments_read,
-            segments_written=c.segments_written,
-            max_reads_in_flight=c.max_in_flight,
             shard=f"{opts.shard[0]}/{opts.shard[1]}" if opts.shard else None,
             seconds=round(time.monotonic() - ctx.started, 3),
+            corrupt_samples=tuple(ctx.counters.samples),
+            **ctx.counters.report_counts(),
         )

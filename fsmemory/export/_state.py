@@ -155,6 +155,41 @@ class Counters:
     in_flight: int = 0
     max_in_flight: int = 0
 
+    def report_counts(self) -> dict[str, int]:
+        """The numbers of an :class:`~fsmemory.export.ExportReport` these counters
+        fill, by the report's field names."""
+        counts = {field: getattr(self, counter) for field, counter in _REPORT_COUNTS.items()}
+        counts["rows"] = sum(self.rows.values())
+        counts["memory_rows"] = self.rows[MEMORY_TABLE]
+        counts["event_rows"] = self.rows[EVENTS_TABLE]
+        return counts
+
+
+#: Report field -> the counter it shows (the numbers copied as they are).
+_REPORT_COUNTS: dict[str, str] = {
+    "rewritten_rows": "rewritten_rows",
+    "files_seen": "files_seen",
+    "files_read": "files_read",
+    "files_unchanged": "files_unchanged",
+    "files_reexported": "files_reexported",
+    "files_vanished": "files_vanished",
+    "lines_read": "lines_read",
+    "bytes_read": "bytes_read",
+    "corrupt_lines": "corrupt",
+    "pending_lines": "pending",
+    "out_of_window": "out_of_window",
+    "parts_written": "parts_written",
+    "bytes_written": "bytes_written",
+    "parts_removed": "parts_removed",
+    "parts_compacted": "parts_compacted",
+    "conflicts": "conflicts",
+    "manifest_bytes_read": "manifest_read",
+    "manifest_bytes_written": "manifest_written",
+    "segments_read": "segments_read",
+    "segments_written": "segments_written",
+    "max_reads_in_flight": "max_in_flight",
+}
+
 
 class Context:
     """One run's roots, options and pool, with the current attempt's counters, run id

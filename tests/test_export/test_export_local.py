@@ -257,3 +257,28 @@ def test_file_with_only_an_unfinished_line(local_dirs: tuple[str, str]) -> None:
     report = export_parquet(src, dest)
     assert report.rows == 1 and report.files_reexported == 0
     assert [r["content"] for r in read_rows(dest)] == ["not yet"]
+
+
+def test_every_report_field_is_filled_from_the_run() -> None:
+    """The counters' table names every number of the report: a field left out of it
+    would silently read 0."""
+    import dataclasses
+
+    from fsmemory.export import ExportReport
+    from fsmemory.export._state import Counters
+
+    counters = Counters()
+    counts = counters.report_counts()
+    given = {"source", "dest", "run_id", "full", "manifest_generation", "shard", "seconds"}
+    given.add("corrupt_samples")
+    fields = {f.name for f in dataclasses.fields(ExportReport)}
+    assert set(counts) == fields - given
+    counters.files_read, counters.corrupt, counters.max_in_flight = 3, 2, 5
+    counters.rows = {name: 4 for name in counters.rows}
+    counts = counters.report_counts()
+    assert (counts["files_read"], counts["corrupt_lines"], counts["max_reads_in_flight"]) == (
+        3,
+        2,
+        5,
+    )
+    assert counts["rows"] == 4 * len(counters.rows)

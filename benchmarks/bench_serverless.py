@@ -606,7 +606,7 @@ def slowest_rows(runs: dict[str, list[dict[str, Any]]], kinds: list[str]) -> lis
     """Each phase's median beside the slowest invocation's, per handler; the time
     outside the process's own code (interpreter start and exit) is wall - in-process."""
     slow = {k: max(runs[k], key=lambda r: r["wall_ms"]) for k in kinds}
-    phases = list(runs[kinds[0]][0]["phases"])
+    phases = list(max((runs[k][0]["phases"] for k in kinds), key=len))
     rows = []
     for phase in ["wall", "outside the process's code (start, exit)", *phases]:
 
@@ -764,7 +764,19 @@ def report(kinds: list[str], runs: dict[str, list[dict[str, Any]]]) -> None:
         ["fsmemory phase (ms)"] + [cell for k in shown for cell in (f"{k} median", f"{k} slowest")],
         slowest_rows(runs, shown),
     )
-    print("\nwall ms per invocation, in order:")
+    print("\ninvocations that folded (uploaded a new base):")
+    if not any(r["folds"] for k in fs_kinds for r in runs[k]):
+        print("  none")
+    for kind in fs_kinds:
+        med = _median_wall(runs[kind])
+        for n, r in enumerate(runs[kind], 1):
+            if r["folds"]:
+                print(
+                    f"  {kind} #{n}: wall {r['wall_ms']:.0f} ms ({r['wall_ms'] / med:.2f}x the "
+                    f"median), saves {r['phases']['  of which snapshot saves (fold + delta)']:.0f}"
+                    f" ms, uploaded {r['uploaded'] / 1e6:.2f} MB"
+                )
+    print("wall ms per invocation, in order:")
     for kind in kinds:
         print(f"  {kind}:", [round(r["wall_ms"]) for r in runs[kind]])
     print("requests per invocation, in order:")

@@ -779,6 +779,9 @@ def report(kinds: list[str], runs: dict[str, list[dict[str, Any]]]) -> None:
     print("wall ms per invocation, in order:")
     for kind in kinds:
         print(f"  {kind}:", [round(r["wall_ms"]) for r in runs[kind]])
+    print("restore ms per invocation, in order:")
+    for kind in fs_kinds:
+        print(f"  {kind}:", [round(r["phases"]["restore"]) for r in runs[kind]])
     print("requests per invocation, in order:")
     for kind in kinds:
         print(f"  {kind}:", [r["requests"] for r in runs[kind]])

@@ -12,7 +12,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from fsmemory.export._manifest import PartInfo
@@ -53,6 +53,7 @@ class _OpenPart:
     sources: set[str] = field(default_factory=set)
 
 
+@dataclass(eq=False, repr=False)
 class PartSink:
     """Collects rows of one table and writes them as new Parquet files.
 
@@ -71,38 +72,26 @@ class PartSink:
             closed when a new day needs one.
     """
 
-    def __init__(
-        self,
-        dest: StorageRoot,
-        table: str,
-        schema: Any,
-        run_id: str,
-        *,
-        next_seq: Callable[[], int],
-        on_part: Callable[[str, PartInfo, set[str]], None],
-        max_rows: int = 1_000_000,
-        max_bytes: int = 24 << 20,
-        row_group_rows: int = 64 * 1024,
-        compression: str = "snappy",
-        max_open: int = 4,
-    ) -> None:
+    dest: StorageRoot
+    table: str
+    schema: Any
+    run_id: str
+    _: KW_ONLY
+    next_seq: Callable[[], int]
+    on_part: Callable[[str, PartInfo, set[str]], None]
+    max_rows: int = 1_000_000
+    max_bytes: int = 24 << 20
+    row_group_rows: int = 64 * 1024
+    compression: str = "snappy"
+    max_open: int = 4
+    _open: OrderedDict[str, _OpenPart] = field(init=False, default_factory=OrderedDict)
+
+    def __post_init__(self) -> None:
         self.pa = require_pyarrow()
         import pyarrow.parquet as pq
 
         self.pq = pq
-        self.dest = dest
-        self.table = table
-        self.schema = schema
-        self.run_id = run_id
-        self.next_seq = next_seq
-        self.on_part = on_part
-        self.max_rows = max_rows
-        self.max_bytes = max_bytes
-        self.row_group_rows = row_group_rows
-        self.compression = compression
-        self.max_open = max_open
-        self._open: OrderedDict[str, _OpenPart] = OrderedDict()
-        self.dictionary = [c for c in _DICTIONARY_COLUMNS if c in schema.names]
+        self.dictionary = [c for c in _DICTIONARY_COLUMNS if c in self.schema.names]
 
     def write(self, day: str, rows: Any, sources: Iterable[str]) -> None:
         """Add ``rows`` (a Table or RecordBatch in :attr:`schema`) to the file of ``day``."""

@@ -73,9 +73,15 @@ class BucketRoot(FsspecRoot):
     service = "object store"
 
     def __init__(
-        self, fs: Any, root: str, *, url: str | None = None, retry: RetryPolicy | None = None
+        self,
+        fs: Any,
+        root: str,
+        *,
+        url: str | None = None,
+        retry: RetryPolicy | None = None,
+        fs_factory: Callable[[], Any] | None = None,
     ) -> None:
-        super().__init__(fs, root, url=url, retry=retry)
+        super().__init__(fs, root, url=url, retry=retry, fs_factory=fs_factory)
         bucket, key = self._split(self.root)
         if not bucket:
             raise InvalidPathError(f"{self.service} URLs need a bucket: {url or root!r}")
@@ -83,29 +89,6 @@ class BucketRoot(FsspecRoot):
         #: the key prefix of the root inside the bucket ("" for the bucket itself)
         self.prefix: str = key.strip("/")
         self._bucket_seen = False
-
-    @classmethod
-    def _connect(cls, url: str, options: dict[str, Any]) -> tuple[Any, str]:
-        """Build the filesystem for ``url`` (our retries only, no stale listings)."""
-        fs_class = cls._fs_class()
-        opts: dict[str, Any] = dict(fs_class._get_kwargs_from_urls(url))
-        opts.update(options)
-        if not fs_class._strip_protocol(url).strip("/").split("/", 1)[0]:
-            # Before the filesystem exists: building it may look for credentials.
-            raise InvalidPathError(f"{cls.service} URLs need a bucket: {url!r}")
-        opts.setdefault("use_listings_cache", False)
-        cls._configure(opts)
-        fs = fs_class(**opts)
-        return fs, fs._strip_protocol(url).rstrip("/")
-
-    @staticmethod
-    def _fs_class() -> Any:
-        """The filesystem class :meth:`_connect` builds (a subclass hook)."""
-        raise NotImplementedError
-
-    @staticmethod
-    def _configure(opts: dict[str, Any]) -> None:
-        """Adjust the filesystem options before it is built (a subclass hook)."""
 
     # -- hooks for the services ----------------------------------------------------------
     async def _list_page(

@@ -60,7 +60,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from fsmemory._log import get_logger
 from fsmemory.errors import (
@@ -75,8 +75,11 @@ from fsmemory.fs.base import FileInfo, Versioned
 from fsmemory.fs.paths import cache_paths
 from fsmemory.fs.retry import RetryPolicy
 
+if TYPE_CHECKING:
+    from fsmemory.fs._cloud import Route
+    from fsmemory.fs.generic import FsspecRoot
+
 __all__ = [
-    "FORKED_FS",
     "WRITE_MARKER",
     "ObstoreConnectionError",
     "ObstoreHTTPError",
@@ -249,23 +252,6 @@ def _mtime(meta: dict[str, Any]) -> float | None:
     return value.timestamp() if isinstance(value, datetime) else None
 
 
-def _forked_fs(root: Any) -> Any:
-    """The fallback filesystem of a ``fork_class`` root, built on first use (no lock:
-    in a forked child, the parent's lock may be held by a thread the child lacks)."""
-    if root._fs is None:
-        root._fs = root._fs_factory()
-    return root._fs
-
-
-def _set_forked_fs(root: Any, value: Any) -> None:
-    root._fs = value
-
-
-#: the ``fs`` property of a ``fork_class`` (see :class:`ObstoreRoot`): its filesystem
-#: is read from ``_fs``, built by ``_fs_factory`` on first use
-FORKED_FS = property(_forked_fs, _set_forked_fs, doc=_forked_fs.__doc__)
-
-
 class ObstoreRoot(BucketRoot):
     """A prefix in a bucket (or container) served by obstore.
 
@@ -274,14 +260,15 @@ class ObstoreRoot(BucketRoot):
             off).
         root: ``bucket`` or ``bucket/prefix`` (no protocol).
         url: the URL it was opened from.
+        route: the :class:`~fsmemory.fs._cloud.Route` ``store`` was built from (None
+            for a store built otherwise).
         retry: the retry policy of this root.
-        fs_factory: builds an fsspec filesystem for :attr:`fs` on first access (for code
+        fs_factory: builds the fsspec filesystem of :attr:`fs` on first use (for code
             that wants one, such as export); None: :attr:`fs` is None.
-        observers: the list of :attr:`observers` (roots sharing a store may share it);
+        observers: the list of :attr:`observers` (roots sharing a store share it);
             None: a list of its own.
-        fork_class: the :class:`BucketRoot` class this root becomes in a forked child
-            (see the module docs): its ``fs`` must come from ``_fs``, built by
-            ``_fs_factory`` on first use. None: such a child gets errors.
+        fork_class: the fsspec root class this root becomes in a forked child (see the
+            module docs); None: such a child gets errors.
 
     Raises:
         InvalidPathError: ``root`` names no bucket.
@@ -293,6 +280,10 @@ class ObstoreRoot(BucketRoot):
     write_marker: ClassVar[str] = WRITE_MARKER
     #: extra keyword arguments of every ``obstore.put``
     put_options: ClassVar[Mapping[str, Any]] = {}
+    #: None: ``delete_many`` uses the service's batch delete (S3); else one ``DELETE``
+    #: per object, this many at a time (a service without a batch delete, or whose
+    #: batch fails whole on one missing object)
+    delete_threads: ClassVar[int | None] = None
     # obstore is built with retries off; its HTTP client resends nothing it has sent.
     _hidden_retries: ClassVar[bool] = False
 
@@ -302,41 +293,27 @@ class ObstoreRoot(BucketRoot):
         root: str,
         *,
         url: str,
+        route: Route | None = None,
         retry: RetryPolicy | None = None,
         fs_factory: Callable[[], Any] | None = None,
         observers: builtins.list[Callable[[str, str], None]] | None = None,
-        fork_class: type[BucketRoot] | None = None,
+        fork_class: type[FsspecRoot] | None = None,
     ) -> None:
         self.store = store
+        self.route = route
         self._fork_class = fork_class
         #: callables told ``(operation, "bucket/key")`` before each obstore call (request
         #: counts in tests: a listing counts once per 1000 keys, a batch delete once)
         self.observers = [] if observers is None else observers
-        self._fs: Any = None
-        self._fs_factory = fs_factory
-        self._fs_lock = threading.Lock()
-        super().__init__(None, root, url=url, retry=retry)
+        super().__init__(None, root, url=url, retry=retry, fs_factory=fs_factory)
         _mark_used()
         _LIVE.add(self)
 
     def _leave_obstore(self) -> None:
-        """In a forked child: become an instance of the fork class (which reads its
-        filesystem from ``_fs``, built by ``_fs_factory`` on first use)."""
+        """In a forked child: become an instance of the fork class (whose :attr:`fs`
+        is built by the same factory)."""
         if self._fork_class is not None:
             self.__class__ = self._fork_class  # type: ignore[assignment]
-
-    @property
-    def fs(self) -> Any:
-        """An fsspec filesystem for the same bucket, built on first use (or None)."""
-        if self._fs is None and self._fs_factory is not None:
-            with self._fs_lock:
-                if self._fs is None:
-                    self._fs = self._fs_factory()
-        return self._fs
-
-    @fs.setter
-    def fs(self, value: Any) -> None:
-        self._fs = value
 
     def storage_key(self) -> tuple[str, ...]:
         """What identifies the files this root addresses (without building ``fs``)."""
@@ -629,8 +606,25 @@ class ObstoreRoot(BucketRoot):
         self._call(obstore.delete, key)
 
     async def _delete_keys(self, keys: builtins.list[str]) -> int:
-        """The service's batch delete (S3: ``DeleteObjects``, 1000 keys a request)."""
+        """The service's batch delete (S3: ``DeleteObjects``, 1000 keys a request), or
+        one ``DELETE`` per object, :attr:`delete_threads` at a time, objects already gone
+        not counted."""
         import obstore
 
-        self._call(obstore.delete, keys)
-        return len(keys)
+        if self.delete_threads is None:
+            self._call(obstore.delete, keys)
+            return len(keys)
+
+        def one(key: str) -> bool:
+            try:
+                self._call(obstore.delete, key)
+            except FileNotFoundError:
+                return False
+            return True
+
+        if len(keys) == 1:
+            return int(one(keys[0]))
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(self.delete_threads, len(keys))) as pool:
+            return sum(pool.map(one, keys))

@@ -2,13 +2,11 @@
 through obstore, adlfs where obstore cannot serve the configuration.
 
 ``az://container/prefix`` (or ``abfs://container/prefix``) addresses a prefix in one
-container. **Which client** is decided once, by :func:`resolve_route`, from the storage
-options and the environment, resolving credentials exactly as adlfs would:
+container. **Which client** is decided once per root by :func:`resolve_route` (see
+:mod:`fsmemory.fs._cloud`), resolving credentials exactly as adlfs would:
 
-* **obstore** (:class:`AzureRoot`, ``pip install 'fsmemory[azure]'``): native
-  conditional writes (create-only is ``If-None-Match: *``, compare-and-swap is
-  ``If-Match: <etag>``), one request per primitive, when the credential adlfs would use
-  is a shared key or a SAS token obstore can send itself:
+* **obstore** (:class:`AzureRoot`, ``pip install 'fsmemory[azure]'``) when the credential
+  adlfs would use is a shared key or a SAS token obstore can send itself:
 
   - a connection string (option ``connection_string`` or
     ``AZURE_STORAGE_CONNECTION_STRING``) holding ``AccountName`` and ``AccountKey`` or
@@ -22,111 +20,58 @@ options and the environment, resolving credentials exactly as adlfs would:
   The endpoint and credential are passed to obstore explicitly (with
   ``credential_type`` forced), so obstore's own reading of ``AZURE_*`` variables cannot
   pick other credentials or another endpoint than adlfs would.
-* **adlfs** (:class:`AdlfsRoot`, the generic :class:`~fsmemory.fs.generic.FsspecRoot`
-  with two adlfs quirks fixed; ``pip install 'fsmemory[adlfs]'``)
-  for everything else: a ``credential`` object, a service principal (``client_id`` /
-  ``client_secret`` / ``tenant_id``), ``DefaultAzureCredential`` (an account name and
-  nothing else: managed identity, workload identity, Azure CLI, ...), anonymous access,
-  ``UseDevelopmentStorage=true``, an account in the URL host
+* **adlfs** (:class:`AdlfsRoot`, ``pip install 'fsmemory[adlfs]'``) for everything else:
+  a ``credential`` object, a service principal, ``DefaultAzureCredential`` (an account
+  name and nothing else: managed identity, workload identity, Azure CLI, ...), anonymous
+  access, ``UseDevelopmentStorage=true``, an account in the URL host
   (``abfs://container@account.dfs.core.windows.net/...``), any option adlfs knows and
-  obstore does not model, or obstore not installed. Its conditional writes are native
-  too (adlfs hands ``If-Match`` / ``If-None-Match`` through to azure-storage-blob), but
-  each request costs more (azure-core's pipeline, adlfs's event-loop thread).
-  :class:`AdlfsRoot` also fixes three adlfs quirks (names holding ``?``, ranges past
-  the end of a blob, a missing container read as a missing file).
+  obstore does not model. Its conditional writes are native too, but each request costs
+  more (azure-core's pipeline, adlfs's event-loop thread).
+* ``client="adlfs"|"obstore"|"auto"`` or ``FSMEMORY_AZURE_CLIENT`` forces a route.
 
-The storage option ``client`` (``"auto"``, ``"obstore"``, ``"adlfs"``) or the environment
-variable ``FSMEMORY_AZURE_CLIENT`` forces the choice; forcing ``"obstore"`` for a
-configuration it cannot serve raises :class:`~fsmemory.errors.InvalidInputError` saying
-why. ``resolve_route(url, options).client`` tells which one a URL takes.
-
-obstore route, requests per primitive:
-
-==============================  =====================================================
-operation                       requests
-==============================  =====================================================
-``read``                        1 ``Get Blob`` (body and ETag from the same response)
-``read_range``                  1 ranged ``Get Blob``
-``stat``                        1 ``Get Blob Properties``
-``write``                       1 ``Put Blob`` (new ETag from the response)
-``write(if_version=etag)``      1 ``Put Blob`` with ``If-Match: <etag>``
-``write(create_only=True)``     1 ``Put Blob`` with ``If-None-Match: *``
-``append``                      1 ``Get Blob`` + 1 conditional ``Put Blob`` per attempt
-``list`` / ``list_dirs``        1 ``List Blobs`` per 5000 names, never cached
-``delete``                      1 ``Get Blob Properties`` + 1 ``Delete Blob``
-``delete_many``/``delete_tree`` 1 ``Delete Blob`` each, 8 at a time
-==============================  =====================================================
-
-The version token is the blob's ETag without quotes. Azure answers a failed ``If-Match``
-with 412 and a create-only write on an existing blob with 409; both become
+On obstore the requests are those of :mod:`fsmemory.fs._obstore`, except that a listing
+takes one ``List Blobs`` per 5000 names and ``delete_many`` one ``Delete Blob`` per blob,
+8 at a time. The version token is the blob's ETag without quotes. Azure answers a failed
+``If-Match`` with 412 and a create-only write on an existing blob with 409; both become
 :class:`~fsmemory.errors.ConflictError`, and so does an ``If-Match`` on a blob that is
-gone. obstore's own retries are off (fsmemory's :class:`~fsmemory.fs.retry.RetryPolicy`,
-storage option ``retry``, is the one retry layer); each request is bounded as a whole by
-:data:`REQUEST_TIMEOUT` (connecting by :data:`CONNECT_TIMEOUT`).
-
-``root.fs`` is an adlfs filesystem built from the same options on first access (for code
-that wants a filesystem); a root that never touches it never imports adlfs.
-
-Processes: obstore's runtime does not survive ``fork()``. A root of the obstore route
-used before a fork becomes an :class:`AdlfsRoot` of the same URL and options in the
-child (adlfs needed there), and roots opened in such a child take adlfs; an
-:class:`AdlfsRoot` builds a new filesystem in a forked child (adlfs's refuse to work
-across fork). Workers started with ``spawn`` use obstore as usual.
+gone. Each obstore request is bounded as a whole by :data:`REQUEST_TIMEOUT` (connecting
+by :data:`CONNECT_TIMEOUT`); fsmemory's :class:`~fsmemory.fs.retry.RetryPolicy` is the
+one retry layer.
 """
 
 from __future__ import annotations
 
 import builtins
-import os
-import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any, ClassVar
 
 from fsmemory.errors import (
     BackendError,
     BucketNotFoundError,
     ConflictError,
-    InvalidInputError,
-    InvalidPathError,
     KeyNotFoundError,
     MissingDependencyError,
 )
-from fsmemory.fs._obstore import (
-    ObstoreConnectionError,
-    ObstoreRoot,
-    check_version,
-    obstore_usable,
-)
+from fsmemory.fs._cloud import Cloud, Route, open_cloud_root, resolve
+from fsmemory.fs._obstore import ObstoreConnectionError, ObstoreRoot, check_version
 from fsmemory.fs.base import Capabilities, FileInfo, StorageRoot, Versioned
 from fsmemory.fs.errors import http_status, translated
 from fsmemory.fs.generic import FsspecRoot
-from fsmemory.fs.retry import RetryPolicy, policy_from_options
 
 __all__ = [
     "CLIENT_ENV",
-    "CLIENT_OPTION",
     "CONNECT_TIMEOUT",
     "REQUEST_TIMEOUT",
     "WRITE_MARKER",
     "AdlfsRoot",
     "AzureRoot",
-    "AzureRoute",
     "resolve_route",
 ]
 
-#: the storage option that picks the client, and the environment variable setting its
-#: default for a whole process
-CLIENT_OPTION = "client"
+#: the environment variable giving the default of the ``client`` storage option
 CLIENT_ENV = "FSMEMORY_AZURE_CLIENT"
-_CLIENT_CHOICES = ("auto", "obstore", "adlfs")
-
-#: concurrent single deletes of one batch
-_DELETE_THREADS = 8
 
 #: seconds one request may take as a whole on the obstore route, and to connect
 REQUEST_TIMEOUT = 30.0
@@ -158,21 +103,6 @@ _CONNECTION_KEYS = frozenset(
 WRITE_MARKER = "fsmemory_write"
 
 
-@dataclass(frozen=True)
-class AzureRoute:
-    """Which client serves an Azure configuration, and why.
-
-    Attributes:
-        client: ``"obstore"`` or ``"adlfs"``.
-        reason: why (for messages and logs).
-        config: obstore's configuration (endpoint, account, credential), empty for adlfs.
-    """
-
-    client: str
-    reason: str
-    config: dict[str, Any] = field(default_factory=dict, repr=False)
-
-
 def _env(environ: Mapping[str, str], name: str) -> str | None:
     return environ.get(name) or None
 
@@ -191,13 +121,9 @@ def _parse_connection_string(text: str) -> dict[str, str] | None:
     return out
 
 
-def _adlfs(reason: str) -> AzureRoute:
-    return AzureRoute("adlfs", reason)
-
-
 def _obstore_route(
     account: str, endpoint: str, key: str | None, sas: str | None, source: str
-) -> AzureRoute:
+) -> Route:
     config: dict[str, Any] = {
         "account_name": account,
         "endpoint": endpoint.rstrip("/"),
@@ -210,18 +136,25 @@ def _obstore_route(
         assert sas is not None
         config.update(credential_type="sas_token", sas_key=sas.lstrip("?"))
         what = "SAS token"
-    return AzureRoute("obstore", f"{what} from {source}", config)
+    client_options: dict[str, Any] = {
+        "timeout": f"{int(REQUEST_TIMEOUT)}s",
+        "connect_timeout": f"{int(CONNECT_TIMEOUT)}s",
+    }
+    if endpoint.startswith("http://"):
+        client_options["allow_http"] = True
+    return Route("obstore", f"{what} from {source}", config, client_options)
 
 
-def _auto_route(url: str, options: Mapping[str, Any], environ: Mapping[str, str]) -> AzureRoute:
+def _route(url: str, options: Mapping[str, Any], environ: Mapping[str, str]) -> Route:
+    """The route of an Azure root (see the module docs)."""
     netloc = url.partition("://")[2].partition("/")[0]
     if "@" in netloc:
-        return _adlfs("the URL names the account in its host (container@account...)")
+        return Route("adlfs", "the URL names the account in its host (container@account...)")
     unknown = sorted(set(options) - _OBSTORE_OPTIONS)
     if unknown:
-        return _adlfs(f"storage option(s) obstore does not model: {', '.join(unknown)}")
+        return Route("adlfs", f"storage option(s) obstore does not model: {', '.join(unknown)}")
     if options.get("anon"):
-        return _adlfs("anonymous access (anon=True)")
+        return Route("adlfs", "anonymous access (anon=True)")
     connection = options.get("connection_string") or _env(
         environ, "AZURE_STORAGE_CONNECTION_STRING"
     )
@@ -229,17 +162,19 @@ def _auto_route(url: str, options: Mapping[str, Any], environ: Mapping[str, str]
         source = "the connection string"
         parts = _parse_connection_string(str(connection))
         if parts is None:
-            return _adlfs("a connection string obstore cannot parse")
+            return Route("adlfs", "a connection string obstore cannot parse")
         if parts.get("usedevelopmentstorage", "").lower() == "true":
-            return _adlfs("UseDevelopmentStorage=true")
+            return Route("adlfs", "UseDevelopmentStorage=true")
         odd = sorted(set(parts) - _CONNECTION_KEYS)
         if odd:
-            return _adlfs(f"connection-string key(s) obstore does not model: {', '.join(odd)}")
+            return Route(
+                "adlfs", f"connection-string key(s) obstore does not model: {', '.join(odd)}"
+            )
         account = parts.get("accountname")
         key = parts.get("accountkey") or None
         sas = parts.get("sharedaccesssignature") or None
         if not account or not (key or sas):
-            return _adlfs("a connection string without AccountName and a key or SAS token")
+            return Route("adlfs", "a connection string without AccountName and a key or SAS token")
         endpoint = parts.get("blobendpoint") or (
             f"{parts.get('defaultendpointsprotocol') or 'https'}://{account}.blob."
             f"{parts.get('endpointsuffix') or 'core.windows.net'}"
@@ -247,7 +182,7 @@ def _auto_route(url: str, options: Mapping[str, Any], environ: Mapping[str, str]
         return _obstore_route(account, endpoint, key, None if key else sas, source)
     account = options.get("account_name") or _env(environ, "AZURE_STORAGE_ACCOUNT_NAME")
     if not account:
-        return _adlfs("no account name (adlfs reports what is missing)")
+        return Route("adlfs", "no account name (adlfs reports what is missing)")
     host = options.get("account_host")
     endpoint = f"https://{host}" if host else f"https://{account}.blob.core.windows.net"
     key = options.get("account_key") or _env(environ, "AZURE_STORAGE_ACCOUNT_KEY")
@@ -256,40 +191,25 @@ def _auto_route(url: str, options: Mapping[str, Any], environ: Mapping[str, str]
     sas = options.get("sas_token") or _env(environ, "AZURE_STORAGE_SAS_TOKEN")
     if sas:
         return _obstore_route(str(account), endpoint, None, str(sas), "the options/environment")
-    return _adlfs(
+    return Route(
+        "adlfs",
         "no account key or SAS token: adlfs resolves the credential (service principal, "
-        "DefaultAzureCredential or anonymous)"
+        "DefaultAzureCredential or anonymous)",
     )
 
 
 def resolve_route(
     url: str, options: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
-) -> AzureRoute:
-    """Which client serves ``url`` with these storage options (see the module docs).
-
-    Args:
-        url: the ``az://`` / ``abfs://`` URL.
-        options: the storage options (``retry`` ignored, ``client`` honoured).
-        environ: the environment (default ``os.environ``).
+) -> Route:
+    """Which client serves ``url`` with these storage options (``retry`` ignored,
+    ``client`` honoured) in this environment (default ``os.environ``); see the module
+    docs.
 
     Raises:
         InvalidInputError: a bad ``client`` choice, or ``client="obstore"`` for a
             configuration obstore cannot serve.
     """
-    env = os.environ if environ is None else environ
-    opts = {k: v for k, v in (options or {}).items() if k not in ("retry", CLIENT_OPTION)}
-    choice = str((options or {}).get(CLIENT_OPTION) or env.get(CLIENT_ENV) or "auto").lower()
-    if choice not in _CLIENT_CHOICES:
-        raise InvalidInputError(
-            f"storage option {CLIENT_OPTION!r} must be one of {', '.join(_CLIENT_CHOICES)}: "
-            f"{choice!r}"
-        )
-    if choice == "adlfs":
-        return _adlfs(f"forced ({CLIENT_OPTION}='adlfs' or {CLIENT_ENV})")
-    route = _auto_route(url, opts, env)
-    if choice == "obstore" and route.client != "obstore":
-        raise InvalidInputError(f"{url}: obstore cannot serve this configuration: {route.reason}")
-    return route
+    return resolve(_AZURE, url, options, environ)
 
 
 class AzureRoot(ObstoreRoot):
@@ -315,52 +235,21 @@ class AzureRoot(ObstoreRoot):
             :class:`~fsmemory.fs.generic.FsspecRoot` over adlfs.
 
         Raises:
-            InvalidInputError: a malformed ``retry`` or ``client`` option.
+            InvalidInputError: a malformed ``retry`` or ``client`` option, or
+                ``client="obstore"`` with a configuration only adlfs can serve.
             InvalidPathError: the URL names no container.
             MissingDependencyError: obstore (``fsmemory[azure]``) or, where needed,
                 adlfs is not installed.
         """
-        opts = dict(options or {})
-        policy = policy_from_options(opts)
-        forced = str(opts.get(CLIENT_OPTION) or os.environ.get(CLIENT_ENV) or "").lower()
-        route = resolve_route(url, opts)
-        opts.pop(CLIENT_OPTION, None)
-        if route.client == "obstore" and not obstore_usable():
-            route = _adlfs("a process forked after obstore was used")
-        if route.client == "obstore":
-            try:
-                import obstore  # noqa: F401
-            except ImportError as exc:
-                if forced == "obstore" or not _installed("adlfs"):
-                    raise MissingDependencyError("obstore", "azure") from exc
-                route = _adlfs("obstore is not installed")
-        if route.client == "adlfs":
-            return _adlfs_root(url, opts, policy)
-        container, _, prefix = _path_of(url).partition("/")
-        if not container:
-            raise InvalidPathError(f"Azure URLs need a container: {url!r}")
-        store, observers = _shared_store(container, route.config)
-
-        def factory() -> Any:
-            return _adlfs_root(url, dict(opts), policy).fs
-
-        root = f"{container}/{prefix.strip('/')}".rstrip("/")
-        # fork_class: an AdlfsRoot is no BucketRoot, but all the switch needs of it is
-        # the _fs / _fs_factory pair both classes keep
-        fork_class: Any = AdlfsRoot
-        return cls(
-            store,
-            root,
-            url=url,
-            retry=policy,
-            fs_factory=factory,
-            observers=observers,
-            fork_class=fork_class,
-        )
+        root: StorageRoot = open_cloud_root(_AZURE, url, options)
+        return root
 
     # -- writes: the marker under a name Azure accepts, one Put Blob each ---------------
     write_marker = WRITE_MARKER
     put_options: ClassVar[Mapping[str, Any]] = {"use_multipart": False}
+    # Not obstore's blob batch: Azure fails a whole batch when one blob of it is gone
+    # (after deleting the others), so it cannot tell what it deleted.
+    delete_threads: ClassVar[int | None] = 8
 
     # -- reads and deletes: where Azure answers otherwise than S3 ------------------------
     async def _get_range(self, key: str, start: int, end: int | None) -> bytes:
@@ -382,72 +271,6 @@ class AzureRoot(ObstoreRoot):
                 return b""
             raise
         return data[start - lo :]
-
-    async def _delete_keys(self, keys: builtins.list[str]) -> int:
-        """One ``Delete Blob`` per blob, a few at a time; blobs already gone do not
-        count. Not obstore's blob batch: Azure fails a whole batch when one blob of it
-        is gone (after deleting the others), so it cannot tell what it deleted."""
-        import obstore
-
-        def one(key: str) -> bool:
-            try:
-                self._call(obstore.delete, key)
-            except FileNotFoundError:
-                return False
-            return True
-
-        if len(keys) == 1:
-            return int(one(keys[0]))
-        with ThreadPoolExecutor(min(_DELETE_THREADS, len(keys))) as pool:
-            return sum(pool.map(one, keys))
-
-
-#: one obstore store per container and configuration in a process: roots opened again
-#: (a warm serverless worker opening the memory per invocation) reuse its connections
-_STORES: dict[str, tuple[Any, builtins.list[Any]]] = {}
-_STORES_LOCK = threading.Lock()
-
-
-def _shared_store(container: str, config: dict[str, Any]) -> tuple[Any, builtins.list[Any]]:
-    """The ``AzureStore`` of ``container`` with this configuration (built once per
-    process, obstore's retries off) and the observers list its roots share."""
-    key = repr((container, sorted(config.items())))
-    with _STORES_LOCK:
-        found = _STORES.get(key)
-        if found is None:
-            from obstore.store import AzureStore
-
-            client_options: dict[str, Any] = {
-                "timeout": f"{int(REQUEST_TIMEOUT)}s",
-                "connect_timeout": f"{int(CONNECT_TIMEOUT)}s",
-            }
-            if str(config["endpoint"]).startswith("http://"):
-                client_options["allow_http"] = True
-            store = AzureStore(
-                container,
-                config=config,  # type: ignore[arg-type]
-                client_options=client_options,  # type: ignore[arg-type]
-                retry_config={
-                    "max_retries": 0,
-                    "retry_timeout": timedelta(seconds=REQUEST_TIMEOUT),
-                },
-            )
-            found = _STORES[key] = (store, [])
-    return found
-
-
-def _installed(module: str) -> bool:
-    """Whether ``module`` can be imported (imports it)."""
-    try:
-        __import__(module)
-    except ImportError:
-        return False
-    return True
-
-
-def _path_of(url: str) -> str:
-    """``container/prefix`` of ``az://container/prefix``."""
-    return url.partition("://")[2].strip("/")
 
 
 _EXACT_NAMES: dict[str, Any] = {}
@@ -528,40 +351,6 @@ class AdlfsRoot(FsspecRoot):
     # aiohttp resends a PUT once on a dropped kept-alive connection: probe every conflict
     _hidden_retries = True
     _container_seen = False
-    #: the filesystem, the process that built it, and how to build it again (in a
-    #: forked child: adlfs's filesystems refuse to work across fork); an
-    #: :class:`AzureRoot` forked after obstore was used becomes an AdlfsRoot, keeping
-    #: these three attributes
-    _fs: Any = None
-    _fs_pid: int | None = None
-    _fs_factory: Callable[[], Any] | None = None
-
-    def __init__(
-        self,
-        fs: Any,
-        root: str,
-        *,
-        url: str | None = None,
-        retry: RetryPolicy | None = None,
-        fs_factory: Callable[[], Any] | None = None,
-    ) -> None:
-        self._fs_factory = fs_factory
-        super().__init__(fs, root, url=url, retry=retry)
-
-    @property  # type: ignore[override]
-    def fs(self) -> Any:
-        """adlfs's filesystem; in a process forked after it was built, a new one."""
-        if self._fs is None or self._fs_pid != os.getpid():
-            if self._fs_factory is None:
-                return self._fs
-            self._fs = self._fs_factory()
-            self._fs_pid = os.getpid()
-        return self._fs
-
-    @fs.setter
-    def fs(self, value: Any) -> None:
-        self._fs = value
-        self._fs_pid = os.getpid()
 
     # -- native conditional writes -------------------------------------------------------
     def _read_versioned(self, full: str, path: str) -> Versioned:
@@ -707,16 +496,17 @@ class AdlfsRoot(FsspecRoot):
         with self._container_known():
             return super().write(path, data, if_version=if_version, create_only=create_only)
 
-    @classmethod
-    def _connect(cls, url: str, options: dict[str, Any]) -> tuple[Any, str]:
-        """adlfs's filesystem (exact names, no listings cache unless asked) and the
-        root's ``container/prefix``."""
-        fs_class = _exact_names_class()
-        opts: dict[str, Any] = dict(fs_class._get_kwargs_from_urls(url))
-        opts.update(options)
-        opts.setdefault("use_listings_cache", False)
-        fs = fs_class(**opts)
-        return fs, str(fs._strip_protocol(url)).rstrip("/")
+    @staticmethod
+    def _fs_class() -> Any:
+        """adlfs's filesystem taking bare paths as names (:func:`_exact_names_class`).
+
+        Raises:
+            MissingDependencyError: adlfs is not installed (``fsmemory[adlfs]``).
+        """
+        try:
+            return _exact_names_class()
+        except ImportError as exc:
+            raise MissingDependencyError("adlfs", "adlfs") from exc
 
     def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
         """See :meth:`FsspecRoot.read_range`; a range past the end reads as ``b""``."""
@@ -733,19 +523,14 @@ class AdlfsRoot(FsspecRoot):
 _RANGE_NOT_SATISFIABLE = 416
 
 
-def _adlfs_root(url: str, options: dict[str, Any], policy: RetryPolicy) -> AdlfsRoot:
-    """The adlfs route's root.
-
-    Raises:
-        MissingDependencyError: adlfs is not installed.
-    """
-    try:
-        import adlfs  # noqa: F401
-    except ImportError as exc:
-        raise MissingDependencyError("adlfs", "adlfs") from exc
-    fs, path = AdlfsRoot._connect(url, dict(options))
-
-    def factory() -> Any:
-        return AdlfsRoot._connect(url, dict(options))[0]
-
-    return AdlfsRoot(fs, path, url=url, retry=policy, fs_factory=factory)
+_AZURE = Cloud(
+    service="Azure Blob",
+    bucket_word="container",
+    env=CLIENT_ENV,
+    extra="azure",
+    store_class="AzureStore",
+    route=_route,
+    obstore_root=AzureRoot,
+    fallback_root=AdlfsRoot,
+    fallback="adlfs",
+)

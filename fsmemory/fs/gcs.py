@@ -1,91 +1,49 @@
 """Google Cloud Storage root (``gs://``, ``gcs://``): native compare-and-swap through
 obstore, gcsfs where obstore cannot serve the configuration.
 
-**Which route.** :meth:`GCSRoot.from_url` decides once, with :func:`resolve_route`, from
-the storage options and the environment, resolving credentials exactly as gcsfs (and the
-google-auth it calls) would; the root it returns sends every request one way:
+**Which route** (decided once per root by :func:`resolve_route`, see
+:mod:`fsmemory.fs._cloud`), resolving credentials exactly as gcsfs (and the google-auth
+it calls) would:
 
 * **obstore** (:class:`GCSObstoreRoot`, ``pip install 'fsmemory[gcs]'``), GCS's XML API,
-  when the credential gcsfs would use is one obstore sends the same way:
-
-  - ``token`` naming a service-account key file, or a service-account key as a dict;
-  - no ``token`` and ``GOOGLE_APPLICATION_CREDENTIALS`` naming a service-account key
-    file (google-auth's first choice; not when a ``project`` option differs from the
-    file's ``project_id``: gcsfs then abandons those credentials);
-  - ``token="anon"`` (no credentials: public buckets and emulators).
-
-  The endpoint is ``endpoint_url``, else ``STORAGE_EMULATOR_HOST``, else
-  ``https://storage.googleapis.com``; ``http://`` endpoints are allowed. Options that
-  change nothing obstore sends (``project``: bucket creation and listing only,
-  ``access="full_control"``, gcsfs's cache and block-size settings) are fine.
+  when the credential gcsfs would use is one obstore sends the same way: ``token``
+  naming a service-account key file or holding a key as a dict; no ``token`` and
+  ``GOOGLE_APPLICATION_CREDENTIALS`` naming a service-account key file (not when a
+  ``project`` option differs from the file's ``project_id``: gcsfs then abandons those
+  credentials); ``token="anon"``. The endpoint is ``endpoint_url``, else
+  ``STORAGE_EMULATOR_HOST``, else ``https://storage.googleapis.com``. Options that change
+  nothing obstore sends (``project``, ``access="full_control"``, gcsfs's cache and
+  block-size settings) are fine.
 * **gcsfs** (:class:`GcsfsRoot`, ``pip install 'fsmemory[gcsfs]'``), GCS's JSON API, for
-  everything else: authorized-user, external-account (workload identity federation)
-  and impersonation files, gcloud's application-default credentials, the metadata
-  server (``token="cloud"``, or no credentials configured at all: gcsfs then ends
-  anonymous), ``token="google_default"``, ``"cache"``, ``"browser"``, a raw access
-  token, a ``Credentials`` object, ``requester_pays``, ``access`` other than
-  ``full_control``, ``session_kwargs``, ``version_aware``, any option obstore does not
-  model, proxies and CA bundles (``HTTPS_PROXY``, ``REQUESTS_CA_BUNDLE``, ...), mutual
-  TLS, other universes (``GOOGLE_CLOUD_UNIVERSE_DOMAIN``), ``GOOGLE_*`` variables that
-  obstore would read by itself (``GOOGLE_SERVICE_ACCOUNT``, ``GOOGLE_BEARER_TOKEN``,
-  ...), and obstore not installed.
-* The storage option ``client`` forces a route: ``"gcsfs"``, ``"obstore"`` (or
-  :class:`~fsmemory.errors.InvalidInputError` saying why it cannot), ``"auto"`` (the
-  default). The environment variable ``FSMEMORY_GCS_CLIENT`` sets the default for a
-  whole process. :attr:`GCSRoot.client` tells which route a root takes.
-
-An emulator that answers only the JSON API (fake-gcs-server does) needs
-``client="gcsfs"``: the obstore route speaks the XML API.
+  everything else: authorized-user, external-account and impersonation files, gcloud's
+  application-default credentials, the metadata server (``token="cloud"``, or no
+  credentials configured at all), ``token="google_default"``/``"cache"``/``"browser"``,
+  a raw access token, a ``Credentials`` object, ``requester_pays``, a narrower
+  ``access``, any option obstore does not model, proxies and other CA bundles, mutual
+  TLS, other universes, ``GOOGLE_*`` variables obstore would read by itself
+  (``GOOGLE_SERVICE_ACCOUNT``, ...), and a configuration obstore refuses (logged).
+* ``client="gcsfs"|"obstore"|"auto"`` or ``FSMEMORY_GCS_CLIENT`` forces a route. An
+  emulator that answers only the JSON API (fake-gcs-server) needs ``client="gcsfs"``.
 
 Versions: the version token of both routes is the object's **generation** (GCS's ETag
-is an MD5 of the content, so the same bytes written twice keep one ETag: no CAS token).
-Conditional writes are native: ``x-goog-if-generation-match`` on obstore,
-``ifGenerationMatch`` on gcsfs, ``0`` for create-only; a version read through one route
-is a valid ``if_version`` on the other. A failed precondition (HTTP 412) becomes
-:class:`~fsmemory.errors.ConflictError`. The change token of listings and ``stat``
-(:attr:`~fsmemory.fs.base.FileInfo.token`) is the object's MD5 in hex on both routes
-(GCS's XML listing carries no generation obstore reads), as S3's ETag is there.
+is an MD5 of the content: the same bytes written twice keep one ETag). Conditional
+writes are native: ``x-goog-if-generation-match`` on obstore, ``ifGenerationMatch`` on
+gcsfs, ``0`` for create-only; a version read through one route is a valid ``if_version``
+on the other. The change token of listings and ``stat`` is the object's MD5 in hex on
+both routes (GCS's XML listing carries no generation obstore reads).
 
-Requests per primitive (both routes):
-
-==============================  =====================================================
-operation                       requests
-==============================  =====================================================
-``read``                        1 ``GET`` (generation from ``x-goog-generation``)
-``read_range``                  1 ranged ``GET``
-``stat``                        1 ``HEAD`` (gcsfs: 1 metadata ``GET``)
-``write``                       1 upload (new generation from the response)
-``write(if_version=gen)``       1 upload conditional on generation ``gen``
-``write(create_only=True)``     1 upload conditional on generation ``0``
-``append``                      1 ``GET`` + 1 conditional upload per attempt
-``list`` / ``list_dirs``        1 listing request per 1000 names, never cached
-``delete``                      1 ``DELETE`` (404 means it did not exist)
-``delete_many``/``delete_tree`` 1 ``DELETE`` each, several at a time
-==============================  =====================================================
-
-Retries: neither route retries by itself (obstore is built with ``max_retries=0``;
-gcsfs's retry decorator is undone in a subclass); the root's
-:class:`~fsmemory.fs.retry.RetryPolicy` (storage option ``retry``) retries, with a total
-deadline, and resolves ambiguous conditional writes by reading the object back: a
-conditional write carries a random marker in its user metadata (``fsmemory-write``),
-which one metadata request reads back on the obstore route. Timeouts: connecting is
-bounded by 10 s and each read by 60 s (gcsfs), the whole request by 70 s (obstore),
-unless ``requests_timeout`` (seconds) is given.
+Requests per primitive are those of :mod:`fsmemory.fs._obstore` on both routes, except
+that ``stat`` is one metadata ``GET`` on gcsfs and a delete is one ``DELETE`` (GCS
+answers 404 for a missing object), several at a time for ``delete_many``. Neither route
+retries by itself (gcsfs's retry decorator is undone in a subclass): the root's
+:class:`~fsmemory.fs.retry.RetryPolicy` does. Timeouts: connecting 10 s and each read
+60 s (gcsfs), the whole request 70 s (obstore), unless ``requests_timeout`` is given.
 
 gcsfs >= 2025 enables experimental zonal-bucket support by default, which makes every
 operation against an emulator or a plain bucket wait on a gRPC probe; unless the
 environment sets ``GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT`` to true, the gcsfs route uses the
 plain ``gcsfs.core.GCSFileSystem``. fsmemory never sets that variable itself (a library
 call changes no process-wide state).
-
-``root.fs`` is a gcsfs filesystem either way (for code that wants one, such as export):
-on the obstore route it is built from the same storage options on first access, so a
-root that never touches it never imports gcsfs.
-
-Processes: obstore's runtime does not survive ``fork()``. A root of the obstore route
-used before a fork becomes a :class:`GcsfsRoot` of the same URL and options in the
-child (gcsfs needed there), and roots opened in such a child take gcsfs; workers started
-with ``spawn`` use obstore as usual.
 """
 
 from __future__ import annotations
@@ -93,47 +51,35 @@ from __future__ import annotations
 import builtins
 import json
 import os
-import threading
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, ClassVar
 
 import orjson
 
 from fsmemory._log import get_logger
-from fsmemory.errors import (
-    BackendError,
-    ConflictError,
-    InvalidInputError,
-    InvalidPathError,
-    MissingDependencyError,
-)
+from fsmemory.errors import BackendError, ConflictError, MissingDependencyError
 from fsmemory.fs._bucket import BucketRoot, single_try_subclass
-from fsmemory.fs._obstore import FORKED_FS, ObstoreRoot, obstore_usable
+from fsmemory.fs._cloud import (
+    PROXY_VARIABLES,
+    Cloud,
+    Route,
+    env_value,
+    open_cloud_root,
+    resolve,
+    same_file,
+)
+from fsmemory.fs._obstore import ObstoreRoot
 from fsmemory.fs.base import FileInfo, Versioned
 from fsmemory.fs.generic import _mtime
-from fsmemory.fs.open import split_protocol
-from fsmemory.fs.retry import policy_from_options
 
-__all__ = [
-    "CLIENT_ENV",
-    "CLIENT_OPTION",
-    "GCSObstoreRoot",
-    "GCSRoot",
-    "GCSRoute",
-    "GcsfsRoot",
-    "resolve_route",
-]
+__all__ = ["CLIENT_ENV", "GCSObstoreRoot", "GCSRoot", "GcsfsRoot", "resolve_route"]
 
 logger = get_logger(__name__)
 
-#: the storage option that picks the route, and the environment variable setting its
-#: default for a whole process
-CLIENT_OPTION = "client"
+#: the environment variable giving the default of the ``client`` storage option
 CLIENT_ENV = "FSMEMORY_GCS_CLIENT"
-_CLIENT_CHOICES = ("auto", "obstore", "gcsfs")
 
 #: gcsfs's switch for its experimental zonal-bucket support (we default it to "false")
 ZB_HNS_ENV = "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"
@@ -184,8 +130,6 @@ _GOOGLE_ENV_KNOWN = frozenset(
         "GOOGLE_API_USE_MTLS_ENDPOINT",
     }
 )
-#: variables that change how gcsfs or google-auth connect (proxies)
-_ENV_CONNECTION = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 #: CA bundles of google-auth's requests (fine when they are the system's SSL_CERT_FILE,
 #: which aiohttp and obstore trust)
 _ENV_CA = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
@@ -207,32 +151,6 @@ _OBSTORE_ONLY_FIELDS = ("disable_oauth", "gcs_base_url")
 _ANONYMOUS_KEY = json.dumps(
     {"disable_oauth": True, "client_email": "", "private_key": "", "private_key_id": ""}
 )
-
-
-@dataclass(frozen=True)
-class GCSRoute:
-    """Which client serves a GCS configuration, and why.
-
-    Attributes:
-        client: ``"obstore"`` or ``"gcsfs"``.
-        reason: why (for messages and logs).
-        config: obstore's ``GCSStore`` configuration, empty for gcsfs.
-        client_options: obstore's HTTP client options, empty for gcsfs.
-    """
-
-    client: str
-    reason: str
-    config: dict[str, Any] = field(default_factory=dict, repr=False)
-    client_options: dict[str, Any] = field(default_factory=dict, repr=False)
-
-
-def _gcsfs(reason: str) -> GCSRoute:
-    return GCSRoute("gcsfs", reason)
-
-
-def _env(environ: Mapping[str, str], name: str) -> str | None:
-    value = environ.get(name, "").strip()
-    return value or None
 
 
 def _key_problem(info: object) -> str | None:
@@ -267,29 +185,24 @@ def _key_file(path: str) -> tuple[dict[str, Any] | None, str]:
     return (None, problem) if problem else (info, "")
 
 
-def _same_file(a: str, b: str | None) -> bool:
-    try:
-        return b is not None and os.path.samefile(a, b)
-    except OSError:
-        return False
-
-
 def _home(environ: Mapping[str, str]) -> str:
-    return _env(environ, "HOME") or os.path.expanduser("~")
+    return env_value(environ, "HOME") or os.path.expanduser("~")
 
 
 def _gcloud_adc_path(environ: Mapping[str, str]) -> str:
     """gcloud's application-default credentials file, as google-auth finds it."""
-    config = _env(environ, "CLOUDSDK_CONFIG") or os.path.join(_home(environ), ".config", "gcloud")
+    config = env_value(environ, "CLOUDSDK_CONFIG") or os.path.join(
+        _home(environ), ".config", "gcloud"
+    )
     return os.path.join(config, "application_default_credentials.json")
 
 
 def _uses_client_cert(environ: Mapping[str, str]) -> bool:
     """Whether google-auth may present a client certificate (mutual TLS)."""
-    flag = (_env(environ, "GOOGLE_API_USE_CLIENT_CERTIFICATE") or "").lower()
+    flag = (env_value(environ, "GOOGLE_API_USE_CLIENT_CERTIFICATE") or "").lower()
     if flag:
         return flag == "true"
-    if any(_env(environ, name) for name in _CERT_CONFIG_ENV):
+    if any(env_value(environ, name) for name in _CERT_CONFIG_ENV):
         return True
     default = os.path.join(_home(environ), ".config", "gcloud", "certificate_config.json")
     return os.path.exists(default)
@@ -332,7 +245,7 @@ def _credentials(
         return {"service_account": path}, "a service-account key file (token)"
     if token is not None:
         return None, f"token of type {type(token).__name__} (a Credentials object)"
-    explicit = _env(environ, "GOOGLE_APPLICATION_CREDENTIALS")
+    explicit = env_value(environ, "GOOGLE_APPLICATION_CREDENTIALS")
     if explicit is None:
         return None, (
             "no token and no GOOGLE_APPLICATION_CREDENTIALS: google-auth's default chain "
@@ -343,7 +256,7 @@ def _credentials(
     key, problem = _key_file(explicit)
     if key is None:
         return None, f"GOOGLE_APPLICATION_CREDENTIALS holds {problem}"
-    project = options.get("project") or _env(environ, "GCSFS_DEFAULT_PROJECT")
+    project = options.get("project") or env_value(environ, "GCSFS_DEFAULT_PROJECT")
     if project and project != key.get("project_id"):
         return None, (
             f"project {project!r} differs from the key's project: gcsfs then does not use "
@@ -354,34 +267,35 @@ def _credentials(
     }, "a service-account key file (GOOGLE_APPLICATION_CREDENTIALS)"
 
 
-def _auto_route(options: Mapping[str, Any], environ: Mapping[str, str]) -> GCSRoute:
+def _route(url: str, options: Mapping[str, Any], environ: Mapping[str, str]) -> Route:
+    """The route of a GCS root (see the module docs)."""
     unknown = sorted(set(options) - _OBSTORE_OPTIONS)
     if unknown:
-        return _gcsfs(f"storage option(s) obstore does not model: {', '.join(unknown)}")
+        return Route("gcsfs", f"storage option(s) obstore does not model: {', '.join(unknown)}")
     if options.get("access", "full_control") != "full_control":
-        return _gcsfs(f"access={options.get('access')!r} (a narrower OAuth scope)")
+        return Route("gcsfs", f"access={options.get('access')!r} (a narrower OAuth scope)")
     client_options = _timeouts(options.get("requests_timeout"))
     if client_options is None:
-        return _gcsfs("requests_timeout is not a number of seconds")
-    universe = _env(environ, "GOOGLE_CLOUD_UNIVERSE_DOMAIN") or "googleapis.com"
+        return Route("gcsfs", "requests_timeout is not a number of seconds")
+    universe = env_value(environ, "GOOGLE_CLOUD_UNIVERSE_DOMAIN") or "googleapis.com"
     if universe != "googleapis.com":
-        return _gcsfs(f"universe domain {universe}")
+        return Route("gcsfs", f"universe domain {universe}")
     if _uses_client_cert(environ):
-        return _gcsfs("a client certificate (mutual TLS)")
+        return Route("gcsfs", "a client certificate (mutual TLS)")
     for name in sorted(environ):
         if name.startswith("GOOGLE_") and name not in _GOOGLE_ENV_KNOWN and environ[name].strip():
-            return _gcsfs(f"environment variable {name}")
-    for name in _ENV_CONNECTION:
-        if _env(environ, name) or _env(environ, name.lower()):
-            return _gcsfs(f"environment variable {name} (proxy settings)")
+            return Route("gcsfs", f"environment variable {name}")
+    for name in PROXY_VARIABLES:
+        if env_value(environ, name) or env_value(environ, name.lower()):
+            return Route("gcsfs", f"environment variable {name} (proxy settings)")
     for name in _ENV_CA:
-        bundle = _env(environ, name)
-        if bundle and not _same_file(bundle, _env(environ, "SSL_CERT_FILE")):
-            return _gcsfs(f"{name} names another CA bundle than SSL_CERT_FILE")
+        bundle = env_value(environ, name)
+        if bundle and not same_file(bundle, env_value(environ, "SSL_CERT_FILE")):
+            return Route("gcsfs", f"{name} names another CA bundle than SSL_CERT_FILE")
     config, what = _credentials(options, environ)
     if config is None:
-        return _gcsfs(what)
-    emulator = _env(environ, "STORAGE_EMULATOR_HOST")
+        return Route("gcsfs", what)
+    emulator = env_value(environ, "STORAGE_EMULATOR_HOST")
     if emulator in ("default",):
         emulator = None
     if emulator and not emulator.startswith(("http://", "https://")):
@@ -390,52 +304,21 @@ def _auto_route(options: Mapping[str, Any], environ: Mapping[str, str]) -> GCSRo
     config["base_url"] = endpoint
     if endpoint.startswith("http://"):
         client_options["allow_http"] = True
-    return GCSRoute("obstore", f"{what}, endpoint {endpoint}", config, client_options)
+    return Route("obstore", f"{what}, endpoint {endpoint}", config, client_options)
 
 
 def resolve_route(
     url: str, options: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
-) -> GCSRoute:
-    """Which client serves ``url`` with these storage options (see the module docs).
-
-    Args:
-        url: the ``gs://`` / ``gcs://`` URL.
-        options: the storage options (``retry`` ignored, ``client`` honoured).
-        environ: the environment (default ``os.environ``).
+) -> Route:
+    """Which client serves ``url`` with these storage options (``retry`` ignored,
+    ``client`` honoured) in this environment (default ``os.environ``); see the module
+    docs.
 
     Raises:
         InvalidInputError: a bad ``client`` choice, or ``client="obstore"`` for a
             configuration obstore cannot serve.
     """
-    env = os.environ if environ is None else environ
-    given = dict(options or {})
-    choice = str(given.get(CLIENT_OPTION) or env.get(CLIENT_ENV) or "auto").strip().lower()
-    if choice not in _CLIENT_CHOICES:
-        raise InvalidInputError(
-            f"storage option {CLIENT_OPTION!r} must be one of {', '.join(_CLIENT_CHOICES)}: "
-            f"{choice!r}"
-        )
-    if choice == "gcsfs":
-        return _gcsfs(f"forced ({CLIENT_OPTION}='gcsfs' or {CLIENT_ENV})")
-    opts = {k: v for k, v in given.items() if k not in ("retry", CLIENT_OPTION)}
-    route = _auto_route(opts, env)
-    if choice == "obstore" and route.client != "obstore":
-        raise InvalidInputError(f"{url}: obstore cannot serve this configuration: {route.reason}")
-    return route
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-
-
-def _installed(module: str) -> bool:
-    """Whether ``module`` can be imported (without importing it)."""
-    import importlib.util  # only when a route is missing
-
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
+    return resolve(_GCS, url, options, environ)
 
 
 def _gcsfs_class(*, experimental: bool | None = None) -> Any:
@@ -516,36 +399,6 @@ def _multipart_body(name: str, data: bytes) -> tuple[bytes, str]:
     return body, boundary
 
 
-#: obstore stores (and their observers) by bucket and configuration: roots of one
-#: bucket share connections (a warm serverless worker opening the memory per invocation)
-_STORES: dict[str, tuple[Any, builtins.list[Any]]] = {}
-_STORES_LOCK = threading.Lock()
-
-
-def _shared_store(bucket: str, route: GCSRoute) -> tuple[Any, builtins.list[Any]]:
-    """The ``GCSStore`` of ``bucket`` for this route (built once per process, obstore's
-    retries off) and the observers list its roots share.
-
-    Raises:
-        ImportError: obstore is not installed.
-        obstore's error: the configuration was refused (a key it cannot parse, ...).
-    """
-    key = repr((bucket, sorted(route.config.items()), sorted(route.client_options.items())))
-    with _STORES_LOCK:
-        found = _STORES.get(key)
-        if found is None:
-            from obstore.store import GCSStore
-
-            store = GCSStore(
-                bucket,
-                config=route.config,  # type: ignore[arg-type]
-                client_options=route.client_options,  # type: ignore[arg-type]
-                retry_config={"max_retries": 0, "retry_timeout": timedelta(seconds=0)},
-            )
-            found = _STORES[key] = (store, [])
-    return found
-
-
 class GCSRoot(BucketRoot):
     """A prefix in a GCS bucket (``gs://bucket/prefix``) with native compare-and-swap.
 
@@ -573,49 +426,8 @@ class GCSRoot(BucketRoot):
                 (``pip install 'fsmemory[gcs]'`` for obstore, ``'fsmemory[gcsfs]'`` for
                 gcsfs).
         """
-        opts = dict(options or {})
-        policy = policy_from_options(opts)
-        forced = str(opts.get(CLIENT_OPTION) or os.environ.get(CLIENT_ENV) or "").lower()
-        route = resolve_route(url, opts)
-        opts.pop(CLIENT_OPTION, None)
-        _, rest = split_protocol(url)
-        path = rest.strip("/")
-        bucket = path.split("/", 1)[0]
-        if not bucket:
-            raise InvalidPathError(f"GCS URLs need a bucket: {url!r}")
-        if route.client == "obstore" and not obstore_usable():
-            route = _gcsfs("a process forked after obstore was used")
-        if route.client == "obstore":
-            try:
-                store, observers = _shared_store(bucket, route)
-            except ImportError as exc:
-                if forced == "obstore" or not _installed("gcsfs"):
-                    raise MissingDependencyError("obstore", "gcs") from exc
-                route = _gcsfs("obstore is not installed")
-            except Exception as exc:
-                if forced == "obstore":
-                    raise InvalidInputError(
-                        f"{url}: obstore refused the configuration: {exc}"
-                    ) from exc
-                route = _gcsfs(f"obstore refused the configuration ({_first_line(exc)})")
-                logger.info("%s takes gcsfs: %s", url, route.reason)
-            else:
-
-                def factory() -> Any:
-                    return GcsfsRoot._connect(url, dict(opts))[0]
-
-                return GCSObstoreRoot(
-                    store,
-                    path,
-                    url=url,
-                    retry=policy,
-                    fs_factory=factory,
-                    observers=observers,
-                    fork_class=_ForkedGcsfsRoot,
-                )
-        logger.debug("%s takes gcsfs: %s", url, route.reason)
-        fs, full = GcsfsRoot._connect(url, opts)
-        return GcsfsRoot(fs, full, url=url, retry=policy)
+        root: GCSRoot = open_cloud_root(_GCS, url, options)
+        return root
 
     @staticmethod
     def _fs_class() -> Any:
@@ -806,6 +618,8 @@ class GCSObstoreRoot(ObstoreRoot, GCSRoot):
 
     client: ClassVar[str] = "obstore"
     put_options: ClassVar[Mapping[str, Any]] = {"use_multipart": False}
+    # GCS's XML API has no batch delete
+    delete_threads: ClassVar[int | None] = _DELETE_CONCURRENCY
 
     def _version(self, meta: Mapping[str, Any]) -> str:
         """The generation of an object's metadata or of a write's result.
@@ -855,29 +669,16 @@ class GCSObstoreRoot(ObstoreRoot, GCSRoot):
 
         self._call(obstore.delete, key)
 
-    async def _delete_keys(self, keys: builtins.list[str]) -> int:
-        """One ``DELETE`` per object, several at a time (GCS's XML API has no batch
-        delete); objects already gone do not count."""
-        import obstore
 
-        def one(key: str) -> bool:
-            try:
-                self._call(obstore.delete, key)
-            except FileNotFoundError:
-                return False
-            return True
-
-        if len(keys) == 1:
-            return int(one(keys[0]))
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(min(_DELETE_CONCURRENCY, len(keys))) as pool:
-            return sum(pool.map(one, keys))
-
-
-class _ForkedGcsfsRoot(GcsfsRoot):
-    """What a :class:`GCSObstoreRoot` becomes in a forked child (obstore's runtime does
-    not survive fork): the gcsfs route of the same URL and options, its filesystem
-    built on first use."""
-
-    fs = FORKED_FS  # type: ignore[assignment]
+_GCS = Cloud(
+    service="GCS",
+    bucket_word="bucket",
+    env=CLIENT_ENV,
+    extra="gcs",
+    store_class="GCSStore",
+    route=_route,
+    obstore_root=GCSObstoreRoot,
+    fallback_root=GcsfsRoot,
+    fallback="gcsfs",
+    refusal_falls_back=True,
+)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import os
 import re
 import sys
 import time
@@ -178,10 +179,21 @@ class FsspecRoot(StorageRoot):
     retry: RetryPolicy = DEFAULT_RETRY
     #: the client may resend a request by itself (see :meth:`RetryPolicy.write`)
     _hidden_retries: ClassVar[bool] = False
+    # the filesystem behind :attr:`fs`, the process that built it, and how to build it
+    _fs: Any = None
+    _fs_pid: int | None = None
+    _fs_factory: Callable[[], Any] | None = None
 
     def __init__(
-        self, fs: Any, root: str, *, url: str | None = None, retry: RetryPolicy | None = None
+        self,
+        fs: Any,
+        root: str,
+        *,
+        url: str | None = None,
+        retry: RetryPolicy | None = None,
+        fs_factory: Callable[[], Any] | None = None,
     ) -> None:
+        self._fs_factory = fs_factory
         self.fs = fs
         self.root = root.rstrip("/")
         self.url = url if url is not None else fs.unstrip_protocol(self.root)
@@ -189,6 +201,23 @@ class FsspecRoot(StorageRoot):
             self.retry = retry
         if not self.capabilities.conditional_write:
             self.read_only_reason = write_refusal(fs)
+
+    @property
+    def fs(self) -> Any:
+        """The fsspec filesystem. A root given an ``fs_factory`` builds it on first use,
+        and builds a new one in a process forked since (fsspec's async filesystems refuse
+        to work across ``fork()``)."""
+        # No lock: in a forked child a lock may be held by a thread the child lacks. Two
+        # threads racing on first use may both build one; fsspec's instance cache
+        # usually hands both the same filesystem.
+        if self._fs_factory is not None and (self._fs is None or self._fs_pid != os.getpid()):
+            self.fs = self._fs_factory()
+        return self._fs
+
+    @fs.setter
+    def fs(self, value: Any) -> None:
+        self._fs = value
+        self._fs_pid = os.getpid()
 
     def _check_writable(self) -> None:
         """Raise :class:`ReadOnlyStorageError` when this root refuses writes."""
@@ -215,14 +244,32 @@ class FsspecRoot(StorageRoot):
         fs, path = cls._connect(url, opts)
         return cls(fs, path, url=url, retry=policy)
 
+    @staticmethod
+    def _fs_class() -> Any:
+        """The filesystem class :meth:`_connect` builds, or None: the one fsspec finds
+        for the URL (a subclass hook; raises MissingDependencyError when missing)."""
+        return None
+
+    @staticmethod
+    def _configure(opts: dict[str, Any]) -> None:
+        """Adjust the options of :meth:`_fs_class` before it is built (a subclass hook)."""
+
     @classmethod
     def _connect(cls, url: str, options: dict[str, Any]) -> tuple[Any, str]:
-        """The filesystem and the root's path inside it (a subclass hook).
+        """The filesystem and the root's path inside it.
 
         A filesystem that keeps listings (s3fs, gcsfs, adlfs) is built without that cache
         unless the caller set ``use_listings_cache``: a kept listing never shows the
         files and sizes other writers changed since.
         """
+        fs_class = cls._fs_class()
+        if fs_class is not None:
+            opts: dict[str, Any] = dict(fs_class._get_kwargs_from_urls(url))
+            opts.update(options)
+            opts.setdefault("use_listings_cache", False)
+            cls._configure(opts)
+            fs = fs_class(**opts)
+            return fs, str(fs._strip_protocol(url)).rstrip("/")
         import fsspec
 
         try:

@@ -1,90 +1,69 @@
 """S3 storage root: native compare-and-swap, through obstore or through s3fs.
 
-**Which route.** :meth:`S3Root.from_url` decides once, when the root is built, and the
-root it returns sends every request one way:
+**Which route** (decided once per root, see :mod:`fsmemory.fs._cloud`):
 
-* **obstore** (:class:`S3ObstoreRoot`, over :class:`~fsmemory.fs._obstore.ObstoreRoot`)
-  when it resolves the configuration exactly as botocore would (:func:`obstore_config`):
-  credentials from the options (``key``/``secret``/``token``, or ``anon=True``), from
-  ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_SESSION_TOKEN`` (what AWS Lambda
-  sets), or -- when no shared config or credentials file exists -- web identity (EKS)
-  and container (ECS/EKS) credentials; the region from
-  ``client_kwargs={"region_name": ...}``, ``AWS_DEFAULT_REGION`` or the active profile
-  of the config file, or us-east-1 as botocore assumes (either way, S3's redirect to the
-  bucket's own region is followed: :class:`S3ObstoreRoot`); the endpoint from ``endpoint_url`` /
-  ``client_kwargs={"endpoint_url": ...}`` / ``AWS_ENDPOINT_URL_S3`` /
-  ``AWS_ENDPOINT_URL`` (path-style addressing there); ``config_kwargs``
-  ``connect_timeout``/``read_timeout``.
+* **obstore** (:class:`S3ObstoreRoot`) when it resolves the configuration exactly as
+  botocore would (:func:`obstore_config`): credentials from the options (``key``/
+  ``secret``/``token``, or ``anon=True``), from ``AWS_ACCESS_KEY_ID``/
+  ``AWS_SECRET_ACCESS_KEY``/``AWS_SESSION_TOKEN`` (what AWS Lambda sets), or -- when no
+  shared config or credentials file exists -- web identity (EKS) and container (ECS/EKS)
+  credentials; the region from ``client_kwargs={"region_name": ...}``,
+  ``AWS_DEFAULT_REGION`` or the active profile of the config file, else us-east-1 as
+  botocore assumes (S3's redirect to the bucket's own region is followed either way);
+  the endpoint from ``endpoint_url`` / ``client_kwargs={"endpoint_url": ...}`` /
+  ``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL`` (path-style addressing there);
+  ``config_kwargs`` ``connect_timeout``/``read_timeout``.
 * **s3fs** (:class:`S3fsRoot`) for everything else, as botocore resolves it: profiles
   whose config section holds more than ``region``/``output``, static keys only in the
   shared files, SSO, ``credential_process``, role chains, the instance metadata service,
-  FIPS and dual-stack endpoints (``AWS_USE_FIPS_ENDPOINT``, ...), a CA bundle
-  (``AWS_CA_BUNDLE``), proxies (``HTTPS_PROXY``, ...), any other ``AWS_*`` variable
-  obstore does not model, China and isolated partitions, and any storage
-  option obstore does not model (``requester_pays``, ``version_aware``, ``session``,
-  ``s3_additional_kwargs``, other ``client_kwargs``/``config_kwargs``, ...).
-* The storage option ``client`` forces a route: ``"s3fs"``, ``"obstore"`` (or
-  :class:`~fsmemory.errors.InvalidInputError` saying why it cannot), ``"auto"`` (the
-  default); ``"builtin"`` is an older name of ``"obstore"``. The environment variable
-  ``FSMEMORY_S3_CLIENT`` sets the default for a whole process. :attr:`S3Root.client`
-  tells which route a root takes.
-
-``root.fs`` is an ``s3fs.S3FileSystem`` either way (for code that wants a filesystem,
-such as export): on the obstore route it is built from the same storage options on
-first access, so a root that never touches it never imports s3fs.
+  FIPS and dual-stack endpoints, a CA bundle other than the system's, proxies, any other
+  ``AWS_*`` variable or storage option obstore does not model (``requester_pays``,
+  ``version_aware``, ``session``, ...), China and isolated partitions.
+* ``client="s3fs"|"obstore"|"auto"`` (``"builtin"``: an older name of ``"obstore"``) or
+  ``FSMEMORY_S3_CLIENT`` forces a route; :attr:`S3Root.client` tells which one a root
+  takes. ``root.fs`` is an ``s3fs.S3FileSystem`` on both (built on first use on obstore).
 
 Both routes send the same requests for each primitive (the table of
-:mod:`fsmemory.fs._obstore`: ``GetObject``, ``HeadObject``, ``PutObject`` with
-``If-Match``/``If-None-Match``, one ``ListObjectsV2`` or ``DeleteObjects`` per 1000 keys);
-the version token is the object's ETag without quotes on both, so a version read through
-one route is a valid ``if_version`` on the other.
-
-Retries: neither route retries by itself (obstore is built with ``max_retries=0``;
-s3fs's and botocore's retries are switched off, except that aiohttp resends a ``PUT``
-once on a dropped kept-alive connection). Every request is retried by the root's
-:class:`~fsmemory.fs.retry.RetryPolicy` (storage option ``retry``). A conditional
-``PutObject`` carries a random marker in its user metadata (``x-amz-meta-fsmemory-write``)
-so that, after an ambiguous failure, one metadata request tells exactly whether the
-object is this write. Timeouts: a connect timeout (5 s) and a read timeout (15 s),
-s3fs's defaults, which ``config_kwargs`` may change; on obstore the whole request is
-bounded by their sum.
+:mod:`fsmemory.fs._obstore`) and the version token is the ETag without quotes on both, so
+a version read through one route is a valid ``if_version`` on the other. Neither route
+retries by itself (obstore: ``max_retries=0``; s3fs's and botocore's retries off, but
+aiohttp resends a ``PUT`` once on a dropped kept-alive connection): the root's
+:class:`~fsmemory.fs.retry.RetryPolicy` does, and a conditional ``PutObject`` carries a
+marker in its user metadata (``x-amz-meta-fsmemory-write``) that one ``HEAD`` reads back
+after an ambiguous failure. Timeouts are s3fs's (connect 5 s, read 15 s; ``config_kwargs``
+may change them); on obstore the whole request is bounded by their sum.
 """
 
 from __future__ import annotations
 
 import builtins
-import logging
 import os
 import re
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any, ClassVar
 
-from fsmemory.errors import (
-    ConflictError,
-    InvalidInputError,
-    InvalidPathError,
-    KeyNotFoundError,
-    MissingDependencyError,
-)
+from fsmemory._log import get_logger
+from fsmemory.errors import ConflictError, KeyNotFoundError, MissingDependencyError
 from fsmemory.fs._bucket import BucketRoot, single_try_subclass
-from fsmemory.fs._obstore import (
-    FORKED_FS,
-    WRITE_MARKER,
-    ObstoreRoot,
-    WrongRegionError,
-    check_version,
-    obstore_usable,
+from fsmemory.fs._cloud import (
+    PROXY_VARIABLES,
+    Cloud,
+    Route,
+    env_value,
+    open_cloud_root,
+    same_file,
+    shared_store,
 )
+from fsmemory.fs._obstore import WRITE_MARKER, ObstoreRoot, WrongRegionError, check_version
 from fsmemory.fs.base import FileInfo, Versioned
 from fsmemory.fs.generic import _mtime
 from fsmemory.fs.open import split_protocol
-from fsmemory.fs.retry import policy_from_options
 
 __all__ = [
     "CLIENT_ENV",
-    "CLIENT_OPTION",
     "S3ObstoreRoot",
     "S3Root",
     "S3fsRoot",
@@ -92,12 +71,9 @@ __all__ = [
     "obstore_config",
 ]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
-#: the storage option that picks the route, and its values ("builtin": older name)
-CLIENT_OPTION = "client"
-CLIENT_CHOICES = frozenset({"auto", "obstore", "builtin", "s3fs"})
-#: the environment variable giving the default of :data:`CLIENT_OPTION`
+#: the environment variable giving the default of the ``client`` storage option
 CLIENT_ENV = "FSMEMORY_S3_CLIENT"
 
 #: ``DeleteObjects`` takes at most this many keys per request.
@@ -130,8 +106,6 @@ _ENV_KNOWN = frozenset(
 )
 #: prefixes of ``AWS_*`` variables that configure no client (Lambda's, X-Ray's)
 _ENV_IGNORED = ("AWS_LAMBDA_", "AWS_XRAY_")
-#: variables that change how botocore connects (proxies, CA bundles)
-_ENV_CONNECTION = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 
 
 def _single_try_class() -> Any:
@@ -159,30 +133,18 @@ def _quote_etag(version: str) -> str:
     return version if version.startswith('"') else f'"{version}"'
 
 
-def _env(environ: Mapping[str, str], name: str) -> str | None:
-    value = environ.get(name, "").strip()
-    return value or None
-
-
-def _same_file(a: str, b: str | None) -> bool:
-    try:
-        return b is not None and os.path.samefile(a, b)
-    except OSError:
-        return False
-
-
 def _config_profile(
     environ: Mapping[str, str], profile: str | None
 ) -> tuple[dict[str, str] | None, bool, str | None]:
     """``(active profile's settings, whether a config or credentials file exists, why
     the files cannot be used)`` as botocore would read them."""
     home = os.path.expanduser("~")
-    config_file = _env(environ, "AWS_CONFIG_FILE") or os.path.join(home, ".aws", "config")
-    cred_file = _env(environ, "AWS_SHARED_CREDENTIALS_FILE") or os.path.join(
+    config_file = env_value(environ, "AWS_CONFIG_FILE") or os.path.join(home, ".aws", "config")
+    cred_file = env_value(environ, "AWS_SHARED_CREDENTIALS_FILE") or os.path.join(
         home, ".aws", "credentials"
     )
     files = [f for f in (config_file, cred_file) if os.path.isfile(f) and os.path.getsize(f)]
-    name = profile or _env(environ, "AWS_DEFAULT_PROFILE") or _env(environ, "AWS_PROFILE")
+    name = profile or env_value(environ, "AWS_DEFAULT_PROFILE") or env_value(environ, "AWS_PROFILE")
     if not os.path.isfile(config_file) or not os.path.getsize(config_file):
         return {}, bool(files), None
     import configparser  # only when a config file exists
@@ -216,11 +178,11 @@ def _unmodelled(options: Mapping[str, Any], env: Mapping[str, str]) -> str | Non
             continue
         if name not in _ENV_KNOWN and not name.startswith(_ENV_IGNORED):
             return f"environment variable {name}"
-    for name in _ENV_CONNECTION:
-        if _env(env, name) or _env(env, name.lower()):
+    for name in PROXY_VARIABLES:
+        if env_value(env, name) or env_value(env, name.lower()):
             return f"environment variable {name} (proxy or CA settings)"
-    bundle = _env(env, "AWS_CA_BUNDLE")
-    if bundle and not _same_file(bundle, _env(env, "SSL_CERT_FILE")):
+    bundle = env_value(env, "AWS_CA_BUNDLE")
+    if bundle and not same_file(bundle, env_value(env, "SSL_CERT_FILE")):
         # botocore trusts that bundle alone; obstore trusts the system's certificates
         # (SSL_CERT_FILE): equal only when they are the same file.
         return "AWS_CA_BUNDLE names another bundle than SSL_CERT_FILE"
@@ -242,17 +204,17 @@ def _credentials(
             config["session_token"] = str(token)
     elif key or secret:
         return None, "only one of key and secret"
-    elif _env(env, "AWS_ACCESS_KEY_ID") and _env(env, "AWS_SECRET_ACCESS_KEY"):
-        config["access_key_id"] = _env(env, "AWS_ACCESS_KEY_ID")
-        config["secret_access_key"] = _env(env, "AWS_SECRET_ACCESS_KEY")
-        if _env(env, "AWS_SESSION_TOKEN"):
-            config["session_token"] = _env(env, "AWS_SESSION_TOKEN")
+    elif env_value(env, "AWS_ACCESS_KEY_ID") and env_value(env, "AWS_SECRET_ACCESS_KEY"):
+        config["access_key_id"] = env_value(env, "AWS_ACCESS_KEY_ID")
+        config["secret_access_key"] = env_value(env, "AWS_SECRET_ACCESS_KEY")
+        if env_value(env, "AWS_SESSION_TOKEN"):
+            config["session_token"] = env_value(env, "AWS_SESSION_TOKEN")
     elif files_exist:
         return None, "credentials from the shared AWS files (profiles, SSO, processes)"
     elif not (
-        (_env(env, "AWS_WEB_IDENTITY_TOKEN_FILE") and _env(env, "AWS_ROLE_ARN"))
-        or _env(env, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
-        or _env(env, "AWS_CONTAINER_CREDENTIALS_FULL_URI")
+        (env_value(env, "AWS_WEB_IDENTITY_TOKEN_FILE") and env_value(env, "AWS_ROLE_ARN"))
+        or env_value(env, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+        or env_value(env, "AWS_CONTAINER_CREDENTIALS_FULL_URI")
     ):
         return None, "no credentials in the options or the environment (instance metadata)"
     # else: obstore reads web identity or container credentials from the environment
@@ -303,12 +265,12 @@ def obstore_config(
     endpoint = (
         options.get("endpoint_url")
         or client_kwargs.get("endpoint_url")
-        or _env(env, "AWS_ENDPOINT_URL_S3")
-        or _env(env, "AWS_ENDPOINT_URL")
+        or env_value(env, "AWS_ENDPOINT_URL_S3")
+        or env_value(env, "AWS_ENDPOINT_URL")
     )
     region = (
         client_kwargs.get("region_name")
-        or _env(env, "AWS_DEFAULT_REGION")
+        or env_value(env, "AWS_DEFAULT_REGION")
         or profile_settings.get("region")
     )
     # No region: us-east-1, as botocore does; a bucket elsewhere is found by the
@@ -327,44 +289,6 @@ def obstore_config(
     return {"config": config, "client_options": client_options, "bucket_style": style}, ""
 
 
-#: obstore stores (and their observers) by bucket and settings: roots of one bucket
-#: share connections, as s3fs's cached filesystems do
-_STORES: dict[str, tuple[Any, builtins.list[Any]]] = {}
-_STORES_LOCK = threading.Lock()
-
-
-def _shared_store(bucket: str, settings: dict[str, Any]) -> tuple[Any, builtins.list[Any]]:
-    """The store of ``bucket`` with these settings, built once per process."""
-    key = repr(
-        (
-            bucket,
-            sorted((k, sorted(v.items())) for k, v in settings.items() if k != "bucket_style"),
-            settings["bucket_style"],
-        )
-    )
-    with _STORES_LOCK:
-        found = _STORES.get(key)
-        if found is None:
-            found = _STORES[key] = (_store(bucket, settings), [])
-    return found
-
-
-def _store(bucket: str, settings: dict[str, Any]) -> Any:
-    """An obstore ``S3Store`` for ``bucket`` with these settings and no retries."""
-    from obstore.store import S3Store
-
-    config = dict(settings["config"])
-    config["virtual_hosted_style_request"] = (
-        settings["bucket_style"] == "virtual" and "." not in bucket
-    )
-    return S3Store(
-        bucket,
-        config=config,  # type: ignore[arg-type]
-        client_options=settings["client_options"],
-        retry_config={"max_retries": 0, "retry_timeout": timedelta(seconds=0)},
-    )
-
-
 #: the region each bucket was found in, by endpoint and bucket (botocore keeps the same
 #: cache): later roots of the bucket in this process sign for it from the start
 _REGIONS: dict[tuple[str, str], str] = {}
@@ -372,16 +296,27 @@ _REGIONS: dict[tuple[str, str], str] = {}
 _REGION_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,39}")
 
 
-def _region_key(bucket: str, settings: Mapping[str, Any]) -> tuple[str, str]:
-    return (str(settings["config"].get("endpoint") or "aws"), bucket)
+def _route(url: str, options: dict[str, Any], environ: Mapping[str, str]) -> Route:
+    """The route of an S3 root: obstore with :func:`obstore_config`'s settings (signing
+    for the region the bucket was found in, when known), or s3fs and why."""
+    settings, reason = obstore_config(options, environ)
+    if settings is None:
+        return Route("s3fs", reason)
+    bucket = split_protocol(url)[1].strip("/").split("/", 1)[0]
+    config = dict(settings["config"])
+    config["virtual_hosted_style_request"] = (
+        settings["bucket_style"] == "virtual" and "." not in bucket
+    )
+    known = _REGIONS.get((str(config.get("endpoint") or "aws"), bucket))
+    if known:
+        config["region"] = known
+    reason = "botocore would resolve the same credentials, region and endpoint"
+    return Route("obstore", reason, config, settings["client_options"])
 
 
-def _in_region(settings: dict[str, Any], region: str) -> dict[str, Any]:
-    """``settings`` signing for ``region`` instead."""
-    return {**settings, "config": {**settings["config"], "region": region}}
-
-
-def bucket_region(bucket: str, settings: Mapping[str, Any]) -> str | None:
+def bucket_region(
+    bucket: str, config: Mapping[str, Any], client_options: Mapping[str, Any]
+) -> str | None:
     """The region S3 says ``bucket`` lives in: the ``x-amz-bucket-region`` header of an
     unsigned ``HEAD`` of the bucket (S3 sends it on a 200, a 301 and a 403 alike), at
     the configured endpoint, or at AWS's global endpoint. None when the reply has no
@@ -391,14 +326,14 @@ def bucket_region(bucket: str, settings: Mapping[str, Any]) -> str | None:
     import urllib.request
     from urllib.parse import quote
 
-    endpoint = settings["config"].get("endpoint")
+    endpoint = config.get("endpoint")
     if endpoint:
         url = f"{endpoint}/{quote(bucket, safe='')}"
     elif "." in bucket:
         url = f"https://s3.amazonaws.com/{quote(bucket, safe='')}"
     else:
         url = f"https://{bucket}.s3.amazonaws.com/"
-    timeout = settings["client_options"]["timeout"].total_seconds()
+    timeout = client_options["timeout"].total_seconds()
     # No proxy: this route serves no configuration that has one (obstore_config).
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     request = urllib.request.Request(url, method="HEAD")
@@ -442,50 +377,8 @@ class S3Root(BucketRoot):
                 (``pip install 'fsmemory[s3]'`` for obstore, ``'fsmemory[s3fs]'`` for
                 s3fs).
         """
-        opts = dict(options or {})
-        policy = policy_from_options(opts)
-        choice = opts.pop(CLIENT_OPTION, None) or os.environ.get(CLIENT_ENV) or "auto"
-        if choice not in CLIENT_CHOICES:
-            raise InvalidInputError(
-                f"{CLIENT_OPTION} must be one of {sorted(CLIENT_CHOICES)}, got {choice!r}"
-            )
-        _, rest = split_protocol(url)
-        path = rest.strip("/")
-        bucket = path.split("/", 1)[0]
-        if not bucket:
-            raise InvalidPathError(f"S3 URLs need a bucket: {url!r}")
-        if choice != "s3fs":
-            settings, reason = obstore_config(opts)
-            if not obstore_usable():
-                settings, reason = None, "a process forked after obstore was used"
-            if settings is not None:
-                known = _REGIONS.get(_region_key(bucket, settings))
-                if known:
-                    settings = _in_region(settings, known)
-                try:
-                    store, observers = _shared_store(bucket, settings)
-                except ImportError as exc:
-                    if choice != "auto":
-                        raise MissingDependencyError("obstore", "s3") from exc
-                else:
-
-                    def factory() -> Any:
-                        return S3fsRoot._connect(url, dict(opts))[0]
-
-                    return S3ObstoreRoot(
-                        store,
-                        path,
-                        settings=settings,
-                        url=url,
-                        retry=policy,
-                        fs_factory=factory,
-                        observers=observers,
-                        fork_class=_ForkedS3fsRoot,
-                    )
-            elif choice != "auto":
-                raise InvalidInputError(f"the obstore route cannot serve this S3 root: {reason}")
-        fs, full = S3fsRoot._connect(url, opts)
-        return S3fsRoot(fs, full, url=url, retry=policy)
+        root: S3Root = open_cloud_root(_S3, url, options)
+        return root
 
     @staticmethod
     def _fs_class() -> Any:
@@ -512,34 +405,29 @@ class S3ObstoreRoot(ObstoreRoot, S3Root):
     S3 for the bucket's region (:func:`bucket_region`), moves to a store signing for
     it, remembers it for later roots of the bucket in this process, and sends the
     request once more. Without an answer, the error says to set the region.
-
-    Args:
-        store: the ``S3Store`` of the bucket.
-        root: ``bucket`` or ``bucket/prefix``.
-        settings: the :func:`obstore_config` settings ``store`` was built from.
-        **kwargs: as for :class:`~fsmemory.fs._obstore.ObstoreRoot`.
     """
 
     client: ClassVar[str] = "obstore"
+    route: Route
 
-    def __init__(self, store: Any, root: str, *, settings: dict[str, Any], **kwargs: Any) -> None:
-        self._settings = settings
+    def __init__(self, store: Any, root: str, **kwargs: Any) -> None:
         self._region_lock = threading.Lock()
         super().__init__(store, root, **kwargs)
 
     @property
     def region(self) -> str:
         """The region this root's requests are signed for."""
-        return str(self._settings["config"]["region"])
+        return str(self.route.config["region"])
 
     def _move_region(self, error: WrongRegionError, tried: Any) -> bool:
         with self._region_lock:
             if self.store is not tried:  # another request of this root moved it
                 return True
-            key = _region_key(self.bucket, self._settings)
+            config = self.route.config
+            key = (str(config.get("endpoint") or "aws"), self.bucket)
             region = error.region or _REGIONS.get(key)
             if not region or region == self.region:
-                region = bucket_region(self.bucket, self._settings)
+                region = bucket_region(self.bucket, config, self.route.client_options)
             if not region or region == self.region:
                 return False
             logger.info(
@@ -549,8 +437,8 @@ class S3ObstoreRoot(ObstoreRoot, S3Root):
                 self.region,
             )
             _REGIONS[key] = region
-            self._settings = _in_region(self._settings, region)
-            self.store = _shared_store(self.bucket, self._settings)[0]
+            self.route = replace(self.route, config={**config, "region": region})
+            self.store = shared_store("S3Store", self.bucket, self.route)[0]
             return True
 
 
@@ -721,9 +609,15 @@ class S3fsRoot(S3Root):
         return len(keys)
 
 
-class _ForkedS3fsRoot(S3fsRoot):
-    """What an :class:`S3ObstoreRoot` becomes in a forked child (obstore's runtime does
-    not survive fork): the s3fs route of the same URL and options, its filesystem
-    built on first use."""
-
-    fs = FORKED_FS  # type: ignore[assignment]
+_S3 = Cloud(
+    service="S3",
+    bucket_word="bucket",
+    env=CLIENT_ENV,
+    extra="s3",
+    store_class="S3Store",
+    route=_route,
+    obstore_root=S3ObstoreRoot,
+    fallback_root=S3fsRoot,
+    fallback="s3fs",
+    aliases=("builtin",),
+)

@@ -263,12 +263,12 @@ def test_a_configuration_obstore_refuses_takes_gcsfs(
 ) -> None:
     """When obstore refuses to build the store (a key it cannot parse, say), the root
     takes gcsfs with the same options and says why; forcing obstore raises instead."""
-    import fsmemory.fs.gcs as gcs
+    import fsmemory.fs._cloud as cloud
 
-    def refuse(bucket: str, route: Any) -> Any:
+    def refuse(store_class: str, bucket: str, route: Any) -> Any:
         raise ValueError("GCP credential error: cannot decode the key")
 
-    monkeypatch.setattr(gcs, "_shared_store", refuse)
+    monkeypatch.setattr(cloud, "shared_store", refuse)
     monkeypatch.delenv("FSMEMORY_GCS_CLIENT", raising=False)
     options = {"token": "anon", "endpoint_url": "http://127.0.0.1:9"}
     with caplog.at_level("INFO", logger="fsmemory.fs.gcs"):

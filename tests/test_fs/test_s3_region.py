@@ -178,4 +178,4 @@ def test_the_lookup_of_an_unreachable_endpoint_is_none() -> None:
         {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": server.url}}, {}
     )
     assert settings is not None
-    assert bucket_region("bucket", settings) is None
+    assert bucket_region("bucket", settings["config"], settings["client_options"]) is None

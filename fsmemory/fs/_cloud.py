@@ -1,0 +1,273 @@
+"""How an S3, GCS or Azure Blob root picks its client: obstore, or the service's fsspec
+filesystem (s3fs, gcsfs, adlfs).
+
+A service describes itself once in a :class:`Cloud`: its predicate (can obstore serve
+this configuration exactly as the fsspec client would resolve it, judged from the storage
+options, the environment and the files that client reads), its obstore store class and
+its two root classes. :func:`open_cloud_root` decides the rest the same way for all:
+
+* the storage option ``client`` (``"auto"``, ``"obstore"`` or the fallback's name), or
+  the service's ``FSMEMORY_*_CLIENT`` variable for a whole process, forces a route;
+  forcing obstore for a configuration it cannot serve raises
+  :class:`~fsmemory.errors.InvalidInputError` saying why;
+* a process forked after obstore was used takes the fallback (obstore's runtime does not
+  survive ``fork()``), and so does one without obstore unless it was forced, or the
+  fallback is missing too (then the fast path's extra is named);
+* the stores are shared by the roots of one bucket and configuration in a process (a
+  warm serverless worker opening its memory per invocation reuses the connections);
+* the obstore root's ``fs`` is the fallback's filesystem, built on first use, and in a
+  forked child the obstore root becomes the fallback root of the same URL and options.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from fsmemory._log import get_logger
+from fsmemory.errors import InvalidInputError, InvalidPathError, MissingDependencyError
+from fsmemory.fs._obstore import ObstoreRoot, obstore_usable
+from fsmemory.fs.generic import FsspecRoot
+from fsmemory.fs.open import split_protocol
+from fsmemory.fs.retry import RetryPolicy, policy_from_options
+
+__all__ = [
+    "CLIENT_OPTION",
+    "PROXY_VARIABLES",
+    "Cloud",
+    "Route",
+    "env_value",
+    "open_cloud_root",
+    "resolve",
+    "same_file",
+    "shared_store",
+]
+
+#: the storage option that picks the route
+CLIENT_OPTION = "client"
+#: variables that change how the fallback clients connect (obstore would ignore them)
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+
+
+@dataclass(frozen=True)
+class Route:
+    """Which client serves a configuration, and why.
+
+    Attributes:
+        client: ``"obstore"`` or the fallback's name (``"s3fs"``, ``"gcsfs"``, ``"adlfs"``).
+        reason: why (for messages and logs).
+        config: the obstore store's configuration (empty on the fallback).
+        client_options: obstore's HTTP client options (empty on the fallback).
+    """
+
+    client: str
+    reason: str
+    config: dict[str, Any] = field(default_factory=dict, repr=False)
+    client_options: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True)
+class Cloud:
+    """What a service supplies to :func:`open_cloud_root`.
+
+    Attributes:
+        service: its name in messages (``"S3"``).
+        bucket_word: what its URLs name first (``"bucket"``, ``"container"``).
+        env: the variable giving the default ``client`` for a whole process.
+        extra: the extra that installs the obstore route (``"s3"``).
+        store_class: the ``obstore.store`` class of a bucket (``"S3Store"``).
+        route: the predicate: ``route(url, options, environ)`` -> :class:`Route`
+            (``options`` without ``retry`` and ``client``).
+        obstore_root: the obstore route's root class.
+        fallback_root: the fallback route's root class (also what an obstore root
+            becomes in a forked child).
+        fallback: the fallback client's name (a value of ``client``).
+        aliases: other names of ``"obstore"`` accepted by ``client``.
+        refusal_falls_back: when obstore refuses to build the store, take the fallback
+            (logged) instead of raising obstore's error.
+    """
+
+    service: str
+    bucket_word: str
+    env: str
+    extra: str
+    store_class: str
+    route: Callable[[str, dict[str, Any], Mapping[str, str]], Route]
+    obstore_root: type[ObstoreRoot]
+    fallback_root: type[FsspecRoot]
+    fallback: str
+    aliases: tuple[str, ...] = ()
+    refusal_falls_back: bool = False
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """The values the ``client`` option takes."""
+        return ("auto", "obstore", *self.aliases, self.fallback)
+
+
+def env_value(environ: Mapping[str, str], name: str) -> str | None:
+    """The variable's value without surrounding blanks, or None when unset or blank."""
+    return environ.get(name, "").strip() or None
+
+
+def same_file(a: str, b: str | None) -> bool:
+    """Whether ``a`` and ``b`` name the same existing file."""
+    try:
+        return b is not None and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _choice(cloud: Cloud, options: Mapping[str, Any], environ: Mapping[str, str]) -> str:
+    """The ``client`` asked for (``"auto"`` when none).
+
+    Raises:
+        InvalidInputError: a value that names no route.
+    """
+    choice = str(options.get(CLIENT_OPTION) or environ.get(cloud.env) or "auto").strip().lower()
+    if choice not in cloud.choices:
+        raise InvalidInputError(
+            f"storage option {CLIENT_OPTION!r} must be one of {', '.join(cloud.choices)}: "
+            f"{choice!r}"
+        )
+    return "obstore" if choice in cloud.aliases else choice
+
+
+def resolve(
+    cloud: Cloud,
+    url: str,
+    options: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Route:
+    """Which client serves ``url`` with these storage options (``retry`` ignored,
+    ``client`` honoured) in this environment (default ``os.environ``).
+
+    Raises:
+        InvalidInputError: a bad ``client``, or ``client="obstore"`` for a configuration
+            obstore cannot serve.
+    """
+    env = os.environ if environ is None else environ
+    given = dict(options or {})
+    choice = _choice(cloud, given, env)
+    if choice == cloud.fallback:
+        return Route(cloud.fallback, f"forced ({CLIENT_OPTION}={choice!r} or {cloud.env})")
+    opts = {k: v for k, v in given.items() if k not in ("retry", CLIENT_OPTION)}
+    route = cloud.route(url, opts, env)
+    if choice == "obstore" and route.client != "obstore":
+        raise InvalidInputError(f"{url}: obstore cannot serve this configuration: {route.reason}")
+    return route
+
+
+def open_cloud_root(cloud: Cloud, url: str, options: Mapping[str, Any] | None) -> Any:
+    """The root of ``url`` on the route :func:`resolve` picks (see the module docs).
+
+    Raises:
+        InvalidInputError: a malformed ``retry`` or ``client`` option, or a forced route
+            that cannot serve the configuration.
+        InvalidPathError: the URL names no bucket.
+        MissingDependencyError: the route's package is not installed.
+    """
+    opts = dict(options or {})
+    policy = policy_from_options(opts)
+    forced = _choice(cloud, opts, os.environ) == "obstore"
+    route = resolve(cloud, url, opts)
+    opts.pop(CLIENT_OPTION, None)
+    path = split_protocol(url)[1].strip("/")
+    bucket = path.split("/", 1)[0]
+    if not bucket:
+        raise InvalidPathError(f"{cloud.service} URLs need a {cloud.bucket_word}: {url!r}")
+    fallback = cloud.fallback_root
+    logger = get_logger(fallback.__module__)
+    if route.client == "obstore" and not obstore_usable():
+        route = Route(cloud.fallback, "a process forked after obstore was used")
+    if route.client == "obstore":
+        try:
+            store, observers = shared_store(cloud.store_class, bucket, route)
+        except ImportError as exc:
+            if forced or not _installed(cloud.fallback):
+                raise MissingDependencyError("obstore", cloud.extra) from exc
+            route = Route(cloud.fallback, "obstore is not installed")
+        except Exception as exc:
+            if not cloud.refusal_falls_back:
+                raise
+            if forced:
+                raise InvalidInputError(f"{url}: obstore refused the configuration: {exc}") from exc
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            route = Route(cloud.fallback, f"obstore refused the configuration ({first})")
+            logger.info("%s takes %s: %s", url, cloud.fallback, route.reason)
+        else:
+            return cloud.obstore_root(
+                store,
+                path,
+                route=route,
+                url=url,
+                retry=policy,
+                fs_factory=_fs_factory(fallback, url, opts),
+                observers=observers,
+                fork_class=fallback,
+            )
+    logger.debug("%s takes %s: %s", url, cloud.fallback, route.reason)
+    return open_fallback(fallback, url, opts, policy)
+
+
+def open_fallback(
+    cls: type[FsspecRoot], url: str, options: dict[str, Any], policy: RetryPolicy
+) -> Any:
+    """A root of the fallback class ``cls``; it builds its filesystem again in a forked
+    child (fsspec's async filesystems refuse to work across ``fork()``)."""
+    fs, path = cls._connect(url, dict(options))
+    return cls(fs, path, url=url, retry=policy, fs_factory=_fs_factory(cls, url, options))
+
+
+def _fs_factory(cls: type[FsspecRoot], url: str, options: dict[str, Any]) -> Callable[[], Any]:
+    def factory() -> Any:
+        return cls._connect(url, dict(options))[0]
+
+    return factory
+
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported (without importing it)."""
+    import importlib.util  # only when a route is missing
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+#: obstore stores (and the observers of their roots) by class, bucket and configuration
+_STORES: dict[str, tuple[Any, builtins.list[Any]]] = {}
+_STORES_LOCK = threading.Lock()
+
+
+def shared_store(store_class: str, bucket: str, route: Route) -> tuple[Any, builtins.list[Any]]:
+    """The ``obstore.store`` ``store_class`` of ``bucket`` for this route, built once per
+    process with obstore's retries off (fsmemory's retry policy is the one retry layer),
+    and the observers list its roots share.
+
+    Raises:
+        ImportError: obstore is not installed.
+        obstore's error: the configuration was refused (a key it cannot parse, ...).
+    """
+    key = repr(
+        (store_class, bucket, sorted(route.config.items()), sorted(route.client_options.items()))
+    )
+    with _STORES_LOCK:
+        found = _STORES.get(key)
+        if found is None:
+            import obstore.store
+
+            store = getattr(obstore.store, store_class)(
+                bucket,
+                config=route.config,
+                client_options=route.client_options,
+                retry_config={"max_retries": 0, "retry_timeout": timedelta(seconds=0)},
+            )
+            found = _STORES[key] = (store, [])
+    return found

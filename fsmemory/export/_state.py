@@ -191,31 +191,31 @@ _REPORT_COUNTS: dict[str, str] = {
 }
 
 
+def _today() -> str:
+    return datetime.now(tz=UTC).date().isoformat()
+
+
+@dataclass(eq=False, repr=False)
 class Context:
     """One run's roots, options and pool, with the current attempt's counters, run id
     and lease (:meth:`new_attempt`)."""
 
-    def __init__(
-        self,
-        src: StorageRoot,
-        dst: StorageRoot,
-        source: str,
-        options: Options,
-        pool: ThreadPoolExecutor | None = None,
-    ) -> None:
-        self.src = src
-        self.dst = dst
-        #: the source's identity (:func:`~fsmemory.export._export.source_id`)
-        self.source = source
-        self.opts = options
-        self.pool = pool
-        # In-process I/O (local folders, memory://) gains nothing from threads.
-        self.parallel = options.concurrency > 1 and not src.capabilities.local_io
-        self.started = time.monotonic()
-        self.today = datetime.now(tz=UTC).date().isoformat()
-        self.counters = Counters()
-        self.run_id = ""
-        self.lease: Lease  # set by new_attempt
+    src: StorageRoot
+    dst: StorageRoot
+    #: the source's identity (:func:`~fsmemory.export._export.source_id`)
+    source: str
+    opts: Options
+    pool: ThreadPoolExecutor | None = None
+    # In-process I/O (local folders, memory://) gains nothing from threads.
+    parallel: bool = field(init=False)
+    started: float = field(init=False, default_factory=time.monotonic)
+    today: str = field(init=False, default_factory=_today)
+    counters: Counters = field(init=False, default_factory=Counters)
+    run_id: str = field(init=False, default="")
+    lease: Lease = field(init=False)  # set by new_attempt
+
+    def __post_init__(self) -> None:
+        self.parallel = self.opts.concurrency > 1 and not self.src.capabilities.local_io
 
     def new_attempt(self, run_id: str) -> None:
         """Start an attempt: a new run id and lease, counters from zero (conflicts

@@ -349,22 +349,13 @@ class _Proxy(_Controls, Running):
 # -- HTTP ------------------------------------------------------------------------------
 
 
+@dataclass(slots=True, eq=False)
 class _Request:
-    __slots__ = ("body", "headers", "method", "target", "version")
-
-    def __init__(
-        self,
-        method: str,
-        target: str,
-        version: str,
-        headers: list[tuple[str, str]],
-        body: bytes,
-    ) -> None:
-        self.method = method
-        self.target = target
-        self.version = version
-        self.headers = headers
-        self.body = body
+    method: str
+    target: str
+    version: str
+    headers: list[tuple[str, str]]
+    body: bytes
 
     def header(self, name: str) -> str | None:
         lower = name.lower()

@@ -27,7 +27,7 @@ import io
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +59,17 @@ def _entry_dict(entry: KnowledgeEntry) -> dict[str, Any]:
     return entry.to_dict()
 
 
+def _show(args: argparse.Namespace, data: Any, lines: Iterable[str]) -> int:
+    """What a command prints: ``data`` as JSON with ``--json``, else each of ``lines``
+    (a generator is only run then); the exit status, 0."""
+    if args.json:
+        print_json(data)
+    else:
+        for line in lines:
+            print(line)
+    return 0
+
+
 def cmd_remember(args: argparse.Namespace) -> int:
     """Store one fact and print its id."""
     content = sys.stdin.read().rstrip("\n") if args.content == "-" else args.content
@@ -71,26 +82,21 @@ def cmd_remember(args: argparse.Namespace) -> int:
         ttl_days=args.ttl_days,
         metadata=args.metadata,
     )
-    if args.json:
-        print_json({"id": entry_id})
-    else:
-        print(entry_id)
-    return 0
+    return _show(args, {"id": entry_id}, [entry_id])
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
     """Search and print matching entries."""
     km = open_memory(args)
     found = km.recall(args.query, limit=args.limit, category=args.category)
-    if args.json:
-        print_json([_entry_dict(e) for e in found])
-        return 0
+    return _show(args, [_entry_dict(e) for e in found], _recall_lines(args.query, found))
+
+
+def _recall_lines(query: str, found: Sequence[KnowledgeEntry]) -> Iterator[str]:
     if not found:
-        print(f"No memories found matching {args.query!r}.")
-        return 0
+        yield f"No memories found matching {query!r}."
     for i, entry in enumerate(found, 1):
-        print(f"{i}. [{entry.category}] {escape_line(entry.content)}  ({entry.id})")
-    return 0
+        yield f"{i}. [{entry.category}] {escape_line(entry.content)}  ({entry.id})"
 
 
 def cmd_context(args: argparse.Namespace) -> int:
@@ -99,43 +105,33 @@ def cmd_context(args: argparse.Namespace) -> int:
 
     text = open_memory(args).build_context()
     shown = bound_context(text, args.max_context_chars)
-    if args.json:
-        shown_chars = len(shown)
-        print_json(
-            {
-                "context": shown,
-                "chars": shown_chars,
-                "total_chars": len(text),
-                "truncated": shown is not text,
-            }
-        )
-    else:
-        print(shown)
-    return 0
+    data = {
+        "context": shown,
+        "chars": len(shown),
+        "total_chars": len(text),
+        "truncated": shown is not text,
+    }
+    return _show(args, data, [shown])
 
 
 def cmd_facts(args: argparse.Namespace) -> int:
     """Print MEMORY.md facts by category."""
     facts = open_memory(args).get_persistent_facts()
-    if args.json:
-        print_json(facts)
-        return 0
+    return _show(args, facts, _fact_lines(facts))
+
+
+def _fact_lines(facts: dict[str, list[str]]) -> Iterator[str]:
     for category, items in facts.items():
-        print(f"## {category}")
+        yield f"## {category}"
         for item in items:
-            print(f"- {escape_line(item)}")
-    return 0
+            yield f"- {escape_line(item)}"
 
 
 def cmd_recent(args: argparse.Namespace) -> int:
     """Print recent log entries, newest first."""
     recent = open_memory(args).get_recent_entries(days=args.days, limit=args.limit)
-    if args.json:
-        print_json(recent)
-        return 0
-    for record in recent:
-        print(f"[{record['timestamp']}] ({record['category']}) {escape_line(record['content'])}")
-    return 0
+    lines = (f"[{r['timestamp']}] ({r['category']}) {escape_line(r['content'])}" for r in recent)
+    return _show(args, recent, lines)
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
@@ -153,11 +149,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
 def cmd_prune(args: argparse.Namespace) -> int:
     """Delete old daily logs."""
     deleted = open_memory(args).prune_logs(args.max_days)
-    if args.json:
-        print_json({"deleted": deleted})
-    else:
-        print(f"deleted {deleted} log file(s)")
-    return 0
+    return _show(args, {"deleted": deleted}, [f"deleted {deleted} log file(s)"])
 
 
 def cmd_retention(args: argparse.Namespace) -> int:
@@ -168,24 +160,17 @@ def cmd_retention(args: argparse.Namespace) -> int:
     if args.keep_all or args.days is not None:
         km.set_retention(None if args.keep_all else args.days)
     days = km.max_log_days
-    if args.json:
-        print_json({"retention_days": days})
-    elif days is None:
-        print("logs are kept until an explicit prune --max-days")
+    if days is None:
+        text = "logs are kept until an explicit prune --max-days"
     else:
-        print(f"logs older than {days} day(s) are pruned")
-    return 0
+        text = f"logs older than {days} day(s) are pruned"
+    return _show(args, {"retention_days": days}, [text])
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
     """Print counts."""
     stats = open_memory(args).stats()
-    if args.json:
-        print_json(stats)
-        return 0
-    for key, value in stats.items():
-        print(f"{key}: {value}")
-    return 0
+    return _show(args, stats, (f"{key}: {value}" for key, value in stats.items()))
 
 
 # The demo's session, (content, category, persistent, importance): these stay in the

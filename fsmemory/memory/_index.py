@@ -160,6 +160,11 @@ class MemoryIndex(Claims, Feeding, IndexState):
         # Changes whenever row numbers start again (a reset or a cache load): what is
         # kept per row elsewhere (the vector rows of hybrid recall) is then rebuilt.
         self.row_epoch = next(_ROW_EPOCHS)
+        self.derived: dict[str, bytes | memoryview] = {}
+        """Per-row values other modules derive from the rows (hybrid recall's text
+        hashes, ``"text_hash"``: 8 bytes a row from row 0 on). They hold while
+        :attr:`row_epoch` does (a reset starts them again), and the index cache carries
+        them (see :mod:`fsmemory.memory._index_cache`)."""
         # -- a cache-loaded index: parts built on first use --
         self._cold: _ColdParts | None = None
         self._cold_doc: MemoryDocument | None = None  # MEMORY.md's header fields
@@ -674,6 +679,11 @@ class MemoryIndex(Claims, Feeding, IndexState):
         """Entry ids and contents of rows ``start`` to ``end`` (excluded), read in bulk
         (a cache-loaded column is decoded at once, not row by row)."""
         return _column(self._ids, start, end), _column(self._contents, start, end)
+
+    def row_id_column(self, start: int, end: int) -> list[str]:
+        """Entry ids of rows ``start`` to ``end`` (excluded), read in bulk (see
+        :meth:`row_columns`)."""
+        return _column(self._ids, start, end)
 
     def row_of(self, entry_id: str) -> int | None:
         """The row of the indexed entry with this id (live, hidden or expired)."""

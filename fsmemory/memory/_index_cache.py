@@ -71,6 +71,7 @@ from fsmemory.memory.layout import MEMORY_FILE, log_date
 
 __all__ = [
     "CACHE_NAME",
+    "DERIVED_WIDTHS",
     "MIN_BYTES",
     "MIN_NEW_ROWS",
     "decode",
@@ -98,14 +99,27 @@ MAGIC = b"fsmemory-index\n"
 VERSION = 6
 
 
+#: Per-row values derived from the rows that the cache carries beside them
+#: (:attr:`MemoryIndex.derived`), by name: bytes per row. Stored only when they cover
+#: every row, loaded only when they cover every row of the loaded state, as parts
+#: ``derived_<name>`` that readers without them ignore. They are as proven as the rows
+#: themselves: written with the rows they were computed from, under the same checksum.
+DERIVED_WIDTHS = {"text_hash": 8}
+
+
 def encode(index: MemoryIndex) -> bytes | None:
     """The cache file for ``index``; None when its state cannot be stored (e.g. text
     holding lone surrogates from a hand-edited file)."""
     try:
-        meta, blobs = index.state()
+        meta, state_blobs = index.state()
         body = orjson.dumps(meta)
     except (TypeError, ValueError, OverflowError):
         return None
+    blobs: dict[str, bytes | memoryview] = dict(state_blobs)
+    for name, width in DERIVED_WIDTHS.items():
+        values = index.derived.get(name)
+        if values is not None and len(values) == width * index.rows:
+            blobs["derived_" + name] = values
     return _assemble(body, blobs)
 
 
@@ -186,6 +200,10 @@ def fill(root: StorageRoot, index: MemoryIndex, data: bytes | None) -> bool:
     except (ValueError, KeyError, TypeError) as exc:
         logger.warning("ignoring the index cache of %s: %s", root, exc)
         return False
+    for name, width in DERIVED_WIDTHS.items():
+        values = blobs.get("derived_" + name)
+        if values is not None and len(values) == width * index.rows:
+            index.derived[name] = values
     return True
 
 

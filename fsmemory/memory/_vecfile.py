@@ -139,12 +139,13 @@ def read_header(data: Any) -> Header | None:
     return Header(version, dimension, name, gen)
 
 
-def encode_block(ids: Sequence[str], hashes: Sequence[str], vectors: Any) -> bytes:
-    """One block: the rows' ids and text hashes (16 hex digits each) and their vectors
-    (an (n, dimension) float16 array)."""
+def encode_block(ids: Sequence[str], hashes: Sequence[str] | bytes, vectors: Any) -> bytes:
+    """One block: the rows' ids and text hashes (16 hex digits each, or the 8 bytes of
+    each hash back to back) and their vectors (an (n, dimension) float16 array)."""
     import numpy as np
 
-    items: list[Any] = [list(ids), "".join(hashes)]
+    joined = hashes.hex() if isinstance(hashes, bytes) else "".join(hashes)
+    items: list[Any] = [list(ids), joined]
     if len(ids) >= SUM_ROWS:
         items.append(column_sum(np, vectors).tolist())
     keys = json.dumps(items, ensure_ascii=True).encode("ascii")
@@ -156,13 +157,26 @@ def encode_block(ids: Sequence[str], hashes: Sequence[str], vectors: Any) -> byt
 
 @dataclass(frozen=True)
 class Block:
-    """A verified block: its rows' ids and hashes, and where its vectors start."""
+    """A verified block: its rows' ids and text hashes (8 bytes each, back to back),
+    and where its vectors start."""
 
     ids: list[str]
-    hashes: list[str]
+    digests: bytes
     vectors_at: int
     end: int
     sums: list[float] | None = None
+
+    @property
+    def hashes(self) -> list[str]:
+        """The rows' text hashes in hex (as :func:`~fsmemory.memory._vectors.text_hash`
+        gives them)."""
+        return split_digests(self.digests)
+
+
+def split_digests(digests: bytes) -> list[str]:
+    """8-byte text hashes back to back, as a list of hex strings."""
+    joined = digests.hex()
+    return [joined[k : k + 16] for k in range(0, len(joined), 16)]
 
 
 @dataclass
@@ -246,11 +260,16 @@ def _block_at(
         or not isinstance(joined, str)
         or len(ids) != rows
         or len(joined) != 16 * rows
-        or not all(isinstance(i, str) for i in ids)
+        or not set(map(type, ids)) <= {str}
     ):
         return None, False
-    hashes = [joined[k : k + 16] for k in range(0, 16 * rows, 16)]
-    return Block(ids, hashes, vectors_at, block_end, sums), False
+    try:
+        digests = bytes.fromhex(joined)
+    except ValueError:
+        return None, False
+    if len(digests) != 8 * rows:  # (fromhex skips spaces)
+        return None, False
+    return Block(ids, digests, vectors_at, block_end, sums), False
 
 
 def widen_rows(np: Any, bits: Any, wide: Any) -> Any:
@@ -317,15 +336,36 @@ def widen(np: Any, matrix: Any) -> Any:
     return out
 
 
-@dataclass(frozen=True)
 class Rows:
     """Vectors read from a file: ids, text hashes, and an (n, dimension) float16 array
-    (a view of what was read: the caller copies what it keeps of a small one)."""
+    (a view of what was read: the caller copies what it keeps of a small one).
 
-    ids: list[str]
-    hashes: list[str]
-    vectors: Any
-    sums: Any = None  # the sum of the vectors (float64), when the block carries it
+    Args:
+        ids: the entry ids.
+        hashes: their text hashes, as hex strings or as 8 bytes each back to back.
+        vectors: the vectors.
+        sums: the sum of the vectors (float64), when the block carries it.
+
+    Raises:
+        ValueError: a hash that is not 16 hex digits.
+    """
+
+    __slots__ = ("digests", "ids", "sums", "vectors")
+
+    def __init__(
+        self, ids: list[str], hashes: Sequence[str] | bytes, vectors: Any, sums: Any = None
+    ) -> None:
+        self.ids = ids
+        self.digests = hashes if isinstance(hashes, bytes) else bytes.fromhex("".join(hashes))
+        if len(self.digests) != 8 * len(ids):
+            raise ValueError("one 8-byte text hash per row expected")
+        self.vectors = vectors
+        self.sums = sums
+
+    @property
+    def hashes(self) -> list[str]:
+        """The text hashes in hex."""
+        return split_digests(self.digests)
 
 
 # A file of more blocks than this is written again as one block (each block costs a
@@ -436,7 +476,7 @@ class VectorFile:
             count = len(block.ids) * self.dimension
             vectors = np.frombuffer(data, dtype="<f2", count=count, offset=block.vectors_at)
             sums = None if block.sums is None else np.asarray(block.sums, dtype=np.float64)
-            out.append(Rows(block.ids, block.hashes, vectors.reshape(-1, self.dimension), sums))
+            out.append(Rows(block.ids, block.digests, vectors.reshape(-1, self.dimension), sums))
         return out
 
     def _open(self) -> Any:
@@ -612,6 +652,7 @@ def parse_jsonl(data: bytes, dimension: int) -> Rows | None:
             or not isinstance(entry_id, str)
             or not isinstance(digest, str)
             or len(digest) != 16
+            or not _is_hash(digest)
         ):
             continue
         ids.append(entry_id)
@@ -628,3 +669,11 @@ def parse_jsonl(data: bytes, dimension: int) -> Rows | None:
     norms = np.linalg.norm(arr, axis=1, keepdims=True)
     arr = arr / np.where(norms > 0, norms, 1.0)
     return Rows(ids, hashes, arr.astype(np.float16)) if ids else None
+
+
+def _is_hash(digest: str) -> bool:
+    """True for 16 hex digits (8 bytes)."""
+    try:
+        return len(bytes.fromhex(digest)) == 8
+    except ValueError:
+        return False

@@ -51,9 +51,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import operator
 import re
 from collections.abc import Callable, Sequence
-from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from fsmemory.errors import EmbedderError, require
@@ -105,6 +105,14 @@ _WIDE_BYTES = 32 << 20
 _VIEW_ROWS = 256
 # Index rows whose ids and texts are read at once when they are matched to vectors.
 _MAP_ROWS = 8192
+# Up to this many keys, which are held is found by scanning the hashes (a remember's
+# vector); more are looked up in the hashes sorted once.
+_SCAN_KEYS = 16
+# Text hashes in memory: the 8 bytes of each as one unsigned integer (native order, so
+# equal bytes are equal numbers; never stored as numbers).
+_DIGEST = "=u8"
+# The name of the index rows' text hashes among the values the index cache carries.
+TEXT_HASHES = "text_hash"
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 # Weight of the lexical score in the fusion (both scores are standardised first).
 LEXICAL_WEIGHT = 0.3
@@ -161,10 +169,13 @@ class VectorStore:
         self.name = embedder_name(embedder)
         dim = getattr(embedder, "dimension", None)
         self.dimension: int | None = dim if isinstance(dim, int) and dim > 0 else None
-        # Vector rows: the entry id and the hash of the text each vector was made from.
-        self._rows: dict[tuple[str, str], int] = {}
+        # Vector rows: the entry id and the hash of the text each vector was made from
+        # (8 bytes, as a uint64; the array has room for more rows). Each (id, hash)
+        # pair is held once.
         self._ids: list[str] = []
-        self._hashes: list[str] = []
+        self._digests: Any = None
+        # The vector rows ordered by their text hashes (see _sorted), for a row count.
+        self._by_digest: tuple[int, Any, Any] = (-1, None, None)
         # The vectors (float16), vector row order: pieces used where they lie (views of
         # the mapped or read file), then rows copied into _tail from _tail_start on.
         self._pieces: list[tuple[int, Any]] = []  # (first vector row, array)
@@ -177,10 +188,15 @@ class VectorStore:
         # What the index looked like when its live rows were last all embedded: the
         # file is read again when it changes (or when a live row lacks a vector).
         self._filled_for: tuple[int, ...] = ()
-        # Index rows -> vector rows (see _sync_rows).
+        # Index rows -> vector rows (see _sync_rows), the text hash of every index row
+        # (uint64, the first _hashed_rows), and the vector row after the last one
+        # matched in order.
         self._map_epoch = -1
         self._vec_of: Any = None
         self._mapped_rows = self._mapped_vecs = 0
+        self._row_digests: Any = None
+        self._hashed_rows = 0
+        self._next_vec = 0
         # The mean of the live entries' vectors and what each vector row needs of it
         # (see _centring): which vector rows the sum holds, the sum itself (exact, in
         # fixed point), and the vector rows it was last asked for.
@@ -272,7 +288,7 @@ class VectorStore:
             return
         hashes = [text_hash(t) for t in texts]
         half = vectors.astype("float16")
-        self._add(ids, hashes, half)
+        self._add(ids, _numpy().frombuffer(bytes.fromhex("".join(hashes)), _DIGEST), half)
         file = self._vector_file()
         if file is None:
             return
@@ -286,28 +302,128 @@ class VectorStore:
 
     def _take(self, found: Sequence[Rows]) -> None:
         """Keep the rows read from the file: a large block whose rows are all new is
-        used where it lies (no copy), other rows are copied (room made once)."""
+        used where it lies (no copy), other rows are copied (room made once; the small
+        blocks between two large ones are looked up together)."""
+        np = _numpy()
         small = sum(len(rows.ids) for rows in found if len(rows.ids) < _VIEW_ROWS)
         if small and self.dimension:
             self._room(small, self.dimension)
+        waiting: list[tuple[list[str], Any, Any]] = []
         for rows in found:
-            if len(rows.ids) >= _VIEW_ROWS:
+            digests = np.frombuffer(rows.digests, _DIGEST)
+            if len(rows.ids) < _VIEW_ROWS:
+                waiting.append((rows.ids, digests, rows.vectors))
+                continue
+            self._add_all(waiting)
+            if _distinct(np, rows.ids, digests) and not self._known(rows.ids, digests).any():
                 start = len(self._ids)
-                keys = zip(rows.ids, rows.hashes, strict=True)
-                fresh = dict(zip(keys, range(start, start + len(rows.ids)), strict=True))
-                if len(fresh) == len(rows.ids) and (
-                    not self._rows or self._rows.keys().isdisjoint(fresh)
-                ):
-                    self._seal()
-                    self._pieces.append((start, rows.vectors))
-                    if rows.sums is not None:
-                        self._piece_sums[start] = rows.sums
-                    self._rows.update(fresh)
-                    self._ids += rows.ids
-                    self._hashes += rows.hashes
-                    self._tail_start = len(self._ids)
-                    continue
-            self._add(rows.ids, rows.hashes, rows.vectors)
+                self._seal()
+                self._pieces.append((start, rows.vectors))
+                if rows.sums is not None:
+                    self._piece_sums[start] = rows.sums
+                self._keep_keys(rows.ids, digests)
+                self._tail_start = len(self._ids)
+            else:
+                self._add(rows.ids, digests, rows.vectors)
+        self._add_all(waiting)
+
+    def _add_all(self, waiting: list[tuple[list[str], Any, Any]]) -> None:
+        """:meth:`_add` the ``(ids, digests, vectors)`` of ``waiting`` in one step, in
+        order, and empty it."""
+        if len(waiting) > 1:
+            np = _numpy()
+            ids = [key for part in waiting for key in part[0]]
+            self._add(
+                ids,
+                np.concatenate([p[1] for p in waiting]),
+                np.concatenate([p[2] for p in waiting]),
+            )
+        elif waiting:
+            self._add(*waiting[0])
+        waiting.clear()
+
+    def _keep_keys(self, ids: list[str], digests: Any) -> None:
+        """Add the keys of new vector rows (their vectors are added by the caller)."""
+        np = _numpy()
+        n = len(self._ids)
+        held = self._digests
+        if held is None or len(held) < n + len(ids):
+            room = np.empty(max(n + len(ids), 2 * n, 64), dtype=_DIGEST)
+            if held is not None:
+                room[:n] = held[:n]
+            self._digests = held = room
+        held[n : n + len(ids)] = digests
+        self._ids += ids
+
+    def hash_of(self, vector_row: int) -> str:
+        """The text hash (hex, as :func:`text_hash` gives it) of a vector row."""
+        if not 0 <= vector_row < len(self._ids):
+            raise IndexError(vector_row)
+        digest: bytes = self._digests[vector_row : vector_row + 1].tobytes()
+        return digest.hex()
+
+    def _known(self, ids: Sequence[str], digests: Any) -> Any:
+        """Which of the keys ``(ids[i], digests[i])`` a vector row holds (a bool
+        array)."""
+        np = _numpy()
+        n = len(self._ids)
+        if not n or not len(ids):
+            return np.zeros(len(ids), dtype=np.bool_)
+        if len(ids) > _SCAN_KEYS:
+            return self._find(ids, digests) >= 0
+        held, held_ids = self._digests[:n], self._ids
+        return np.array(
+            [
+                any(held_ids[v] == key for v in np.flatnonzero(held == digest).tolist())
+                for key, digest in zip(ids, digests, strict=True)
+            ],
+            dtype=np.bool_,
+        )
+
+    def _sorted(self) -> tuple[Any, Any]:
+        """The vector rows in the order of their text hashes (stable), and those
+        hashes in that order; kept while no row is added."""
+        n = len(self._ids)
+        if self._by_digest[0] != n:
+            np = _numpy()
+            order = np.argsort(self._digests[:n], kind="stable")
+            self._by_digest = (n, order, self._digests[:n][order])
+        return self._by_digest[1], self._by_digest[2]
+
+    def _find(self, ids: Sequence[str], digests: Any) -> Any:
+        """The vector row of each key ``(ids[i], digests[i])``, -1 where there is none
+        (intp): a join on the text hash, the ids compared where the hash matches."""
+        np = _numpy()
+        n = len(self._ids)
+        out = np.full(len(ids), -1, dtype=np.intp)
+        if not n or not len(ids):
+            return out
+        order, keys = self._sorted()
+        at = np.searchsorted(keys, digests)
+        hit = np.flatnonzero(keys[np.minimum(at, n - 1)] == digests)
+        if not hit.size:
+            return out
+        cand = order[at[hit]]
+        held_ids = self._ids
+        same = np.fromiter(
+            map(
+                operator.eq,
+                map(held_ids.__getitem__, cand.tolist()),
+                map(ids.__getitem__, hit.tolist()),
+            ),
+            dtype=np.bool_,
+            count=len(hit),
+        )
+        out[hit[same]] = cand[same]
+        # Texts that several entries share: the vector of this id further along.
+        for i in hit[~same].tolist():
+            j = int(at[i]) + 1
+            while j < n and keys[j] == digests[i]:
+                if held_ids[order[j]] == ids[i]:
+                    out[i] = order[j]
+                    break
+                j += 1
+        return out
 
     def _seal(self) -> None:
         """End the copied rows where they are: what is added next comes after them."""
@@ -317,29 +433,30 @@ class VectorStore:
         self._tail = None
         self._tail_start = len(self._ids)
 
-    def _add(self, ids: Sequence[str], hashes: Sequence[str], vectors: Any) -> None:
+    def _add(self, ids: Sequence[str], digests: Any, vectors: Any) -> None:
         """Copy in the vectors (float16) not held yet, one row per (id, text hash): the
         first vector of a pair wins (two writers that embedded the same entry at once
         append it twice; a second row of an entry would stand next to it in ranking's
-        written order). An entry whose text was changed by hand gets a row of its own."""
-        known = self._rows
-        fresh: list[tuple[tuple[str, str], int]] = []
-        taken: set[tuple[str, str]] = set()
-        for n, key in enumerate(zip(ids, hashes, strict=True)):
-            if key not in known and key not in taken:
+        written order). An entry whose text was changed by hand gets a row of its own.
+        ``digests`` holds the text hashes as uint64."""
+        known = self._known(ids, digests).tolist()
+        fresh: list[int] = []
+        taken: set[tuple[str, int]] = set()
+        for n, key in enumerate(zip(ids, digests.tolist(), strict=True)):
+            if not known[n] and key not in taken:
                 taken.add(key)
-                fresh.append((key, n))
+                fresh.append(n)
         if not fresh:
             return
         start = len(self._ids) - self._tail_start
         end = start + len(fresh)
         tail = self._room(len(fresh), vectors.shape[1])
-        added = vectors if len(fresh) == len(ids) else vectors[[n for _, n in fresh]]
-        tail[start:end] = added
-        for key, _ in fresh:
-            self._rows[key] = len(self._ids)
-            self._ids.append(key[0])
-            self._hashes.append(key[1])
+        everything = len(fresh) == len(ids)
+        tail[start:end] = vectors if everything else vectors[fresh]
+        if everything:
+            self._keep_keys(list(ids), digests)
+        else:
+            self._keep_keys([ids[n] for n in fresh], digests[fresh])
 
     def _room(self, rows: int, width: int) -> Any:
         """The copied rows' buffer, with room for ``rows`` more (capacity doubles)."""
@@ -358,7 +475,9 @@ class VectorStore:
         parts = [array for _, array in self._parts()]
         width = self.dimension or 0
         vectors = np.concatenate(parts) if parts else np.zeros((0, width), dtype="float16")
-        return Rows(list(self._ids), list(self._hashes), vectors)
+        n = len(self._ids)
+        digests = b"" if not n else self._digests[:n].tobytes()
+        return Rows(list(self._ids), digests, vectors)
 
     def _parts(self) -> list[tuple[int, Any]]:
         """The vectors as ``(first vector row, float16 array)`` pieces, in order."""
@@ -388,44 +507,93 @@ class VectorStore:
     def _sync_rows(self, index: MemoryIndex) -> None:
         """Bring ``_vec_of`` up to date with ``index`` and the stored vectors.
 
-        ``_vec_of[row]`` is the vector row of index row ``row``: the first stored vector
-        of the row's entry id *and* the hash of the row's text, -1 where there is none
-        (a vector of the same id made from another text, before a person fixed the log
+        ``_vec_of[row]`` is the vector row of index row ``row``: the stored vector of
+        the row's entry id *and* the hash of the row's text, -1 where there is none (a
+        vector of the same id made from another text, before a person fixed the log
         line, never serves). Extended by what was added since the last call; built
         again when the index numbers its rows afresh (a reset or a cache load:
-        ``row_epoch``)."""
+        ``row_epoch``).
+
+        Rows are matched a slice at a time: first against the vector rows that follow
+        the last ones matched, compared whole (ids and hashes: a file written in the
+        index's order matches at once), else by a join on the text hash."""
         np = _numpy()
         if self._map_epoch != index.row_epoch:
             self._map_epoch = index.row_epoch
             self._vec_of = np.full(0, -1, dtype=np.intp)
-            self._mapped_rows = self._mapped_vecs = 0
+            self._mapped_rows = self._mapped_vecs = self._hashed_rows = self._next_vec = 0
+            self._row_digests = None
         n_rows, n_vecs = index.rows, len(self._ids)
         vec_of = self._vec_of = grown(np, self._vec_of, n_rows)
-        mapped = self._mapped_rows
-        if mapped and n_vecs > self._mapped_vecs:
-            # Vectors stored since the last call, for rows mapped before (ours, or
-            # another writer's read by load).
-            ids, hashes = self._ids, self._hashes
-            for v in range(self._mapped_vecs, n_vecs):
-                row = index.row_of(ids[v])
-                if (
-                    row is not None
-                    and row < mapped
-                    and vec_of[row] < 0
-                    and text_hash(index.row_content(row)) == hashes[v]
-                ):
-                    vec_of[row] = v
-        self._mapped_vecs = n_vecs
+        mapped, before = self._mapped_rows, self._mapped_vecs
+        row_digests = self._text_digests(index, n_rows)
+        held = self._digests
+        at = self._next_vec
         # Read in bulk, a slice at a time (the strings of every row at once would add
         # tens of MB to the peak resident memory of a large memory's first recall).
         for start in range(mapped, n_rows, _MAP_ROWS):
             end = min(start + _MAP_ROWS, n_rows)
-            ids, texts = index.row_columns(start, end)
-            keys = zip(ids, map(text_hash, texts), strict=True)
-            vec_of[start:end] = np.fromiter(
-                map(self._rows.get, keys, repeat(-1)), dtype=np.intp, count=end - start
-            )
+            ids = index.row_id_column(start, end)
+            want = row_digests[start:end]
+            count = end - start
+            if (
+                at + count <= n_vecs
+                and np.array_equal(held[at : at + count], want)
+                and self._ids[at : at + count] == ids
+            ):
+                vec_of[start:end] = np.arange(at, at + count)
+                at += count
+                continue
+            found = vec_of[start:end] = self._find(ids, want)
+            if found[-1] >= 0:
+                at = int(found[-1]) + 1
+        self._next_vec = at
+        if mapped and n_vecs > before:
+            # Vectors stored since the last call that no new row took: rows mapped
+            # before may take them (ours, or another writer's read by load).
+            taken = np.zeros(n_vecs - before, dtype=np.bool_)
+            new = vec_of[mapped:n_rows]
+            taken[new[new >= before] - before] = True
+            for v in (np.flatnonzero(~taken) + before).tolist():
+                row = index.row_of(self._ids[v])
+                if (
+                    row is not None
+                    and row < mapped
+                    and vec_of[row] < 0
+                    and row_digests[row] == held[v]
+                ):
+                    vec_of[row] = v
+        self._mapped_vecs = n_vecs
         self._mapped_rows = max(mapped, n_rows)
+
+    def _text_digests(self, index: MemoryIndex, n_rows: int) -> Any:
+        """The text hash of every index row (uint64, at least ``n_rows``): those the
+        index holds (:attr:`MemoryIndex.derived`: computed earlier in this row epoch,
+        or loaded with the index cache, which proves them with the texts), the others
+        computed now, and given to the index for its cache."""
+        np = _numpy()
+        done = self._hashed_rows
+        if done >= n_rows:
+            return self._row_digests
+        out = self._row_digests
+        if out is None or len(out) < n_rows:
+            room = np.zeros(max(n_rows, 2 * done, 64), dtype=_DIGEST)
+            if out is not None:
+                room[:done] = out[:done]
+            self._row_digests = out = room
+        stored = index.derived.get(TEXT_HASHES)
+        if stored is not None and len(stored) // 8 > done:
+            upto = min(len(stored) // 8, n_rows)
+            out[done:upto] = np.frombuffer(stored, _DIGEST, count=upto - done, offset=8 * done)
+            done = upto
+        if done < n_rows:
+            for start in range(done, n_rows, _MAP_ROWS):
+                end = min(start + _MAP_ROWS, n_rows)
+                texts = index.row_columns(start, end)[1]
+                out[start:end] = np.frombuffer(b"".join(map(_digest, texts)), _DIGEST)
+            index.derived[TEXT_HASHES] = out[:n_rows].tobytes()
+        self._hashed_rows = n_rows
+        return out
 
     def live_rows(self, index: MemoryIndex, now: datetime) -> tuple[Any, Any]:
         """The index rows live at ``now`` (ascending) and their vector rows: what every
@@ -784,3 +952,19 @@ def text_hash(text: str) -> str:
     """The hash a vector is keyed by beside its entry id: 8 bytes of BLAKE2b of the
     UTF-8 text, in hex."""
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+def _digest(text: str) -> bytes:
+    """The 8 bytes of :func:`text_hash`."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+
+
+def _distinct(np: Any, ids: Sequence[str], digests: Any) -> bool:
+    """True when no key ``(ids[i], digests[i])`` appears twice."""
+    ordered = np.sort(digests)
+    twice = ordered[1:][ordered[1:] == ordered[:-1]]
+    if not twice.size:
+        return True
+    rows = np.flatnonzero(np.isin(digests, twice)).tolist()
+    keys = {(ids[r], int(digests[r])) for r in rows}
+    return len(keys) == len(rows)

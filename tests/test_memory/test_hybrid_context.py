@@ -177,7 +177,7 @@ def _expected(
     assert rows.tolist() == [r for r in range(index.rows) if index._live_row(r, now_us)]
     for row, v in zip(rows.tolist(), vecs.tolist(), strict=True):
         assert store._ids[v] == index.row_ids([row])[0]
-        assert store._hashes[v] == _vectors.text_hash(index.row_content(row))
+        assert store.hash_of(v) == _vectors.text_hash(index.row_content(row))
     entries = sorted((index._created[row], row, i) for i, row in enumerate(rows.tolist()))
     gap = _vectors.CONTEXT_GAP // timedelta(microseconds=1)
     out = {}

@@ -194,7 +194,7 @@ def test_rows_are_keyed_by_id_and_text_hash(tmp_path: Path) -> None:
     reader.recall("apples orchard")
     assert _embedded(embedder) == []
     _rows_live, vecs = store.live_rows(reader._index, reader._clock())
-    served = {store._ids[v]: store._hashes[v] for v in vecs.tolist()}
+    served = {store._ids[v]: store.hash_of(v) for v in vecs.tolist()}
     assert served == {i: _vectors.text_hash(t) for i, t in zip(ids, TEXTS[:2], strict=True)}
 
 

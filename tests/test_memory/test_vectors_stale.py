@@ -291,7 +291,9 @@ def _legacy_file(km: KnowledgeMemory) -> bytes:
     return b"".join(
         orjson.dumps({"id": i, "h": h, "v": base64.b64encode(v.astype("<f4").tobytes()).decode()})
         + b"\n"
-        for i, h, v in zip(store._ids, store._hashes, store._stacked(), strict=True)
+        for i, h, v in zip(
+            store._ids, map(store.hash_of, range(len(store._ids))), store._stacked(), strict=True
+        )
     )
 
 

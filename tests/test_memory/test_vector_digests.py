@@ -1,0 +1,156 @@
+"""Matching index rows to stored vectors: the index cache carries every row's text
+hash (a fresh process hashes none of the cached rows), a hand edit that keeps a log
+line's length still has its entry embedded again, a vector file in another order than
+the index (and texts several entries share) maps each entry to its own vector, and a
+derived column of the wrong length is neither stored nor loaded."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from fsmemory import KnowledgeMemory
+from fsmemory.memory import _index_cache, _vecfile, _vectors
+from fsmemory.memory._index import MemoryIndex
+
+from .test_embedder import WordEmbedder, fresh_vocabulary  # noqa: F401 (autouse)
+
+np = pytest.importorskip("numpy")
+
+WORDS = ["kitchen", "garden", "violin", "harbor", "lantern", "meadow", "pepper", "quartz"]
+
+
+def _text(i: int) -> str:
+    return f"{WORDS[i % 8]} {WORDS[(i // 8) % 8]} note {i:04d}"
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The texts hashed to match index rows to vectors (every call of the hash)."""
+    seen: list[str] = []
+    real = _vectors._digest
+
+    def digest(text: str) -> bytes:
+        seen.append(text)
+        return real(text)
+
+    monkeypatch.setattr(_vectors, "_digest", digest)
+    yield seen
+
+
+def _cached_memory(folder: Path, monkeypatch: pytest.MonkeyPatch, n: int = 300) -> list[str]:
+    """A memory of ``n`` entries whose index cache was written after a hybrid recall."""
+    monkeypatch.setattr(_index_cache, "MIN_BYTES", 0)
+    km = KnowledgeMemory(folder, embedder=WordEmbedder("dig"))
+    ids = [km.remember(_text(i)) for i in range(n)]
+    km.recall("kitchen garden", limit=5)
+    assert (folder / ".fsmemory-cache.index").exists()
+    return ids
+
+
+def _ranked(km: KnowledgeMemory, queries: list[str]) -> list[list[str]]:
+    return [[e.id for e in km.recall(q, limit=8)] for q in queries]
+
+
+QUERIES = ["kitchen garden", "violin note", "quartz meadow 0042", "lantern harbor pepper"]
+
+
+def test_the_index_cache_carries_the_text_hashes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted: list[str]
+) -> None:
+    _cached_memory(tmp_path, monkeypatch)
+    meta, blobs = _index_cache.decode((tmp_path / ".fsmemory-cache.index").read_bytes())
+    index = MemoryIndex()
+    index.load_state(meta, blobs)
+    texts = [index.row_content(r) for r in range(index.rows)]
+    assert bytes(blobs["derived_text_hash"]) == b"".join(_vectors._digest(t) for t in texts)
+    counted.clear()
+    embedder = WordEmbedder("dig")
+    fresh = KnowledgeMemory(tmp_path, embedder=embedder)
+    got = _ranked(fresh, QUERIES)
+    assert counted == []  # every row's hash came with the cache
+    assert embedder.batches == [[q] for q in QUERIES]  # only the queries are embedded
+    # The same answers as a process that reads no cache (and hashes every row).
+    plain = KnowledgeMemory(tmp_path, embedder=WordEmbedder("dig"), index_cache=False)
+    assert _ranked(plain, QUERIES) == got
+    assert len(counted) == 300
+
+
+def test_a_same_length_edit_is_embedded_again_despite_the_cached_hashes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted: list[str]
+) -> None:
+    ids = _cached_memory(tmp_path, monkeypatch)
+    (log,) = (tmp_path / "logs").glob("*.jsonl")
+    data = log.read_bytes()
+    old, new = _text(42), _text(42).replace("note", "nota")
+    assert len(old) == len(new) and data.count(old.encode()) == 1
+    log.write_bytes(data.replace(old.encode(), new.encode()))
+    embedder = WordEmbedder("dig")
+    fresh = KnowledgeMemory(tmp_path, embedder=embedder)
+    fresh.recall("nota", limit=3)
+    assert [new] in embedder.batches  # the fixed text got a vector of its own
+    store = fresh._vectors
+    assert store is not None
+    index = fresh._index
+    row = index.row_of(ids[42])
+    assert row is not None and index.row_content(row) == new
+    vec = int(store._vec_of[row])
+    assert store._ids[vec] == ids[42] and store.hash_of(vec) == _vectors.text_hash(new)
+
+
+def test_vectors_in_another_order_than_the_index_map_to_their_entries(
+    tmp_path: Path,
+) -> None:
+    km = KnowledgeMemory(tmp_path, embedder=WordEmbedder("dig"))
+    # Several entries share a text: each keeps its own vector row.
+    texts = [_text(i) for i in range(40)] + ["same words here"] * 5 + [_text(7)] * 2
+    ids = [km.remember(t) for t in texts]
+    expected = _ranked(km, [*QUERIES, "same words here"])
+    store = km._vectors
+    assert store is not None
+    held = store._held()
+    order = list(reversed(range(len(held.ids))))
+    data = _vecfile.encode_header("dig", 128) + _vecfile.encode_block(
+        [held.ids[i] for i in order],
+        [held.hashes[i] for i in order],
+        held.vectors[order],
+    )
+    (tmp_path / "vectors" / "dig-128.f16v").write_bytes(data)
+    embedder = WordEmbedder("dig")
+    fresh = KnowledgeMemory(tmp_path, embedder=embedder, index_cache=False)
+    assert _ranked(fresh, [*QUERIES, "same words here"]) == expected
+    assert all(len(batch) == 1 for batch in embedder.batches)  # queries only
+    fresh_store = fresh._vectors
+    assert fresh_store is not None
+    vec_of = fresh_store._vec_of
+    for entry_id, text in zip(ids, texts, strict=True):
+        row = fresh._index.row_of(entry_id)
+        assert row is not None
+        vec = int(vec_of[row])
+        assert fresh_store._ids[vec] == entry_id
+        assert fresh_store.hash_of(vec) == _vectors.text_hash(text)
+
+
+def test_a_derived_column_of_the_wrong_length_is_neither_stored_nor_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _cached_memory(tmp_path, monkeypatch)
+    km = KnowledgeMemory(tmp_path, embedder=WordEmbedder("dig"))
+    km.recall("kitchen", limit=1)
+    index = km._index
+    assert len(index.derived["text_hash"]) == 8 * index.rows
+    index.derived["text_hash"] = bytes(8 * (index.rows - 1))
+    data = _index_cache.encode(index)
+    assert data is not None
+    _, blobs = _index_cache.decode(data)
+    assert "derived_text_hash" not in blobs
+    # A cache whose column is short (written by hand): the rows load, the column not.
+    meta, blobs = _index_cache.decode(data)
+    blobs = {**blobs, "derived_text_hash": bytes(8)}
+    forged = _index_cache._assemble(orjson.dumps(meta), blobs)
+    loaded = MemoryIndex()
+    assert _index_cache.fill(km.root, loaded, forged)
+    assert loaded.rows == index.rows and "text_hash" not in loaded.derived

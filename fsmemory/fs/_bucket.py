@@ -29,7 +29,7 @@ from fsmemory.fs.base import Capabilities, FileInfo
 from fsmemory.fs.errors import http_status, translated
 from fsmemory.fs.generic import FsspecRoot
 from fsmemory.fs.paths import validate_path
-from fsmemory.fs.retry import RetryPolicy, idempotent
+from fsmemory.fs.retry import idempotent
 
 __all__ = ["BucketRoot", "single_try_subclass"]
 
@@ -58,11 +58,8 @@ class BucketRoot(FsspecRoot):
     """An :class:`FsspecRoot` whose files are keys under ``prefix`` in one bucket of an
     object store with native compare-and-swap (S3, GCS).
 
-    Args:
-        fs: the store's async fsspec filesystem.
-        root: ``bucket`` or ``bucket/prefix`` (no protocol).
-        url: the URL it was opened from.
-        retry: the retry policy of this root.
+    Args: those of :class:`~fsmemory.fs.generic.FsspecRoot`, ``root`` being ``bucket`` or
+    ``bucket/prefix`` (no protocol).
 
     Raises:
         InvalidPathError: ``root`` names no bucket.
@@ -72,19 +69,12 @@ class BucketRoot(FsspecRoot):
     #: the service's name in messages ("S3", "GCS")
     service = "object store"
 
-    def __init__(
-        self,
-        fs: Any,
-        root: str,
-        *,
-        url: str | None = None,
-        retry: RetryPolicy | None = None,
-        fs_factory: Callable[[], Any] | None = None,
-    ) -> None:
-        super().__init__(fs, root, url=url, retry=retry, fs_factory=fs_factory)
+    def __init__(self, fs: Any, root: str, **kwargs: Any) -> None:
+        super().__init__(fs, root, **kwargs)
         bucket, key = self._split(self.root)
         if not bucket:
-            raise InvalidPathError(f"{self.service} URLs need a bucket: {url or root!r}")
+            where = kwargs.get("url") or root
+            raise InvalidPathError(f"{self.service} URLs need a bucket: {where!r}")
         self.bucket: str = bucket
         #: the key prefix of the root inside the bucket ("" for the bucket itself)
         self.prefix: str = key.strip("/")

@@ -4,7 +4,7 @@ filesystem (s3fs, gcsfs, adlfs).
 A service describes itself once in a :class:`Cloud`: its predicate (can obstore serve
 this configuration exactly as the fsspec client would resolve it, judged from the storage
 options, the environment and the files that client reads), its obstore store class and
-its two root classes. :func:`open_cloud_root` decides the rest the same way for all:
+its two root classes. :meth:`Cloud.open` decides the rest the same way for all:
 
 * the storage option ``client`` (``"auto"``, ``"obstore"`` or the fallback's name), or
   the service's ``FSMEMORY_*_CLIENT`` variable for a whole process, forces a route;
@@ -34,7 +34,7 @@ from fsmemory.errors import InvalidInputError, InvalidPathError, MissingDependen
 from fsmemory.fs._obstore import ObstoreRoot, obstore_usable
 from fsmemory.fs.generic import FsspecRoot
 from fsmemory.fs.open import split_protocol
-from fsmemory.fs.retry import RetryPolicy, policy_from_options
+from fsmemory.fs.retry import policy_from_options
 
 __all__ = [
     "CLIENT_OPTION",
@@ -42,8 +42,7 @@ __all__ = [
     "Cloud",
     "Route",
     "env_value",
-    "open_cloud_root",
-    "resolve",
+    "routed_from_url",
     "same_file",
     "shared_store",
 ]
@@ -109,6 +108,129 @@ class Cloud:
         """The values the ``client`` option takes."""
         return ("auto", "obstore", *self.aliases, self.fallback)
 
+    def resolve(
+        self,
+        url: str,
+        options: Mapping[str, Any] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> Route:
+        """Which client serves ``url`` with these storage options (``retry`` ignored,
+        ``client`` honoured) in this environment (default ``os.environ``).
+
+        Raises:
+            InvalidInputError: a bad ``client``, or ``client="obstore"`` for a
+                configuration obstore cannot serve.
+        """
+        env = os.environ if environ is None else environ
+        given = dict(options or {})
+        choice = self._choice(given, env)
+        if choice == self.fallback:
+            return Route(self.fallback, f"forced ({CLIENT_OPTION}={choice!r} or {self.env})")
+        opts = {k: v for k, v in given.items() if k not in ("retry", CLIENT_OPTION)}
+        route = self.route(url, opts, env)
+        if choice == "obstore" and route.client != "obstore":
+            raise InvalidInputError(
+                f"{url}: obstore cannot serve this configuration: {route.reason}"
+            )
+        return route
+
+    def _choice(self, options: Mapping[str, Any], environ: Mapping[str, str]) -> str:
+        """The ``client`` asked for (``"auto"`` when none).
+
+        Raises:
+            InvalidInputError: a value that names no route.
+        """
+        given = options.get(CLIENT_OPTION) or environ.get(self.env) or "auto"
+        choice = str(given).strip().lower()
+        if choice not in self.choices:
+            raise InvalidInputError(
+                f"storage option {CLIENT_OPTION!r} must be one of {', '.join(self.choices)}: "
+                f"{choice!r}"
+            )
+        return "obstore" if choice in self.aliases else choice
+
+    def open(self, url: str, options: Mapping[str, Any] | None) -> Any:
+        """The root of ``url`` on the route :meth:`resolve` picks (see the module docs).
+
+        Raises:
+            InvalidInputError: a malformed ``retry`` or ``client`` option, or a forced
+                route that cannot serve the configuration.
+            InvalidPathError: the URL names no bucket.
+            MissingDependencyError: the route's package is not installed.
+        """
+        opts = dict(options or {})
+        policy = policy_from_options(opts)
+        forced = self._choice(opts, os.environ) == "obstore"
+        route = self.resolve(url, opts)
+        opts.pop(CLIENT_OPTION, None)
+        path = split_protocol(url)[1].strip("/")
+        bucket = path.split("/", 1)[0]
+        if not bucket:
+            raise InvalidPathError(f"{self.service} URLs need a {self.bucket_word}: {url!r}")
+        fallback = self.fallback_root
+        logger = get_logger(fallback.__module__)
+        if route.client == "obstore" and not obstore_usable():
+            route = Route(self.fallback, "a process forked after obstore was used")
+        if route.client == "obstore":
+            try:
+                store, observers = shared_store(self.store_class, bucket, route)
+            except ImportError as exc:
+                if forced or not _installed(self.fallback):
+                    raise MissingDependencyError("obstore", self.extra) from exc
+                route = Route(self.fallback, "obstore is not installed")
+            except Exception as exc:
+                if not self.refusal_falls_back:
+                    raise
+                if forced:
+                    raise InvalidInputError(
+                        f"{url}: obstore refused the configuration: {exc}"
+                    ) from exc
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                route = Route(self.fallback, f"obstore refused the configuration ({first})")
+                logger.info("%s takes %s: %s", url, self.fallback, route.reason)
+            else:
+                return self.obstore_root(
+                    store,
+                    path,
+                    route=route,
+                    url=url,
+                    retry=policy,
+                    fs_factory=_fs_factory(fallback, url, opts),
+                    observers=observers,
+                    fork_class=fallback,
+                )
+        logger.debug("%s takes %s: %s", url, self.fallback, route.reason)
+        fs, full = fallback._connect(url, dict(opts))
+        # The factory builds the filesystem again in a forked child (fsspec's async
+        # filesystems refuse to work across fork()).
+        return fallback(
+            fs, full, url=url, retry=policy, fs_factory=_fs_factory(fallback, url, opts)
+        )
+
+
+def _from_url(cls: Any, url: str, options: Mapping[str, Any] | None = None) -> Any:
+    """Open ``url`` with the fallback client's storage options (s3fs's, gcsfs's or
+    adlfs's) plus ``retry`` (:meth:`~fsmemory.fs.generic.FsspecRoot.from_url`) and
+    ``client``: ``"auto"`` (default), ``"obstore"`` or the fallback's name (the service's
+    ``FSMEMORY_*_CLIENT`` variable sets the default). Which configuration takes which
+    route: the service's module docs.
+
+    Raises:
+        InvalidInputError: a malformed ``retry`` or ``client`` option, or
+            ``client="obstore"`` with a configuration only the fallback can serve.
+        InvalidPathError: the URL names no bucket or container.
+        MissingDependencyError: the route's package is not installed (the service's
+            extra for obstore, the fallback's own extra for it).
+    """
+    return cls.cloud.open(url, options)
+
+
+#: the ``from_url`` of a service's root classes, which name their :class:`Cloud` in the
+#: class attribute ``cloud``. Not a mixin class: an obstore root changes its class to the
+#: fallback's in a forked child, which Python refuses between classes whose bases differ
+#: in layout.
+routed_from_url = classmethod(_from_url)
+
 
 def env_value(environ: Mapping[str, str], name: str) -> str | None:
     """The variable's value without surrounding blanks, or None when unset or blank."""
@@ -121,107 +243,6 @@ def same_file(a: str, b: str | None) -> bool:
         return b is not None and os.path.samefile(a, b)
     except OSError:
         return False
-
-
-def _choice(cloud: Cloud, options: Mapping[str, Any], environ: Mapping[str, str]) -> str:
-    """The ``client`` asked for (``"auto"`` when none).
-
-    Raises:
-        InvalidInputError: a value that names no route.
-    """
-    choice = str(options.get(CLIENT_OPTION) or environ.get(cloud.env) or "auto").strip().lower()
-    if choice not in cloud.choices:
-        raise InvalidInputError(
-            f"storage option {CLIENT_OPTION!r} must be one of {', '.join(cloud.choices)}: "
-            f"{choice!r}"
-        )
-    return "obstore" if choice in cloud.aliases else choice
-
-
-def resolve(
-    cloud: Cloud,
-    url: str,
-    options: Mapping[str, Any] | None = None,
-    environ: Mapping[str, str] | None = None,
-) -> Route:
-    """Which client serves ``url`` with these storage options (``retry`` ignored,
-    ``client`` honoured) in this environment (default ``os.environ``).
-
-    Raises:
-        InvalidInputError: a bad ``client``, or ``client="obstore"`` for a configuration
-            obstore cannot serve.
-    """
-    env = os.environ if environ is None else environ
-    given = dict(options or {})
-    choice = _choice(cloud, given, env)
-    if choice == cloud.fallback:
-        return Route(cloud.fallback, f"forced ({CLIENT_OPTION}={choice!r} or {cloud.env})")
-    opts = {k: v for k, v in given.items() if k not in ("retry", CLIENT_OPTION)}
-    route = cloud.route(url, opts, env)
-    if choice == "obstore" and route.client != "obstore":
-        raise InvalidInputError(f"{url}: obstore cannot serve this configuration: {route.reason}")
-    return route
-
-
-def open_cloud_root(cloud: Cloud, url: str, options: Mapping[str, Any] | None) -> Any:
-    """The root of ``url`` on the route :func:`resolve` picks (see the module docs).
-
-    Raises:
-        InvalidInputError: a malformed ``retry`` or ``client`` option, or a forced route
-            that cannot serve the configuration.
-        InvalidPathError: the URL names no bucket.
-        MissingDependencyError: the route's package is not installed.
-    """
-    opts = dict(options or {})
-    policy = policy_from_options(opts)
-    forced = _choice(cloud, opts, os.environ) == "obstore"
-    route = resolve(cloud, url, opts)
-    opts.pop(CLIENT_OPTION, None)
-    path = split_protocol(url)[1].strip("/")
-    bucket = path.split("/", 1)[0]
-    if not bucket:
-        raise InvalidPathError(f"{cloud.service} URLs need a {cloud.bucket_word}: {url!r}")
-    fallback = cloud.fallback_root
-    logger = get_logger(fallback.__module__)
-    if route.client == "obstore" and not obstore_usable():
-        route = Route(cloud.fallback, "a process forked after obstore was used")
-    if route.client == "obstore":
-        try:
-            store, observers = shared_store(cloud.store_class, bucket, route)
-        except ImportError as exc:
-            if forced or not _installed(cloud.fallback):
-                raise MissingDependencyError("obstore", cloud.extra) from exc
-            route = Route(cloud.fallback, "obstore is not installed")
-        except Exception as exc:
-            if not cloud.refusal_falls_back:
-                raise
-            if forced:
-                raise InvalidInputError(f"{url}: obstore refused the configuration: {exc}") from exc
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            route = Route(cloud.fallback, f"obstore refused the configuration ({first})")
-            logger.info("%s takes %s: %s", url, cloud.fallback, route.reason)
-        else:
-            return cloud.obstore_root(
-                store,
-                path,
-                route=route,
-                url=url,
-                retry=policy,
-                fs_factory=_fs_factory(fallback, url, opts),
-                observers=observers,
-                fork_class=fallback,
-            )
-    logger.debug("%s takes %s: %s", url, cloud.fallback, route.reason)
-    return open_fallback(fallback, url, opts, policy)
-
-
-def open_fallback(
-    cls: type[FsspecRoot], url: str, options: dict[str, Any], policy: RetryPolicy
-) -> Any:
-    """A root of the fallback class ``cls``; it builds its filesystem again in a forked
-    child (fsspec's async filesystems refuse to work across ``fork()``)."""
-    fs, path = cls._connect(url, dict(options))
-    return cls(fs, path, url=url, retry=policy, fs_factory=_fs_factory(cls, url, options))
 
 
 def _fs_factory(cls: type[FsspecRoot], url: str, options: dict[str, Any]) -> Callable[[], Any]:

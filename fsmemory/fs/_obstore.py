@@ -72,6 +72,7 @@ from fsmemory.errors import (
 )
 from fsmemory.fs._bucket import BucketRoot
 from fsmemory.fs.base import FileInfo, Versioned
+from fsmemory.fs.errors import conditional_write
 from fsmemory.fs.paths import cache_paths
 from fsmemory.fs.retry import RetryPolicy
 
@@ -461,19 +462,10 @@ class ObstoreRoot(BucketRoot):
             check_version(if_version)
             mode = self._update_mode(if_version)
         attributes = {self.write_marker: marker} if marker is not None else None
-        try:
-            with self._translated(path):
-                result = self._call(
-                    obstore.put, key, data, mode=mode, attributes=attributes, **self.put_options
-                )
-        except KeyNotFoundError as exc:
-            if if_version is not None:
-                raise ConflictError(f"{path!r} no longer exists (version {if_version})") from exc
-            raise
-        except ConflictError as exc:
-            if create:
-                raise ConflictError(f"{path!r} already exists") from exc
-            raise ConflictError(f"{path!r} changed since version {if_version}") from exc
+        with conditional_write(path, if_version, create), self._translated(path):
+            result = self._call(
+                obstore.put, key, data, mode=mode, attributes=attributes, **self.put_options
+            )
         return self._version(result)
 
     def _write_once(

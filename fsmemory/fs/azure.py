@@ -50,14 +50,13 @@ from typing import Any, ClassVar
 from fsmemory.errors import (
     BackendError,
     BucketNotFoundError,
-    ConflictError,
     KeyNotFoundError,
     MissingDependencyError,
 )
-from fsmemory.fs._cloud import Cloud, Route, open_cloud_root, resolve
+from fsmemory.fs._cloud import Cloud, Route, routed_from_url
 from fsmemory.fs._obstore import ObstoreConnectionError, ObstoreRoot, check_version
-from fsmemory.fs.base import Capabilities, FileInfo, StorageRoot, Versioned
-from fsmemory.fs.errors import http_status, translated
+from fsmemory.fs.base import Capabilities, FileInfo, Versioned
+from fsmemory.fs.errors import conditional_write, http_status, translated
 from fsmemory.fs.generic import FsspecRoot
 
 __all__ = [
@@ -198,20 +197,6 @@ def _route(url: str, options: Mapping[str, Any], environ: Mapping[str, str]) -> 
     )
 
 
-def resolve_route(
-    url: str, options: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
-) -> Route:
-    """Which client serves ``url`` with these storage options (``retry`` ignored,
-    ``client`` honoured) in this environment (default ``os.environ``); see the module
-    docs.
-
-    Raises:
-        InvalidInputError: a bad ``client`` choice, or ``client="obstore"`` for a
-            configuration obstore cannot serve.
-    """
-    return resolve(_AZURE, url, options, environ)
-
-
 class AzureRoot(ObstoreRoot):
     """A prefix in an Azure Blob container (``az://container/prefix``) with native
     compare-and-swap through obstore (:class:`~fsmemory.fs._obstore.ObstoreRoot`).
@@ -224,25 +209,8 @@ class AzureRoot(ObstoreRoot):
     """
 
     service = "Azure Blob"
-
-    @classmethod
-    def from_url(cls, url: str, options: Mapping[str, Any] | None = None) -> StorageRoot:  # type: ignore[override]
-        """Open ``az://container/prefix`` (or ``abfs://``, ``abfss://``) with adlfs-style
-        storage options plus ``retry`` and ``client``.
-
-        Returns:
-            An :class:`AzureRoot` (obstore), or an
-            :class:`~fsmemory.fs.generic.FsspecRoot` over adlfs.
-
-        Raises:
-            InvalidInputError: a malformed ``retry`` or ``client`` option, or
-                ``client="obstore"`` with a configuration only adlfs can serve.
-            InvalidPathError: the URL names no container.
-            MissingDependencyError: obstore (``fsmemory[azure]``) or, where needed,
-                adlfs is not installed.
-        """
-        root: StorageRoot = open_cloud_root(_AZURE, url, options)
-        return root
+    cloud: ClassVar[Cloud]
+    from_url = routed_from_url  # type: ignore[assignment]
 
     # -- writes: the marker under a name Azure accepts, one Put Blob each ---------------
     write_marker = WRITE_MARKER
@@ -411,17 +379,8 @@ class AdlfsRoot(FsspecRoot):
 
             check_version(if_version)
             options.update(etag=f'"{if_version}"', match_condition=MatchConditions.IfNotModified)
-        try:
-            with translated(path):
-                result = self._blob_call(full, "upload_blob", data, retry_total=0, **options)
-        except ConflictError as exc:
-            if create:
-                raise ConflictError(f"{path!r} already exists") from exc
-            raise ConflictError(f"{path!r} changed since version {if_version}") from exc
-        except KeyNotFoundError as exc:
-            if if_version is not None:
-                raise ConflictError(f"{path!r} no longer exists (version {if_version})") from exc
-            raise
+        with conditional_write(path, if_version, create), translated(path):
+            result = self._blob_call(full, "upload_blob", data, retry_total=0, **options)
         return str((result or {}).get("etag") or "").strip('"')
 
     def _write_once(
@@ -523,7 +482,7 @@ class AdlfsRoot(FsspecRoot):
 _RANGE_NOT_SATISFIABLE = 416
 
 
-_AZURE = Cloud(
+AzureRoot.cloud = Cloud(
     service="Azure Blob",
     bucket_word="container",
     env=CLIENT_ENV,
@@ -534,3 +493,5 @@ _AZURE = Cloud(
     fallback_root=AdlfsRoot,
     fallback="adlfs",
 )
+#: which client serves a URL with these options (see the module docs)
+resolve_route = AzureRoot.cloud.resolve

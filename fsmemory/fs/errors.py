@@ -55,6 +55,7 @@ from fsmemory.errors import (
 )
 
 __all__ = [
+    "conditional_write",
     "http_status",
     "is_precondition_failure",
     "is_transient",
@@ -255,3 +256,20 @@ def translated(path: str = "") -> Iterator[None]:
         if new is exc:
             raise
         raise new from exc
+
+
+@contextmanager
+def conditional_write(path: str, if_version: str | None, create: bool) -> Iterator[None]:
+    """Run a conditional write of ``path`` and re-raise a failed condition as the
+    :class:`ConflictError` that says which (an ``If-Match`` on an object that is gone
+    included)."""
+    try:
+        yield
+    except KeyNotFoundError as exc:
+        if if_version is None:
+            raise
+        raise ConflictError(f"{path!r} no longer exists (version {if_version})") from exc
+    except ConflictError as exc:
+        if create:
+            raise ConflictError(f"{path!r} already exists") from exc
+        raise ConflictError(f"{path!r} changed since version {if_version}") from exc

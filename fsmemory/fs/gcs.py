@@ -66,12 +66,12 @@ from fsmemory.fs._cloud import (
     Cloud,
     Route,
     env_value,
-    open_cloud_root,
-    resolve,
+    routed_from_url,
     same_file,
 )
 from fsmemory.fs._obstore import ObstoreRoot
 from fsmemory.fs.base import FileInfo, Versioned
+from fsmemory.fs.errors import conditional_write
 from fsmemory.fs.generic import _mtime
 
 __all__ = ["CLIENT_ENV", "GCSObstoreRoot", "GCSRoot", "GcsfsRoot", "resolve_route"]
@@ -307,20 +307,6 @@ def _route(url: str, options: Mapping[str, Any], environ: Mapping[str, str]) -> 
     return Route("obstore", f"{what}, endpoint {endpoint}", config, client_options)
 
 
-def resolve_route(
-    url: str, options: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
-) -> Route:
-    """Which client serves ``url`` with these storage options (``retry`` ignored,
-    ``client`` honoured) in this environment (default ``os.environ``); see the module
-    docs.
-
-    Raises:
-        InvalidInputError: a bad ``client`` choice, or ``client="obstore"`` for a
-            configuration obstore cannot serve.
-    """
-    return resolve(_GCS, url, options, environ)
-
-
 def _gcsfs_class(*, experimental: bool | None = None) -> Any:
     """The gcsfs filesystem class: the plain one unless the environment asks for the
     experimental zonal-bucket class (``GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT=true``).
@@ -407,27 +393,10 @@ class GCSRoot(BucketRoot):
     """
 
     service = "GCS"
+    cloud: ClassVar[Cloud]
+    from_url = routed_from_url  # type: ignore[assignment]
     #: which client sends this root's requests: ``"obstore"`` or ``"gcsfs"``
     client: ClassVar[str] = "gcsfs"
-
-    @classmethod
-    def from_url(cls, url: str, options: Mapping[str, Any] | None = None) -> GCSRoot:
-        """Open ``url`` with storage options: gcsfs's (``token``, ``project``,
-        ``endpoint_url``, ``requests_timeout``, ...) plus ``retry``
-        (:meth:`FsspecRoot.from_url`) and ``client``: ``"auto"`` (default),
-        ``"obstore"`` or ``"gcsfs"``. The environment variable ``FSMEMORY_GCS_CLIENT``
-        sets the default.
-
-        Raises:
-            InvalidInputError: a malformed ``retry`` or ``client`` option, or
-                ``client="obstore"`` with a configuration only gcsfs can serve.
-            InvalidPathError: the URL names no bucket.
-            MissingDependencyError: the route's package is not installed
-                (``pip install 'fsmemory[gcs]'`` for obstore, ``'fsmemory[gcsfs]'`` for
-                gcsfs).
-        """
-        root: GCSRoot = open_cloud_root(_GCS, url, options)
-        return root
 
     @staticmethod
     def _fs_class() -> Any:
@@ -519,12 +488,8 @@ class GcsfsRoot(GCSRoot):
             raise ConflictError(f"{path!r} has no version {if_version!r}")
         condition = "0" if create else if_version
         try:
-            with self._translated(path):
+            with conditional_write(path, if_version, create), self._translated(path):
                 meta = self._run(self._upload, bucket, key, data, condition)
-        except ConflictError as exc:
-            if if_version is not None:
-                raise ConflictError(f"{path!r} changed since version {if_version}") from exc
-            raise ConflictError(f"{path!r} already exists") from exc
         finally:
             self.fs.invalidate_cache(full)
         generation = meta.get("generation")
@@ -670,7 +635,7 @@ class GCSObstoreRoot(ObstoreRoot, GCSRoot):
         self._call(obstore.delete, key)
 
 
-_GCS = Cloud(
+GCSRoot.cloud = Cloud(
     service="GCS",
     bucket_word="bucket",
     env=CLIENT_ENV,
@@ -682,3 +647,5 @@ _GCS = Cloud(
     fallback="gcsfs",
     refusal_falls_back=True,
 )
+#: which client serves a URL with these options (see the module docs)
+resolve_route = GCSRoot.cloud.resolve

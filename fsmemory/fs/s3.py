@@ -46,19 +46,20 @@ from datetime import timedelta
 from typing import Any, ClassVar
 
 from fsmemory._log import get_logger
-from fsmemory.errors import ConflictError, KeyNotFoundError, MissingDependencyError
+from fsmemory.errors import MissingDependencyError
 from fsmemory.fs._bucket import BucketRoot, single_try_subclass
 from fsmemory.fs._cloud import (
     PROXY_VARIABLES,
     Cloud,
     Route,
     env_value,
-    open_cloud_root,
+    routed_from_url,
     same_file,
     shared_store,
 )
 from fsmemory.fs._obstore import WRITE_MARKER, ObstoreRoot, WrongRegionError, check_version
 from fsmemory.fs.base import FileInfo, Versioned
+from fsmemory.fs.errors import conditional_write
 from fsmemory.fs.generic import _mtime
 from fsmemory.fs.open import split_protocol
 
@@ -357,28 +358,10 @@ class S3Root(BucketRoot):
     """
 
     service = "S3"
+    cloud: ClassVar[Cloud]
+    from_url = routed_from_url  # type: ignore[assignment]
     #: which client sends this root's requests: ``"obstore"`` or ``"s3fs"``
     client: ClassVar[str] = "s3fs"
-
-    @classmethod
-    def from_url(cls, url: str, options: Mapping[str, Any] | None = None) -> S3Root:
-        """Open ``url`` with storage options: s3fs's (``key``, ``secret``, ``token``,
-        ``anon``, ``endpoint_url``, ``client_kwargs={"endpoint_url": ...,
-        "region_name": ...}``, ``config_kwargs``, ``profile``, ...) plus ``retry``
-        (:meth:`FsspecRoot.from_url`) and ``client``: ``"auto"`` (default),
-        ``"obstore"`` or ``"s3fs"``. The environment variable ``FSMEMORY_S3_CLIENT``
-        sets the default.
-
-        Raises:
-            InvalidInputError: a malformed ``retry`` or ``client`` option, or
-                ``client="obstore"`` with a configuration only s3fs can serve.
-            InvalidPathError: the URL names no bucket.
-            MissingDependencyError: the route's package is not installed
-                (``pip install 'fsmemory[s3]'`` for obstore, ``'fsmemory[s3fs]'`` for
-                s3fs).
-        """
-        root: S3Root = open_cloud_root(_S3, url, options)
-        return root
 
     @staticmethod
     def _fs_class() -> Any:
@@ -509,12 +492,8 @@ class S3fsRoot(S3Root):
             check_version(if_version)
             kwargs["IfMatch"] = _quote_etag(if_version)
         try:
-            with self._translated(path):
+            with conditional_write(path, if_version, create), self._translated(path):
                 resp = self.fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, **kwargs)
-        except KeyNotFoundError as exc:
-            if if_version is not None:
-                raise ConflictError(f"{path!r} no longer exists (version {if_version})") from exc
-            raise
         finally:
             self._forget_cached(full)
         return _strip_etag(resp["ETag"])
@@ -609,7 +588,7 @@ class S3fsRoot(S3Root):
         return len(keys)
 
 
-_S3 = Cloud(
+S3Root.cloud = Cloud(
     service="S3",
     bucket_word="bucket",
     env=CLIENT_ENV,

@@ -42,6 +42,7 @@ __all__ = [
     "Cloud",
     "Route",
     "env_value",
+    "foreign_environment",
     "routed_from_url",
     "same_file",
     "shared_store",
@@ -243,6 +244,34 @@ def same_file(a: str, b: str | None) -> bool:
         return b is not None and os.path.samefile(a, b)
     except OSError:
         return False
+
+
+def foreign_environment(
+    environ: Mapping[str, str],
+    prefix: str,
+    known: frozenset[str],
+    *,
+    ignored: tuple[str, ...] = (),
+    ca_bundles: tuple[str, ...] = (),
+) -> str | None:
+    """Why the environment configures more than the obstore route models, or None: a
+    variable starting with ``prefix`` (``AWS_``, ``GOOGLE_``) that is neither ``known``
+    nor starts with one of ``ignored`` (obstore reads some by itself, the fallback
+    others), a proxy, or a CA bundle of the fallback's (``ca_bundles``) other than the
+    system's ``SSL_CERT_FILE``, the only certificates obstore trusts."""
+    for name in sorted(environ):
+        if not name.startswith(prefix) or not environ[name].strip():
+            continue
+        if name not in known and not name.startswith(ignored):
+            return f"environment variable {name}"
+    for name in PROXY_VARIABLES:
+        if env_value(environ, name) or env_value(environ, name.lower()):
+            return f"environment variable {name} (proxy settings)"
+    for name in ca_bundles:
+        bundle = env_value(environ, name)
+        if bundle and not same_file(bundle, env_value(environ, "SSL_CERT_FILE")):
+            return f"{name} names another CA bundle than SSL_CERT_FILE"
+    return None
 
 
 def _fs_factory(cls: type[FsspecRoot], url: str, options: dict[str, Any]) -> Callable[[], Any]:

@@ -62,12 +62,11 @@ from fsmemory._log import get_logger
 from fsmemory.errors import BackendError, ConflictError, MissingDependencyError
 from fsmemory.fs._bucket import BucketRoot, single_try_subclass
 from fsmemory.fs._cloud import (
-    PROXY_VARIABLES,
     Cloud,
     Route,
     env_value,
+    foreign_environment,
     routed_from_url,
-    same_file,
 )
 from fsmemory.fs._obstore import ObstoreRoot
 from fsmemory.fs.base import FileInfo, Versioned
@@ -282,16 +281,9 @@ def _route(url: str, options: Mapping[str, Any], environ: Mapping[str, str]) -> 
         return Route("gcsfs", f"universe domain {universe}")
     if _uses_client_cert(environ):
         return Route("gcsfs", "a client certificate (mutual TLS)")
-    for name in sorted(environ):
-        if name.startswith("GOOGLE_") and name not in _GOOGLE_ENV_KNOWN and environ[name].strip():
-            return Route("gcsfs", f"environment variable {name}")
-    for name in PROXY_VARIABLES:
-        if env_value(environ, name) or env_value(environ, name.lower()):
-            return Route("gcsfs", f"environment variable {name} (proxy settings)")
-    for name in _ENV_CA:
-        bundle = env_value(environ, name)
-        if bundle and not same_file(bundle, env_value(environ, "SSL_CERT_FILE")):
-            return Route("gcsfs", f"{name} names another CA bundle than SSL_CERT_FILE")
+    foreign = foreign_environment(environ, "GOOGLE_", _GOOGLE_ENV_KNOWN, ca_bundles=_ENV_CA)
+    if foreign:
+        return Route("gcsfs", foreign)
     config, what = _credentials(options, environ)
     if config is None:
         return Route("gcsfs", what)

@@ -49,12 +49,11 @@ from fsmemory._log import get_logger
 from fsmemory.errors import MissingDependencyError
 from fsmemory.fs._bucket import BucketRoot, single_try_subclass
 from fsmemory.fs._cloud import (
-    PROXY_VARIABLES,
     Cloud,
     Route,
     env_value,
+    foreign_environment,
     routed_from_url,
-    same_file,
     shared_store,
 )
 from fsmemory.fs._obstore import WRITE_MARKER, ObstoreRoot, WrongRegionError, check_version
@@ -103,7 +102,7 @@ _ENV_KNOWN = frozenset(
     AWS_RETRY_MODE AWS_WEB_IDENTITY_TOKEN_FILE AWS_ROLE_ARN AWS_ROLE_SESSION_NAME
     AWS_CONTAINER_CREDENTIALS_RELATIVE_URI AWS_CONTAINER_CREDENTIALS_FULL_URI
     AWS_CONTAINER_AUTHORIZATION_TOKEN AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE
-    AWS_CA_BUNDLE""".split()  # noqa: SIM905 - AWS_CA_BUNDLE: see obstore_config
+    AWS_CA_BUNDLE""".split()  # noqa: SIM905 - AWS_CA_BUNDLE: compared with the system's
 )
 #: prefixes of ``AWS_*`` variables that configure no client (Lambda's, X-Ray's)
 _ENV_IGNORED = ("AWS_LAMBDA_", "AWS_XRAY_")
@@ -174,20 +173,9 @@ def _unmodelled(options: Mapping[str, Any], env: Mapping[str, str]) -> str | Non
         return f"client_kwargs {sorted(client_kwargs - _CLIENT_KWARGS)}"
     if config_kwargs - _CONFIG_KWARGS:
         return f"config_kwargs {sorted(config_kwargs - _CONFIG_KWARGS)}"
-    for name in sorted(env):
-        if not name.startswith("AWS_") or not env[name].strip():
-            continue
-        if name not in _ENV_KNOWN and not name.startswith(_ENV_IGNORED):
-            return f"environment variable {name}"
-    for name in PROXY_VARIABLES:
-        if env_value(env, name) or env_value(env, name.lower()):
-            return f"environment variable {name} (proxy or CA settings)"
-    bundle = env_value(env, "AWS_CA_BUNDLE")
-    if bundle and not same_file(bundle, env_value(env, "SSL_CERT_FILE")):
-        # botocore trusts that bundle alone; obstore trusts the system's certificates
-        # (SSL_CERT_FILE): equal only when they are the same file.
-        return "AWS_CA_BUNDLE names another bundle than SSL_CERT_FILE"
-    return None
+    return foreign_environment(
+        env, "AWS_", _ENV_KNOWN, ignored=_ENV_IGNORED, ca_bundles=("AWS_CA_BUNDLE",)
+    )
 
 
 def _credentials(

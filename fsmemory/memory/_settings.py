@@ -23,8 +23,7 @@ merged file.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from fsmemory import _jsonutil
 from fsmemory.errors import InvalidInputError
@@ -55,9 +54,8 @@ _MARKER = "fsmemory"
 _KEY = "retention_days"
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """What the settings file says.
+class Settings(NamedTuple):
+    """What the settings file says (an immutable record).
 
     Attributes:
         retention_set: the file states a retention.

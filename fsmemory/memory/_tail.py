@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from fsmemory.fs.base import FileInfo, StorageRoot
 
@@ -81,9 +82,8 @@ def must_read_whole(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Verified:
-    """What :func:`read_verified` found.
+class Verified(NamedTuple):
+    """What :func:`read_verified` found (an immutable record).
 
     Attributes:
         data: the bytes after the cursor when ``appended``, else the whole file (None:

@@ -44,8 +44,9 @@ from fsmemory.memory._analysis import (
     typed_words,
     words,
 )
-from fsmemory.memory._rank_arrays import entry_array
-from fsmemory.memory._topk import SCORE_EPS, kth_accepted, top_accepted, top_of_array
+from fsmemory.memory._rank_all import all_terms_likely, search_all_terms
+from fsmemory.memory._rank_arrays import _side_by_side, entry_array, top_of_entries
+from fsmemory.memory._topk import SCORE_EPS, kth_accepted, top_accepted
 
 __all__ = [
     "STOPWORDS",
@@ -68,8 +69,11 @@ _PREFIX_WEIGHT = 0.5
 #: postings a query may hold in all and still be scored whole (no pruning)
 _SMALL = 4096
 #: postings :meth:`BM25Index.search` walks in Python before NumPy (when given) adds
-#: up the scores instead
-_BUDGET = 64_000
+#: up the scores instead (and at least a sixteenth of the key space: an array pass
+#: over every key costs about that many postings walked in Python)
+_BUDGET = 8192
+#: term lookups a loaded index remembers (its term text is scanned for the others)
+_LOOKED = 4096
 
 
 class BM25Index:
@@ -106,6 +110,7 @@ class BM25Index:
         # A loaded index's word stems: "\n" + "word\tstem" per line ("word\t" when
         # the stem is the word), so a query of known words needs no stemmer.
         self._stem_text = "\n"
+        self._looked: dict[str, int | None] = {}  # term text lookups (a loaded index)
         self._df = array("I")  # term id -> live documents holding it
         self._max_tf = array("I")  # term id -> upper bound of tf (never lowered)
         # term id -> documents holding it (dead ones included) and their tf; None while
@@ -154,9 +159,17 @@ class BM25Index:
         tid = self._tid
         if tid is not None:
             return tid.get(term)
+        looked = self._looked
+        if "\n" in term:
+            return None
+        if term in looked:
+            return looked[term]
         text = self._term_text
-        at = text.find("\n" + term + "\n") if "\n" not in term else -1
-        return None if at < 0 else text.count("\n", 0, at)
+        at = text.find("\n" + term + "\n")
+        if len(looked) >= _LOOKED:
+            looked.clear()
+        found = looked[term] = None if at < 0 else text.count("\n", 0, at)
+        return found
 
     def query_stem(self, word: str) -> str:
         """:func:`stem` of ``word``, found in a loaded index's stored stems when the
@@ -357,7 +370,7 @@ class BM25Index:
         tid = self._live_tid(term)
         if tid is not None:
             return [(tid, 1.0)]
-        if len(term) < _MIN_PREFIX:
+        if len(term) < _MIN_PREFIX or not self._has_prefix(term[:_MIN_PREFIX]):
             return []
         out: list[tuple[int, float]] = []
         for longer in self._terms_starting(term):
@@ -370,6 +383,17 @@ class BM25Index:
                 out.append((found, _PREFIX_WEIGHT))
                 break
         return out
+
+    def _has_prefix(self, prefix: str) -> bool:
+        """Whether a loaded index's term text may hold a term starting with ``prefix``
+        (True once the vocabulary is built): one scan of the text per prefix, so a
+        word that matches nothing does not scan it once per prefix length."""
+        if self._tid is not None:
+            return True
+        key = "\n" + prefix  # never a term: the misses share the lookups' memo
+        if key not in self._looked:
+            self._looked[key] = 0 if key in self._term_text else None
+        return self._looked[key] is not None
 
     def _terms_starting(self, prefix: str) -> list[str]:
         """Indexed terms that start with ``prefix``, in sorted order."""
@@ -550,66 +574,16 @@ class BM25Index:
             self._add_pair_bonus(acc, tids)
             return top_accepted(acc, limit, accept, priority, order)
         walks = self._walks(entries, tids)
-        if walks > total // 4 and self._all_terms_likely(entries, limit):
-            found = self._search_all_terms(entries, tids, limit, accept, priority, order)
+        if walks > total // 4 and all_terms_likely(self, entries, limit):
+            found = search_all_terms(self, entries, tids, limit, accept, priority, order)
             if found is not None:
                 return found
-        np = numpy() if numpy is not None and walks > _BUDGET else None
+        heavy = walks > max(_BUDGET, len(self._alive) // 16)
+        np = numpy() if numpy is not None and heavy else None
         if np is not None:
-            return top_of_array(
-                np, entry_array(self, np, entries, tids), limit, accept, priority, order
-            )
+            return top_of_entries(self, np, entries, tids, limit, accept, priority, order)
         scored = self._max_score(entries, tids, limit, accept)
         return top_accepted(scored, limit, accept, priority, order)
-
-    def _all_terms_likely(self, entries: Sequence[tuple[int, float, float]], limit: int) -> bool:
-        """Whether, were the terms independent, ``limit`` documents would hold them all
-        (the only case :meth:`_search_all_terms` can answer)."""
-        n = self._n_docs
-        expected = float(n)
-        for tid, _, _ in entries:
-            expected *= self._df[tid] / n
-        return len(entries) >= 2 and expected >= limit
-
-    def _search_all_terms(
-        self,
-        entries: Sequence[tuple[int, float, float]],
-        pairs: Sequence[tuple[int, int]],
-        limit: int,
-        accept: Callable[[int], bool],
-        priority: Callable[[int], tuple[Any, ...]],
-        order: Sequence[int] | None,
-    ) -> list[tuple[float, int]] | None:
-        """The exact answer from the documents holding every term (their postings met
-        as dictionaries, in C), or None when there are too few or a document missing a
-        term might still rank among the first ``limit``."""
-        tids = [tid for tid, _, _ in entries]
-        if len(tids) < 2 or len(set(tids)) < len(tids):
-            return None
-        posts: list[dict[int, int]] = [dict(self._posting(tid)) for tid in tids]
-        smallest = min(range(len(posts)), key=lambda i: len(posts[i]))
-        every = set(posts[smallest]).intersection(*posts)
-        if len(every) < limit:
-            return None
-        _, base, per_len = self._norms()
-        lengths = self._length
-        acc = dict.fromkeys(every, 0.0)
-        for (_, w, _), post in zip(entries, posts, strict=True):
-            for key in every:
-                tf = post[key]
-                acc[key] += w * tf / (tf + base + per_len * lengths[key] if per_len else tf + base)
-        self._add_pair_bonus(acc, pairs)
-        found = top_accepted(acc, limit, accept, priority, order)
-        if len(found) < limit:
-            return None
-        # A document missing term t scores at most the others' bounds plus the bonus of
-        # the pairs without t.
-        total = sum(ub for _, _, ub in entries)
-        reach = max(
-            total - ub + PAIR_BONUS * sum(1 for p in pairs if tid not in p)
-            for tid, _, ub in entries
-        )
-        return found if found[-1][0] > reach + 1e-9 else None
 
     def _bounds(
         self, entries: Sequence[tuple[int, float, float]], pairs: Sequence[tuple[int, int]]
@@ -786,15 +760,3 @@ def _arr(code: str, data: bytes | memoryview) -> array[int]:
     out = array(code)
     out.frombytes(data)
     return out
-
-
-def _side_by_side(seq: Sequence[int], first: int, second: int) -> bool:
-    """True when ``second`` directly follows ``first`` somewhere in ``seq``."""
-    try:
-        i = seq.index(first)
-        while True:
-            if i + 1 < len(seq) and seq[i + 1] == second:
-                return True
-            i = seq.index(first, i + 1)
-    except ValueError:
-        return False

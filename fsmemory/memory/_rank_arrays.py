@@ -9,15 +9,17 @@ the order given. ``np`` is the NumPy module, passed in: nothing here imports it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fsmemory.memory._analysis import PAIR_BONUS
+from fsmemory.memory._topk import SCORE_EPS, top_accepted, top_of_array
 
 if TYPE_CHECKING:
     from fsmemory.memory._rank import BM25Index
 
-__all__ = ["entry_array"]
+__all__ = ["entry_array", "top_of_entries"]
 
 
 def entry_array(
@@ -28,40 +30,154 @@ def entry_array(
 ) -> Any:
     """Scores by key (float64; 0 for keys matching no term, removed ones included) of
     ``entries`` (``(term id, weight, bound)``) and the term-id ``pairs`` of an index."""
-    n_keys = len(index._alive)
-    out = np.zeros(n_keys, dtype=np.float64)
-    _, base, per_len = index._norms()
-    alive = np.array(index._alive, dtype=np.bool_)
-    lengths = np.array(index._length, dtype=np.intp)
-    for tid, w, _ in entries:
-        keys, tf = _posting_arrays(index, np, tid, alive)
-        norm = tf + base
-        if per_len:
-            norm += per_len * lengths[keys].astype(np.float64)
-        out += np.bincount(keys, weights=w * tf / norm, minlength=n_keys)
+    out, held = _term_array(index, np, entries)
     if pairs:
+        n_keys = len(out)
+        lengths = np.array(index._length, dtype=np.intp)
         starts = np.array(index._start, dtype=np.intp)
         seq = np.array(index._seq, dtype=np.uint32)  # a copy: a view would pin the array
         for a, b in pairs:
             # Keys holding both terms: a mask over the keys (linear; a key is in a
             # term's postings once, so each key is met once).
             holds_a = np.zeros(n_keys, dtype=np.bool_)
-            holds_a[_posting_arrays(index, np, a, alive)[0]] = True
-            keys_b = _posting_arrays(index, np, b, alive)[0]
+            holds_a[_held(index, np, held, a)] = True
+            keys_b = _held(index, np, held, b)
             both = keys_b[holds_a[keys_b]]
             out[_side_by_side_keys(np, seq, starts, lengths, both, a, b)] += PAIR_BONUS
     return out
 
 
-def _posting_arrays(index: BM25Index, np: Any, tid: int, alive: Any) -> tuple[Any, Any]:
+def top_of_entries(
+    index: BM25Index,
+    np: Any,
+    entries: Sequence[tuple[int, float, float]],
+    pairs: Sequence[tuple[int, int]],
+    limit: int,
+    accept: Callable[[int], bool],
+    priority: Callable[[int], tuple[Any, ...]],
+    order: Sequence[int] | None,
+) -> list[tuple[float, int]]:
+    """:func:`~fsmemory.memory._topk.top_accepted` of :func:`entry_array`, with the
+    pair bonuses found only for the documents that can still reach the first
+    ``limit``.
+
+    The scores without bonuses are added up in arrays; the ``limit``-th best accepted
+    of them is a floor under the answer (a bonus only raises a score). A document
+    whose score plus a bonus for every query pair both of whose terms it holds stays
+    below that floor cannot rank; the others' bonuses are read from their own term
+    sequences, added in the order of ``pairs`` as :meth:`scores` adds them.
+    """
+    out, held = _term_array(index, np, entries)
+    if not pairs:
+        return top_of_array(np, out, limit, accept, priority, order)
+    floor = _kth_accepted(np, out, limit, accept) - SCORE_EPS
+    keys = _at_least(np, out, floor - PAIR_BONUS * len(pairs))
+    if len(keys) > 4 * limit:
+        # Bound each candidate's bonus by the pairs both of whose terms it holds.
+        mask = np.zeros(len(out), dtype=np.bool_)
+        holds: dict[int, Any] = {}
+        for tid in {tid for pair in pairs for tid in pair}:
+            posting = _held(index, np, held, tid)
+            mask[posting] = True
+            holds[tid] = mask[keys]
+            mask[posting] = False
+        both = np.zeros(len(keys), dtype=np.float64)
+        for a, b in pairs:
+            both += holds[a] & holds[b]
+        keys = keys[out[keys] + PAIR_BONUS * both >= floor]
+    seq, start, length = index._seq, index._start, index._length
+    scores: dict[int, float] = {}
+    for key, score in zip(keys.tolist(), out[keys].tolist(), strict=True):
+        at = start[key]
+        terms = seq[at : at + length[key]]
+        for a, b in pairs:
+            if _side_by_side(terms, a, b):
+                score += PAIR_BONUS
+        scores[key] = score
+    return top_accepted(scores, limit, accept, priority, order)
+
+
+def _at_least(np: Any, out: Any, floor: float) -> Any:
+    """The keys of the nonzero scores of ``out`` that are at least ``floor``."""
+    if floor > 0:
+        return np.flatnonzero(out >= floor)
+    keys = np.flatnonzero(out)
+    return keys if floor == -math.inf else keys[out[keys] >= floor]
+
+
+def _kth_accepted(np: Any, out: Any, limit: int, accept: Callable[[int], bool]) -> float:
+    """The ``limit``-th best nonzero score of ``out`` among accepted keys (minus
+    infinity when fewer are accepted)."""
+    want = max(limit * 4, 16)
+    while True:
+        whole = want >= len(out)
+        part = np.arange(len(out)) if whole else np.argpartition(out, -want)[-want:]
+        part = part[np.argsort(-out[part], kind="stable")]
+        found = 0
+        for key, score in zip(part.tolist(), out[part].tolist(), strict=True):
+            if not score:
+                return -math.inf  # every nonzero score was looked at
+            if accept(key):
+                found += 1
+                if found == limit:
+                    return float(score)
+        if whole:
+            return -math.inf
+        want *= 4
+
+
+def _term_array(
+    index: BM25Index, np: Any, entries: Sequence[tuple[int, float, float]]
+) -> tuple[Any, dict[int, Any]]:
+    """The scores without pair bonuses by key, and the live keys of each term added.
+
+    The terms' parts are added in the order of ``entries``, to each key from 0.0, as
+    :meth:`scores` adds them (a key is in a term's postings once, so each addition
+    reaches its key alone).
+    """
+    out = np.zeros(len(index._alive), dtype=np.float64)
+    held: dict[int, Any] = {}
+    _, base, per_len = index._norms()
+    lengths = np.array(index._length, dtype=np.intp) if per_len else None
+    for tid, w, _ in entries:
+        keys, tf = _posting_arrays(index, np, tid)
+        held[tid] = keys
+        norm = tf + base
+        if lengths is not None:
+            norm += per_len * lengths[keys].astype(np.float64)
+        out[keys] += w * tf / norm
+    return out, held
+
+
+def _held(index: BM25Index, np: Any, held: dict[int, Any], tid: int) -> Any:
+    """The live keys of term ``tid`` (from ``held`` when its scores were added)."""
+    keys = held.get(tid)
+    if keys is None:
+        keys = held[tid] = _posting_arrays(index, np, tid)[0]
+    return keys
+
+
+def _posting_arrays(index: BM25Index, np: Any, tid: int) -> tuple[Any, Any]:
     """Live keys (intp) and term frequencies (float64) of term ``tid`` (copies)."""
     rows, tfs = index._post(tid)
     keys = np.array(rows, dtype=np.intp)
     tf = np.array(tfs, dtype=np.float64)
     if len(keys) != index._df[tid]:
-        live = alive[keys]
+        live = np.frombuffer(bytes(index._alive), dtype=np.bool_)[keys]
         keys, tf = keys[live], tf[live]
     return keys, tf
+
+
+def _side_by_side(seq: Sequence[int], first: int, second: int) -> bool:
+    """True when ``second`` directly follows ``first`` somewhere in ``seq``."""
+    try:
+        i = seq.index(first)
+        while True:
+            if i + 1 < len(seq) and seq[i + 1] == second:
+                return True
+            i = seq.index(first, i + 1)
+    except ValueError:
+        return False
 
 
 def _side_by_side_keys(

@@ -142,22 +142,89 @@ def top_of_array(
     accept: Callable[[int], bool],
     priority: Callable[[int], tuple[Any, ...]],
     order: Sequence[int] | None,
+    keys: Any = None,
 ) -> list[tuple[float, int]]:
-    """:func:`top_accepted` of the nonzero scores of ``out``, taken from its best
-    few (widened while rejected keys or a group of equal scores reach past them)."""
-    keys = np.flatnonzero(out)
+    """:func:`top_accepted` of the nonzero scores of ``out`` (``keys``: their keys,
+    when already found), taken from its best few (widened while rejected keys leave
+    the answer short).
+
+    The group of equal scores the best few end in is found with array masks, and a
+    large one is ordered by walking ``order`` against a mask of its members, so a
+    word in a large share of the entries does not make a dictionary of them all.
+    """
+    if keys is None:
+        keys = np.flatnonzero(out)
     want = max(limit * 4, 16)
     while True:
-        if want >= len(keys):
-            floor = -math.inf
-            chosen = keys
-        else:
-            part = np.argpartition(out[keys], len(keys) - want)[len(keys) - want :]
-            floor = float(out[keys[part]].min()) - SCORE_EPS
-            chosen = keys[out[keys] >= floor]
-        scored = dict(zip(chosen.tolist(), out[chosen].tolist(), strict=True))
-        found = top_accepted(scored, limit, accept, priority, order)
-        # Keys left out score below ``floor``: they cannot tie the last one found.
-        if len(chosen) == len(keys) or (len(found) == limit and found[-1][0] >= floor + 1e-9):
+        complete = want >= len(keys)
+        part = keys if complete else keys[np.argpartition(out[keys], -want)[-want:]]
+        values = out[part]
+        ranked = np.argsort(-values, kind="stable")
+        best = list(zip(part[ranked].tolist(), values[ranked].tolist(), strict=True))
+        found: list[tuple[float, int]] = []
+        at, size = 0, len(best)
+        while at < size:
+            score = round(best[at][1], 9)
+            end = at + 1
+            while end < size and round(best[end][1], 9) == score:
+                end += 1
+            last = end == size and not complete
+            if last:
+                group = _array_group(np, out, keys, best[at][1], score)
+            else:
+                group = [key for key, _ in best[at:end]]
+            for key in _keys_by_priority(np, group, priority, order, limit - len(found)):
+                if accept(key):
+                    found.append((score, key))
+                    if len(found) == limit:
+                        return found
+            if last:
+                break
+            at = end
+        if complete:
             return found
         want *= 4
+
+
+def _array_group(np: Any, out: Any, keys: Any, ref: float, score: float) -> Any:
+    """The ``keys`` whose score in ``out`` rounds to ``score`` (``ref`` is one such
+    score; see :func:`_equal_scores`), as an array."""
+    values = out[keys]
+    near = (values > score - 1e-9) & (values < score + 1e-9) & (values != ref)
+    group = keys[values == ref]
+    if near.any():
+        pairs = zip(keys[near].tolist(), values[near].tolist(), strict=True)
+        extra = [key for key, value in pairs if round(value, 9) == score]
+        group = np.concatenate([group, np.array(extra, dtype=group.dtype)])
+    return group
+
+
+def _keys_by_priority(
+    np: Any,
+    group: Any,
+    priority: Callable[[int], tuple[Any, ...]],
+    order: Sequence[int] | None,
+    need: int,
+) -> Iterator[int]:
+    """:func:`_by_priority` of a group of keys given as a list or an array: a large
+    group is walked against a mask of its members instead of a set."""
+    size = len(group)
+    if order is None or size < _WALK_MIN or need * len(order) > size * size.bit_length():
+        members = group if isinstance(group, list) else group.tolist()
+        yield from _by_priority([(key, 0.0) for key in members], priority, None, need)
+        return
+    group = np.asarray(group)
+    mask = np.zeros(int(group.max()) + 1, dtype=np.bool_)
+    mask[group] = True
+    held = mask.tobytes()
+    top = len(held)
+    left = size
+    for key in reversed(order):
+        if key < top and held[key]:
+            yield key
+            left -= 1
+            if not left:
+                return
+    # Keys the order does not hold (none when it is complete): by priority after it.
+    seen = set(order)
+    yield from sorted((k for k in group.tolist() if k not in seen), key=priority, reverse=True)

@@ -5,7 +5,8 @@ Reference: :meth:`BM25Index.scores` (every matching document scored, term by ter
 then :func:`top_accepted` without a priority order. Corpora are made of a small
 vocabulary so that scores tie in large groups, words repeat inside entries, and a
 word can stand in every entry; the limits of the pruned paths are lowered so that a
-few hundred documents take every path.
+few hundred documents take every path (and a loaded index, which looks its terms up
+in its stored term text, answers as the one it was saved from).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy
 import pytest
 
 from fsmemory import KnowledgeMemory
-from fsmemory.memory import _rank
+from fsmemory.memory import _rank, _topk
 from fsmemory.memory._rank import BM25Index, analyze, query_terms, term_pairs, top_accepted
 
 VOCAB = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "lambda", "theta", "zeta"]
@@ -39,7 +40,8 @@ def _corpus(rng: random.Random, n: int) -> list[str]:
 def _queries(rng: random.Random) -> list[str]:
     made = ["everywhere", "everywhere alpha", "rare3 everywhere", "alpha beta", "zeta"]
     made += [" ".join(rng.sample(VOCAB, k)) for k in (3, 5, 10)]
-    made += ["Alpha beta gamma", "alph", "rare1 rare2 alpha", "nothing here"]
+    made += [" ".join(rng.choices(VOCAB, k=8)) + " everywhere alpha beta"]  # repeated pairs
+    made += ["Alpha beta gamma", "alph", "rare1 rare2 alpha", "nothing here", "qwxz42 vvbnq"]
     return made
 
 
@@ -73,6 +75,8 @@ def test_pruned_search_equals_scoring_everything(
         return key not in rejected
 
     monkeypatch.setattr(_rank, "_SMALL", 8)
+    monkeypatch.setattr(_topk, "_WALK_MIN", 16)  # groups of equal scores walked too
+    loaded = BM25Index.from_state(*index.state())  # term lookups in the stored text
     for query in _queries(rng):
         terms = query_terms(query)
         pairs = term_pairs(analyze(query))
@@ -81,8 +85,11 @@ def test_pruned_search_equals_scoring_everything(
             for budget in (10**9, 0):  # MaxScore in Python; the NumPy sum
                 monkeypatch.setattr(_rank, "_BUDGET", budget)
                 for given in (None, order):
-                    got = index.search(terms, limit, accept, priority, pairs, given, lambda: numpy)
-                    assert got == want, (query, limit, budget, given is None)
+                    for searched in (index, loaded):
+                        got = searched.search(
+                            terms, limit, accept, priority, pairs, given, lambda: numpy
+                        )
+                        assert got == want, (query, limit, budget, given is None)
 
 
 def test_a_word_in_every_entry_walks_no_posting_list(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -685,6 +685,18 @@ class MemoryIndex(Claims, Feeding, IndexState):
         :meth:`row_columns`)."""
         return _column(self._ids, start, end)
 
+    def row_id_bytes(self, start: int, end: int) -> tuple[bytes, array[int]] | None:
+        """Entry ids of rows ``start`` to ``end`` (excluded) as the UTF-8 bytes of each
+        back to back, and ``end - start + 1`` offsets: where each starts and the last
+        ends, counted from where the first would be in a longer column (subtract the
+        first offset). Only when the index holds the rows so (loaded from its cache);
+        else None (see :meth:`row_id_column`)."""
+        ids = self._ids
+        if isinstance(ids, list) or not 0 <= start <= end <= ids._n:
+            return None
+        off = ids._off
+        return bytes(ids._blob[off[start] : off[end]]), off[start : end + 1]
+
     def row_of(self, entry_id: str) -> int | None:
         """The row of the indexed entry with this id (live, hidden or expired)."""
         return self._row_of.get(entry_id)

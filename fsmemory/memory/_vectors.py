@@ -48,14 +48,18 @@ NumPy is imported only here, and only when an embedder is used.
 
 from __future__ import annotations
 
-import hashlib
-import logging
 import math
 import operator
 import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+try:  # what hashlib.blake2b is, without hashlib loading OpenSSL (~2 ms of a cold open)
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover (a Python built without it)
+    from hashlib import blake2b
+
+from fsmemory._log import get_logger
 from fsmemory.errors import EmbedderError, require
 from fsmemory.fs.base import StorageRoot
 from fsmemory.memory._rank import query_terms, top_accepted, words
@@ -91,7 +95,7 @@ __all__ = [
     "text_hash",
 ]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 Embedder = Callable[[Sequence[str]], Sequence[Sequence[float]]]
 
@@ -533,18 +537,17 @@ class VectorStore:
         # tens of MB to the peak resident memory of a large memory's first recall).
         for start in range(mapped, n_rows, _MAP_ROWS):
             end = min(start + _MAP_ROWS, n_rows)
-            ids = index.row_id_column(start, end)
             want = row_digests[start:end]
             count = end - start
             if (
                 at + count <= n_vecs
                 and np.array_equal(held[at : at + count], want)
-                and self._ids[at : at + count] == ids
+                and self._same_ids(index, start, end, at)
             ):
                 vec_of[start:end] = np.arange(at, at + count)
                 at += count
                 continue
-            found = vec_of[start:end] = self._find(ids, want)
+            found = vec_of[start:end] = self._find(index.row_id_column(start, end), want)
             if found[-1] >= 0:
                 at = int(found[-1]) + 1
         self._next_vec = at
@@ -565,6 +568,24 @@ class VectorStore:
                     vec_of[row] = v
         self._mapped_vecs = n_vecs
         self._mapped_rows = max(mapped, n_rows)
+
+    def _same_ids(self, index: MemoryIndex, start: int, end: int, at: int) -> bool:
+        """True when index rows ``start`` to ``end`` hold the entry ids of the vector
+        rows from ``at`` on, in order: compared as bytes where the index holds its ids
+        so (ASCII ids, the usual kind), else as strings."""
+        mine = self._ids[at : at + end - start]
+        packed = index.row_id_bytes(start, end)
+        if packed is not None:
+            joined = "".join(mine)
+            if joined.isascii():
+                np = _numpy()
+                blob, offsets = packed
+                if joined.encode("ascii") != blob:
+                    return False
+                ends = np.frombuffer(offsets, dtype=np.uintc).astype(np.int64)
+                sizes = np.fromiter(map(len, mine), dtype=np.int64, count=len(mine))
+                return bool(np.array_equal(np.diff(ends), sizes))
+        return mine == index.row_id_column(start, end)
 
     def _text_digests(self, index: MemoryIndex, n_rows: int) -> Any:
         """The text hash of every index row (uint64, at least ``n_rows``): those the
@@ -951,12 +972,12 @@ class VectorStore:
 def text_hash(text: str) -> str:
     """The hash a vector is keyed by beside its entry id: 8 bytes of BLAKE2b of the
     UTF-8 text, in hex."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+    return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
 def _digest(text: str) -> bytes:
     """The 8 bytes of :func:`text_hash`."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
 
 
 def _distinct(np: Any, ids: Sequence[str], digests: Any) -> bool:

@@ -21,13 +21,13 @@ match. A damaged part costs embeddings, never an answer.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from fsmemory import _jsonutil
+from fsmemory._log import get_logger
 from fsmemory.errors import InvalidPathError
 from fsmemory.fs.paths import validate_path
 from fsmemory.memory._vecfile import (
@@ -43,7 +43,7 @@ from fsmemory.snapshot.archive import unpack_derived
 
 __all__ = ["VectorFold", "VectorSync", "is_vector_file", "live_keys", "vector_parts"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 _SUFFIX = ".f16v"
 _ZERO_GENERATION = bytes(16)

@@ -154,3 +154,39 @@ def test_a_derived_column_of_the_wrong_length_is_neither_stored_nor_loaded(
     loaded = MemoryIndex()
     assert _index_cache.fill(km.root, loaded, forged)
     assert loaded.rows == index.rows and "text_hash" not in loaded.derived
+
+
+def test_ids_are_compared_even_where_the_hashes_line_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Entries sharing a text, whose vector rows stand in the index's order but name
+    # each other's ids: every hash lines up, the ids do not (a cache-loaded index
+    # compares them as bytes).
+    monkeypatch.setattr(_index_cache, "MIN_BYTES", 0)
+    km = KnowledgeMemory(tmp_path, embedder=WordEmbedder("dig"))
+    texts = [_text(i) if i % 10 else "shared words" for i in range(300)]
+    ids = [km.remember(t) for t in texts]
+    km.recall("kitchen garden", limit=5)
+    store = km._vectors
+    assert store is not None
+    held = store._held()
+    assert held.ids == ids  # written in the index's order
+    shared = [n for n, t in enumerate(texts) if t == "shared words"]
+    swapped = list(held.ids)
+    for a, b in zip(shared, shared[1:] + shared[:1], strict=True):
+        swapped[a] = held.ids[b]
+    data = _vecfile.encode_header("dig", 128) + _vecfile.encode_block(
+        swapped, held.digests, held.vectors
+    )
+    (tmp_path / "vectors" / "dig-128.f16v").write_bytes(data)
+    embedder = WordEmbedder("dig")
+    fresh = KnowledgeMemory(tmp_path, embedder=embedder)
+    assert _ranked(fresh, QUERIES) == _ranked(km, QUERIES)
+    assert all(len(batch) == 1 for batch in embedder.batches)  # queries only
+    fresh_store = fresh._vectors
+    assert fresh_store is not None
+    assert fresh._index.row_id_bytes(0, 300) is not None  # the bytes were compared
+    for entry_id in ids:
+        row = fresh._index.row_of(entry_id)
+        assert row is not None
+        assert fresh_store._ids[int(fresh_store._vec_of[row])] == entry_id

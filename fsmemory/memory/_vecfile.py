@@ -51,8 +51,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from fsmemory._log import get_logger
 from fsmemory.errors import ConflictError, KeyNotFoundError, NotAFileError
 from fsmemory.fs.base import StorageRoot
@@ -244,7 +242,7 @@ def _block_at(
     if zlib.crc32(view[pos + BLOCK_HEAD : block_end]) != body_crc:
         return None, False
     try:
-        ids, joined, *more = _keys(view[pos + BLOCK_HEAD : vectors_at])
+        ids, joined, *more = json.loads(bytes(view[pos + BLOCK_HEAD : vectors_at]))
     except (ValueError, TypeError):
         return None, False
     sums = more[0] if len(more) == 1 else None
@@ -272,16 +270,6 @@ def _block_at(
     if len(digests) != 8 * rows:  # (fromhex skips spaces)
         return None, False
     return Block(ids, digests, vectors_at, block_end, sums), False
-
-
-def _keys(raw: memoryview) -> Any:
-    """The keys section of a block, parsed: by orjson (a few times faster than json on
-    100k ids), else by json, which also takes what orjson refuses and json.dumps may
-    write (the escape of a lone surrogate in a hand-edited id)."""
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return json.loads(bytes(raw))
 
 
 def widen_rows(np: Any, bits: Any, wide: Any) -> Any:

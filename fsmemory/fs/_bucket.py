@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from fsmemory.errors import BucketNotFoundError, InvalidPathError, KeyNotFoundError
 from fsmemory.fs.base import Capabilities, FileInfo
 from fsmemory.fs.errors import http_status, translated
-from fsmemory.fs.generic import FsspecRoot
+from fsmemory.fs.generic import FsspecRoot, _mtime
 from fsmemory.fs.paths import validate_path
 from fsmemory.fs.retry import idempotent
 
@@ -88,8 +88,9 @@ class BucketRoot(FsspecRoot):
         raise NotImplementedError
 
     def _info_of(self, rel: str, obj: dict[str, Any]) -> FileInfo:
-        """The :class:`FileInfo` of a listed object or of :meth:`_head`'s metadata."""
-        raise NotImplementedError
+        """The :class:`FileInfo` of a listed object or of :meth:`_head`'s metadata
+        (here: its ``size``, its time and the change token :meth:`_token` reads)."""
+        return FileInfo(rel, int(obj.get("size") or 0), _mtime(obj), self._token(obj))
 
     def _key_of(self, obj: dict[str, Any]) -> str:
         """The key of a listed object."""

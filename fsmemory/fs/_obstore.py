@@ -59,7 +59,6 @@ import uuid
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from fsmemory._log import get_logger
@@ -246,11 +245,6 @@ def check_version(version: str) -> None:
 
 def _strip(etag: object) -> str:
     return str(etag or "").strip('"')
-
-
-def _mtime(meta: dict[str, Any]) -> float | None:
-    value = meta.get("last_modified")
-    return value.timestamp() if isinstance(value, datetime) else None
 
 
 class ObstoreRoot(BucketRoot):
@@ -489,6 +483,7 @@ class ObstoreRoot(BucketRoot):
         return (lambda: self._put(full, path, data, if_version, create, marker=marker)), probe
 
     def _token(self, info: dict[str, Any]) -> str:
+        """The change token of a listed object or of ``stat``: its version."""
         return self._version(info)
 
     def list_with_cache(
@@ -553,9 +548,6 @@ class ObstoreRoot(BucketRoot):
 
     def _key_of(self, obj: dict[str, Any]) -> str:
         return str(obj["path"])
-
-    def _info_of(self, rel: str, obj: dict[str, Any]) -> FileInfo:
-        return FileInfo(rel, int(obj.get("size") or 0), _mtime(obj), self._version(obj))
 
     async def _head(self, key: str) -> dict[str, Any]:
         import obstore

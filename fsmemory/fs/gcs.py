@@ -69,9 +69,8 @@ from fsmemory.fs._cloud import (
     routed_from_url,
 )
 from fsmemory.fs._obstore import ObstoreRoot
-from fsmemory.fs.base import FileInfo, Versioned
+from fsmemory.fs.base import Versioned
 from fsmemory.fs.errors import conditional_write
-from fsmemory.fs.generic import _mtime
 
 __all__ = ["CLIENT_ENV", "GCSObstoreRoot", "GCSRoot", "GcsfsRoot", "resolve_route"]
 
@@ -357,6 +356,16 @@ def _md5_hex(value: object) -> str | None:
         return None
 
 
+def _check_generation(path: str, if_version: str | None) -> None:
+    """Generations are integers: any other version token can never match.
+
+    Raises:
+        ConflictError: such a token.
+    """
+    if if_version is not None and not (if_version.isascii() and if_version.isdigit()):
+        raise ConflictError(f"{path!r} has no version {if_version!r}")
+
+
 def _multipart_body(name: str, data: bytes) -> tuple[bytes, str]:
     """A ``multipart/related`` upload body and its boundary (never found in ``data``)."""
     while True:
@@ -475,9 +484,7 @@ class GcsfsRoot(GCSRoot):
     def _put(self, full: str, path: str, data: bytes, if_version: str | None, create: bool) -> str:
         """One multipart upload, with ``ifGenerationMatch`` when conditional."""
         bucket, key = self._split(full)
-        if if_version is not None and not (if_version.isascii() and if_version.isdigit()):
-            # Generations are integers: any other token can never match.
-            raise ConflictError(f"{path!r} has no version {if_version!r}")
+        _check_generation(path, if_version)
         condition = "0" if create else if_version
         try:
             with conditional_write(path, if_version, create), self._translated(path):
@@ -490,6 +497,8 @@ class GcsfsRoot(GCSRoot):
         return str(generation)
 
     def _token(self, info: dict[str, Any]) -> str:
+        """The object's MD5 in hex, as on the obstore route (its generation when GCS
+        keeps no MD5: composite objects)."""
         return _md5_hex(info.get("md5Hash")) or str(info.get("generation", ""))
 
     # -- BucketRoot hooks --------------------------------------------------------------
@@ -511,11 +520,6 @@ class GcsfsRoot(GCSRoot):
 
     def _key_of(self, obj: dict[str, Any]) -> str:
         return str(obj["name"])
-
-    def _info_of(self, rel: str, obj: dict[str, Any]) -> FileInfo:
-        """The change token is the object's MD5 in hex, as on the obstore route (its
-        generation when GCS keeps no MD5: composite objects)."""
-        return FileInfo(rel, int(obj.get("size") or 0), _mtime(obj), self._token(obj))
 
     async def _head(self, key: str) -> dict[str, Any]:
         return await self._metadata(self.bucket, key)
@@ -594,9 +598,6 @@ class GCSObstoreRoot(ObstoreRoot, GCSRoot):
         """``x-goog-if-generation-match: <version>``."""
         return {"version": version}
 
-    def _etag(self, meta: Mapping[str, Any]) -> str:
-        return str(meta.get("e_tag") or "").strip('"')
-
     def _put(
         self,
         full: str,
@@ -609,16 +610,12 @@ class GCSObstoreRoot(ObstoreRoot, GCSRoot):
     ) -> str:
         """One ``PUT`` (see :class:`~fsmemory.fs._obstore.ObstoreRoot`); a version that
         is no generation (not a number) can never match."""
-        if if_version is not None and not (if_version.isascii() and if_version.isdigit()):
-            raise ConflictError(f"{path!r} has no version {if_version!r}")
+        _check_generation(path, if_version)
         return super()._put(full, path, data, if_version, create, marker=marker)
 
     def _token(self, info: dict[str, Any]) -> str:
-        return self._etag(info)
-
-    def _info_of(self, rel: str, obj: dict[str, Any]) -> FileInfo:
-        """Size, mtime and the ETag (GCS's XML listing gives no generation obstore reads)."""
-        return FileInfo(rel, int(obj.get("size") or 0), _mtime(obj), self._etag(obj))
+        """The ETag (GCS's XML listing gives no generation obstore reads)."""
+        return str(info.get("e_tag") or "").strip('"')
 
     async def _delete_object(self, key: str) -> None:
         """One ``DELETE`` (GCS answers 404 for a missing object)."""

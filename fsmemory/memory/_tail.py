@@ -20,7 +20,6 @@ When a new listing shows the file changed:
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from fsmemory.fs.base import FileInfo, StorageRoot
@@ -31,7 +30,6 @@ __all__ = ["TAIL", "FileCursor", "Verified", "must_read_whole", "read_appended",
 TAIL = 64
 
 
-@dataclass(slots=True)
 class FileCursor:
     """How far a reader has consumed one file.
 
@@ -45,11 +43,23 @@ class FileCursor:
             :func:`read_verified` then reads the file as new).
     """
 
-    info: FileInfo
-    parsed_upto: int
-    tail: bytes
-    complete: bool = True
-    crc: int | None = None
+    # A plain class, not a dataclass: Python 3.11 compiles a dataclass's generated
+    # methods when the module is imported, part of every process's first line.
+    __slots__ = ("complete", "crc", "info", "parsed_upto", "tail")
+
+    def __init__(
+        self,
+        info: FileInfo,
+        parsed_upto: int,
+        tail: bytes,
+        complete: bool = True,
+        crc: int | None = None,
+    ) -> None:
+        self.info = info
+        self.parsed_upto = parsed_upto
+        self.tail = tail
+        self.complete = complete
+        self.crc = crc
 
     @classmethod
     def after(cls, info: FileInfo, data: bytes, upto: int, complete: bool = True) -> FileCursor:

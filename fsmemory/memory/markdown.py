@@ -27,7 +27,6 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import repeat
 from operator import itemgetter, methodcaller
@@ -151,7 +150,6 @@ class Fact(NamedTuple):
         return unescape_line(self.text)
 
 
-@dataclass(slots=True)
 class MemoryDocument:
     """Parsed MEMORY.md: facts per category in first-appearance order.
 
@@ -160,10 +158,21 @@ class MemoryDocument:
     :func:`decode_md` text); they are parsed with U+FFFD in place of the bad bytes.
     """
 
-    sections: dict[str, list[Fact]] = field(default_factory=dict)
-    last_category: str | None = None
-    header_count: int = 0
-    invalid_lines: int = 0
+    # A plain class, not a dataclass: Python 3.11 compiles a dataclass's generated
+    # methods when the module is imported, part of every process's first line.
+    __slots__ = ("header_count", "invalid_lines", "last_category", "sections")
+
+    def __init__(
+        self,
+        sections: dict[str, list[Fact]] | None = None,
+        last_category: str | None = None,
+        header_count: int = 0,
+        invalid_lines: int = 0,
+    ) -> None:
+        self.sections: dict[str, list[Fact]] = {} if sections is None else sections
+        self.last_category = last_category
+        self.header_count = header_count
+        self.invalid_lines = invalid_lines
 
     def add(self, category: str, fact: Fact) -> None:
         """Record a bullet under ``category``."""

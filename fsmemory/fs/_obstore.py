@@ -55,7 +55,6 @@ import builtins
 import os
 import re
 import threading
-import uuid
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -281,6 +280,7 @@ class ObstoreRoot(BucketRoot):
     delete_threads: ClassVar[int | None] = None
     # obstore is built with retries off; its HTTP client resends nothing it has sent.
     _hidden_retries: ClassVar[bool] = False
+    _marks_writes = True
 
     def __init__(
         self,
@@ -462,25 +462,13 @@ class ObstoreRoot(BucketRoot):
             )
         return self._version(result)
 
-    def _write_once(
-        self, full: str, path: str, data: bytes, if_version: str | None, create: bool
-    ) -> tuple[Callable[[], str], Callable[[], tuple[bool, str]]]:
-        """A conditional write is tagged with a fresh marker; the probe reads the
-        object's metadata back (one ``GET`` without body)."""
-        if if_version is None and not create:
-            return super()._write_once(full, path, data, if_version, create)
+    def _read_marker(self, full: str, path: str) -> tuple[str | None, str]:
+        """The marker and version of the object (one ``GET`` without body)."""
         import obstore
 
-        marker = uuid.uuid4().hex
-        key = self._split(full)[1]
-
-        def probe() -> tuple[bool, str]:
-            with self._translated(path):
-                head = self._call(obstore.get, key, options={"head": True})
-            mark = (head.attributes or {}).get(self.write_marker)
-            return mark == marker, self._version(head.meta)
-
-        return (lambda: self._put(full, path, data, if_version, create, marker=marker)), probe
+        with self._translated(path):
+            head = self._call(obstore.get, self._split(full)[1], options={"head": True})
+        return (head.attributes or {}).get(self.write_marker), self._version(head.meta)
 
     def _token(self, info: dict[str, Any]) -> str:
         """The change token of a listed object or of ``stat``: its version."""

@@ -42,8 +42,7 @@ one retry layer.
 from __future__ import annotations
 
 import builtins
-import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
@@ -318,6 +317,7 @@ class AdlfsRoot(FsspecRoot):
     capabilities = Capabilities(conditional_write=True, native_append=False)
     # aiohttp resends a PUT once on a dropped kept-alive connection: probe every conflict
     _hidden_retries = True
+    _marks_writes = True
     _container_seen = False
 
     # -- native conditional writes -------------------------------------------------------
@@ -383,22 +383,11 @@ class AdlfsRoot(FsspecRoot):
             result = self._blob_call(full, "upload_blob", data, retry_total=0, **options)
         return str((result or {}).get("etag") or "").strip('"')
 
-    def _write_once(
-        self, full: str, path: str, data: bytes, if_version: str | None, create: bool
-    ) -> tuple[Callable[[], str], Callable[[], tuple[bool, str]]]:
-        """A conditional write is tagged with a fresh marker; the probe reads the blob's
-        metadata back (one ``Get Blob Properties``)."""
-        if if_version is None and not create:
-            return super()._write_once(full, path, data, if_version, create)
-        marker = uuid.uuid4().hex
-
-        def probe() -> tuple[bool, str]:
-            with self._container_known(), translated(path):
-                props = self._blob_call(full, "get_blob_properties", retry_total=0)
-            mark = (props.metadata or {}).get(WRITE_MARKER)
-            return mark == marker, str(props.etag).strip('"')
-
-        return (lambda: self._put(full, path, data, if_version, create, marker=marker)), probe
+    def _read_marker(self, full: str, path: str) -> tuple[str | None, str]:
+        """The marker and ETag of the blob (one ``Get Blob Properties``)."""
+        with self._container_known(), translated(path):
+            props = self._blob_call(full, "get_blob_properties", retry_total=0)
+        return (props.metadata or {}).get(WRITE_MARKER), str(props.etag).strip('"')
 
     _create_exclusive = FsspecRoot._create_with_put
 

@@ -179,6 +179,8 @@ class FsspecRoot(StorageRoot):
     retry: RetryPolicy = DEFAULT_RETRY
     #: the client may resend a request by itself (see :meth:`RetryPolicy.write`)
     _hidden_retries: ClassVar[bool] = False
+    #: conditional writes carry a marker that :meth:`_read_marker` reads back
+    _marks_writes: ClassVar[bool] = False
     # the filesystem behind :attr:`fs`, the process that built it, and how to build it
     _fs: Any = None
     _fs_pid: int | None = None
@@ -538,13 +540,29 @@ class FsspecRoot(StorageRoot):
         self, full: str, path: str, data: bytes, if_version: str | None, create: bool
     ) -> tuple[Callable[[], str], Callable[[], tuple[bool, str]]]:
         """``(put, probe)`` for one write: ``put`` sends it once; ``probe`` tells whether
-        the object holds it (here: by content) and its version."""
+        the object holds it and its version. On a root that marks its conditional writes
+        (:meth:`_read_marker`), such a write carries a fresh marker in the object's
+        metadata, which tells exactly; otherwise the probe compares the content."""
+        if self._marks_writes and (if_version is not None or create):
+            marker = uuid.uuid4().hex
+            put: Any = self._put  # the roots that mark writes take ``marker``
+
+            def probe_marker() -> tuple[bool, str]:
+                found, version = self._read_marker(full, path)
+                return found == marker, version
+
+            return (lambda: put(full, path, data, if_version, create, marker=marker)), probe_marker
 
         def probe() -> tuple[bool, str]:
             current = self._read_versioned(full, path)
             return current.data == data, current.version
 
         return (lambda: self._put(full, path, data, if_version, create)), probe
+
+    def _read_marker(self, full: str, path: str) -> tuple[str | None, str]:
+        """The marker of the last conditional write of ``full`` and the object's version
+        (on roots whose :attr:`_marks_writes` is set)."""
+        raise NotImplementedError
 
     def append(
         self, path: str, data: bytes, *, line_safe: bool = False, unique: bool = False

@@ -40,7 +40,7 @@ import builtins
 import os
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any, ClassVar
@@ -418,6 +418,7 @@ class S3fsRoot(S3Root):
 
     # aiohttp resends a PUT once on a dropped kept-alive connection (module docs).
     _hidden_retries: ClassVar[bool] = True
+    _marks_writes = True
 
     # -- plumbing ----------------------------------------------------------------------
     def _split(self, full: str) -> tuple[str, str]:
@@ -486,25 +487,13 @@ class S3fsRoot(S3Root):
             self._forget_cached(full)
         return _strip_etag(resp["ETag"])
 
-    def _write_once(
-        self, full: str, path: str, data: bytes, if_version: str | None, create: bool
-    ) -> tuple[Callable[[], str], Callable[[], tuple[bool, str]]]:
-        """A conditional write is tagged with a fresh marker and probed by ``HeadObject``:
-        the object holds this write exactly when it carries the marker."""
-        if if_version is None and not create:
-            return super()._write_once(full, path, data, if_version, create)
-        import uuid
-
-        marker = uuid.uuid4().hex
+    def _read_marker(self, full: str, path: str) -> tuple[str | None, str]:
+        """The marker and ETag of the object (one ``HeadObject``)."""
         bucket, key = self._split(full)
-
-        def probe() -> tuple[bool, str]:
-            with self._translated(path):
-                head = self._run(self._head_in, bucket, key)
-            metadata = head.get("Metadata") or {}
-            return metadata.get(WRITE_MARKER) == marker, _strip_etag(head.get("ETag", ""))
-
-        return (lambda: self._put(full, path, data, if_version, create, marker=marker)), probe
+        with self._translated(path):
+            head = self._run(self._head_in, bucket, key)
+        marker = (head.get("Metadata") or {}).get(WRITE_MARKER)
+        return marker, _strip_etag(head.get("ETag", ""))
 
     def _token(self, info: dict[str, Any]) -> str:
         return _strip_etag(info.get("ETag") or info.get("etag") or "")

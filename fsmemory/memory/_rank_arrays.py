@@ -9,6 +9,7 @@ the order given. ``np`` is the NumPy module, passed in: nothing here imports it.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
     from fsmemory.memory._rank import BM25Index
 
 __all__ = ["entry_array", "top_of_entries"]
+
+#: the largest term frequency whose parts are computed once per tf in a table
+_TABLE = 1024
 
 
 def entry_array(
@@ -72,6 +76,7 @@ def top_of_entries(
         return top_of_array(np, out, limit, accept, priority, order)
     floor = _kth_accepted(np, out, limit, accept) - SCORE_EPS
     keys = _at_least(np, out, floor - PAIR_BONUS * len(pairs))
+    reach = out[keys] + PAIR_BONUS * len(pairs)
     if len(keys) > 4 * limit:
         # Bound each candidate's bonus by the pairs both of whose terms it holds.
         mask = np.zeros(len(out), dtype=np.bool_)
@@ -84,17 +89,44 @@ def top_of_entries(
         both = np.zeros(len(keys), dtype=np.float64)
         for a, b in pairs:
             both += holds[a] & holds[b]
-        keys = keys[out[keys] + PAIR_BONUS * both >= floor]
+        reach = out[keys] + PAIR_BONUS * both
+        near = reach >= floor
+        keys, reach = keys[near], reach[near]
+    by_reach = np.argsort(-reach, kind="stable")
+    scores = _with_bonuses(index, keys[by_reach], out, reach[by_reach], pairs, limit, accept)
+    return top_accepted(scores, limit, accept, priority, order)
+
+
+def _with_bonuses(
+    index: BM25Index,
+    keys: Any,
+    out: Any,
+    reach: Any,
+    pairs: Sequence[tuple[int, int]],
+    limit: int,
+    accept: Callable[[int], bool],
+) -> dict[int, float]:
+    """The scores with pair bonuses of ``keys`` (in descending order of ``reach``, the
+    most each can score), read from their own term sequences, until no key left can
+    reach the ``limit``-th best accepted score found."""
     seq, start, length = index._seq, index._start, index._length
     scores: dict[int, float] = {}
-    for key, score in zip(keys.tolist(), out[keys].tolist(), strict=True):
+    best: list[float] = []  # the best ``limit`` accepted scores found (a heap)
+    for key, score, most in zip(keys.tolist(), out[keys].tolist(), reach.tolist(), strict=True):
+        if len(best) == limit and most < best[0] - SCORE_EPS:
+            break
         at = start[key]
         terms = seq[at : at + length[key]]
         for a, b in pairs:
             if _side_by_side(terms, a, b):
                 score += PAIR_BONUS
         scores[key] = score
-    return top_accepted(scores, limit, accept, priority, order)
+        if accept(key):
+            if len(best) < limit:
+                heapq.heappush(best, score)
+            elif score > best[0]:
+                heapq.heapreplace(best, score)
+    return scores
 
 
 def _at_least(np: Any, out: Any, floor: float) -> Any:
@@ -142,6 +174,13 @@ def _term_array(
     for tid, w, _ in entries:
         keys, tf = _posting_arrays(index, np, tid)
         held[tid] = keys
+        top = index._max_tf[tid]
+        if lengths is None and top <= _TABLE:
+            # Each tf's part once (the same float), then looked up per posting.
+            table = np.array([0.0] + [w * f / (f + base) for f in range(1, top + 1)])
+            out[keys] += table[tf]
+            continue
+        tf = tf.astype(np.float64)
         norm = tf + base
         if lengths is not None:
             norm += per_len * lengths[keys].astype(np.float64)
@@ -158,10 +197,10 @@ def _held(index: BM25Index, np: Any, held: dict[int, Any], tid: int) -> Any:
 
 
 def _posting_arrays(index: BM25Index, np: Any, tid: int) -> tuple[Any, Any]:
-    """Live keys (intp) and term frequencies (float64) of term ``tid`` (copies)."""
+    """Live keys (intp) and term frequencies (uint32) of term ``tid`` (copies)."""
     rows, tfs = index._post(tid)
     keys = np.array(rows, dtype=np.intp)
-    tf = np.array(tfs, dtype=np.float64)
+    tf = np.array(tfs, dtype=np.uint32)
     if len(keys) != index._df[tid]:
         live = np.frombuffer(bytes(index._alive), dtype=np.bool_)[keys]
         keys, tf = keys[live], tf[live]

@@ -26,6 +26,7 @@ import bisect
 import itertools
 import math
 import operator
+import sys
 from array import array
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from itertools import repeat
@@ -69,9 +70,11 @@ _PREFIX_WEIGHT = 0.5
 #: postings a query may hold in all and still be scored whole (no pruning)
 _SMALL = 4096
 #: postings :meth:`BM25Index.search` walks in Python before NumPy (when given) adds
-#: up the scores instead (and at least a sixteenth of the key space: an array pass
-#: over every key costs about that many postings walked in Python)
-_BUDGET = 8192
+#: up the scores instead (importing it pays off)
+_BUDGET = 64_000
+#: the same once NumPy is imported (and at least a sixteenth of the key space: an
+#: array pass over every key costs about that many postings walked in Python)
+_LOADED_BUDGET = 8192
 #: term lookups a loaded index remembers (its term text is scanned for the others)
 _LOOKED = 4096
 
@@ -558,9 +561,10 @@ class BM25Index:
         the scores of documents that still can, read from each document's own term
         sequence (a word in every entry costs a lookup per candidate, not a pass over
         its postings). When that would still walk more than :data:`_BUDGET` postings
-        and ``numpy`` gives the NumPy module (None when it is not installed), the scores
-        are added up a posting list at a time in NumPy (:meth:`score_array`, the same
-        floats): it is imported only then.
+        (:data:`_LOADED_BUDGET` once NumPy is imported) and ``numpy`` gives the NumPy
+        module (None when it is not installed), the scores are added up a posting list
+        at a time in NumPy (:func:`top_of_entries`, the same floats): it is imported only
+        then.
         """
         if not self._n_docs or limit <= 0:
             return []
@@ -578,7 +582,9 @@ class BM25Index:
             found = search_all_terms(self, entries, tids, limit, accept, priority, order)
             if found is not None:
                 return found
-        heavy = walks > max(_BUDGET, len(self._alive) // 16)
+        heavy = walks > _BUDGET or (
+            walks > max(_LOADED_BUDGET, len(self._alive) // 16) and "numpy" in sys.modules
+        )
         np = numpy() if numpy is not None and heavy else None
         if np is not None:
             return top_of_entries(self, np, entries, tids, limit, accept, priority, order)

@@ -1,6 +1,6 @@
-"""What the object-store roots (S3, GCS) share: keys under a bucket prefix, running the
-async filesystem's coroutines, listing, ``stat``, ranged reads, exclusive creates and
-telling a missing bucket from a missing key.
+"""What the object-store roots (S3, GCS, Azure's obstore route) share: keys under a
+bucket prefix, running the async filesystem's coroutines, listing, ``stat``, ranged
+reads, exclusive creates and telling a missing bucket from a missing key.
 
 A service supplies only its requests: :meth:`BucketRoot._list_page` (one page of a
 listing), :meth:`BucketRoot._head` (an object's metadata), :meth:`BucketRoot._info_of`

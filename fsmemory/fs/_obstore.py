@@ -1,12 +1,10 @@
 """A bucket root over obstore (the Python bindings of Rust's ``object_store``).
 
 :class:`ObstoreRoot` serves the primitives of :class:`~fsmemory.fs._bucket.BucketRoot`
-with the synchronous functions of obstore on one store object (an ``S3Store``,
-``GCSStore`` or ``AzureStore`` for the bucket or container, built by the caller without a
-prefix of its own): the root's prefix is added to every key here, exactly as the other
-bucket roots do. The caller builds the store with obstore's own retries off
-(``retry_config={"max_retries": 0}``): fsmemory's retry policy (:mod:`fsmemory.fs.retry`)
-is the only retry layer.
+with the synchronous functions of obstore on one store of the bucket or container (an
+``S3Store``, ``GCSStore`` or ``AzureStore`` without a prefix of its own, built with
+obstore's retries off by :func:`fsmemory.fs._cloud.shared_store`): the root's prefix is
+added to every key here, as on the other bucket roots.
 
 ==============================  =====================================================
 operation                       requests
@@ -41,12 +39,11 @@ reads the metadata back and tells exactly whether the object is this write.
 
 Process safety: only obstore's synchronous calls are used (its async calls under a
 short-lived event loop can abort the interpreter at exit), and no thread or pool is kept
-between calls. obstore's tokio runtime does not survive ``fork()``: in a child forked
-from a process that used obstore, every obstore call would hang. So, in such a child,
-a root built with a ``fork_class`` becomes an instance of that class (S3: the s3fs root
-of the same URL and options, its filesystem built on first use), and any other obstore
-root raises :class:`~fsmemory.errors.BackendError` saying so instead of hanging;
-:func:`obstore_usable` tells a constructor to pick another route from the start.
+between calls. obstore's tokio runtime does not survive ``fork()`` (every call would
+hang): in a child forked from a process that used obstore, a root built with a
+``fork_class`` becomes an instance of it (the fallback root of the same URL and options),
+any other obstore root raises :class:`~fsmemory.errors.BackendError` saying so, and
+:func:`obstore_usable` tells the route chooser to take the fallback from the start.
 """
 
 from __future__ import annotations
@@ -87,6 +84,8 @@ __all__ = [
     "check_version",
     "map_error",
     "obstore_usable",
+    "quote_etag",
+    "unquote_etag",
 ]
 
 _T = TypeVar("_T")
@@ -242,8 +241,14 @@ def check_version(version: str) -> None:
         )
 
 
-def _strip(etag: object) -> str:
+def unquote_etag(etag: object) -> str:
+    """An ETag as a version token: without its quotes ("" for None)."""
     return str(etag or "").strip('"')
+
+
+def quote_etag(version: str) -> str:
+    """A version token as the ETag of an ``If-Match`` header (quoted)."""
+    return version if version.startswith('"') else f'"{version}"'
 
 
 class ObstoreRoot(BucketRoot):
@@ -364,11 +369,11 @@ class ObstoreRoot(BucketRoot):
 
     def _version(self, meta: Mapping[str, Any]) -> str:
         """The version token of an object's metadata (its ETag, unquoted)."""
-        return _strip(meta.get("e_tag"))
+        return unquote_etag(meta.get("e_tag"))
 
     def _update_mode(self, version: str) -> dict[str, str]:
         """obstore's put mode that writes only over ``version`` (``If-Match``)."""
-        return {"e_tag": version if version.startswith('"') else f'"{version}"'}
+        return {"e_tag": quote_etag(version)}
 
     # -- plumbing ----------------------------------------------------------------------
     def _run(self, func: Callable[..., Awaitable[_T]], *args: Any) -> _T:

@@ -53,7 +53,12 @@ from fsmemory.errors import (
     MissingDependencyError,
 )
 from fsmemory.fs._cloud import Cloud, Route, routed_from_url
-from fsmemory.fs._obstore import ObstoreConnectionError, ObstoreRoot, check_version
+from fsmemory.fs._obstore import (
+    ObstoreConnectionError,
+    ObstoreRoot,
+    check_version,
+    unquote_etag,
+)
 from fsmemory.fs.base import Capabilities, FileInfo, Versioned
 from fsmemory.fs.errors import conditional_write, http_status, translated
 from fsmemory.fs.generic import FsspecRoot
@@ -337,7 +342,7 @@ class AdlfsRoot(FsspecRoot):
 
         with self._container_known(), translated(path):
             data, etag = sync(self.fs.loop, get)
-        return Versioned(data, etag.strip('"'))
+        return Versioned(data, unquote_etag(etag))
 
     def _blob_call(self, full: str, method: str, *args: Any, **kwargs: Any) -> Any:
         """``await <blob client of full>.<method>(*args, **kwargs)`` on adlfs's loop."""
@@ -381,18 +386,18 @@ class AdlfsRoot(FsspecRoot):
             options.update(etag=f'"{if_version}"', match_condition=MatchConditions.IfNotModified)
         with conditional_write(path, if_version, create), translated(path):
             result = self._blob_call(full, "upload_blob", data, retry_total=0, **options)
-        return str((result or {}).get("etag") or "").strip('"')
+        return unquote_etag((result or {}).get("etag"))
 
     def _read_marker(self, full: str, path: str) -> tuple[str | None, str]:
         """The marker and ETag of the blob (one ``Get Blob Properties``)."""
         with self._container_known(), translated(path):
             props = self._blob_call(full, "get_blob_properties", retry_total=0)
-        return (props.metadata or {}).get(WRITE_MARKER), str(props.etag).strip('"')
+        return (props.metadata or {}).get(WRITE_MARKER), unquote_etag(props.etag)
 
     _create_exclusive = FsspecRoot._create_with_put
 
     def _token(self, info: dict[str, Any]) -> str:
-        return str(info.get("etag") or "").strip('"') or super()._token(info)
+        return unquote_etag(info.get("etag")) or super()._token(info)
 
     def _check_container(self) -> None:
         """Raise BucketNotFoundError when the container is missing (checked until it is

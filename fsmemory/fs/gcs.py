@@ -68,7 +68,7 @@ from fsmemory.fs._cloud import (
     foreign_environment,
     routed_from_url,
 )
-from fsmemory.fs._obstore import ObstoreRoot
+from fsmemory.fs._obstore import ObstoreRoot, unquote_etag
 from fsmemory.fs.base import Versioned
 from fsmemory.fs.errors import conditional_write
 
@@ -615,7 +615,7 @@ class GCSObstoreRoot(ObstoreRoot, GCSRoot):
 
     def _token(self, info: dict[str, Any]) -> str:
         """The ETag (GCS's XML listing gives no generation obstore reads)."""
-        return str(info.get("e_tag") or "").strip('"')
+        return unquote_etag(info.get("e_tag"))
 
     async def _delete_object(self, key: str) -> None:
         """One ``DELETE`` (GCS answers 404 for a missing object)."""

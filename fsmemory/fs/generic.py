@@ -170,6 +170,8 @@ class FsspecRoot(StorageRoot):
         retry: how transient failures are retried (default
             :data:`~fsmemory.fs.retry.DEFAULT_RETRY`); may also be changed later through
             the :attr:`retry` attribute.
+        fs_factory: builds the filesystem for :attr:`fs` when it is None, and again in
+            a forked child; None: ``fs`` is kept as given.
     """
 
     capabilities = Capabilities(

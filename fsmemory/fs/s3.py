@@ -56,7 +56,14 @@ from fsmemory.fs._cloud import (
     routed_from_url,
     shared_store,
 )
-from fsmemory.fs._obstore import WRITE_MARKER, ObstoreRoot, WrongRegionError, check_version
+from fsmemory.fs._obstore import (
+    WRITE_MARKER,
+    ObstoreRoot,
+    WrongRegionError,
+    check_version,
+    quote_etag,
+    unquote_etag,
+)
 from fsmemory.fs.base import FileInfo, Versioned
 from fsmemory.fs.errors import conditional_write
 from fsmemory.fs.generic import _mtime
@@ -123,14 +130,6 @@ def __getattr__(name: str) -> Any:
     if name == _SINGLE_TRY_NAME:
         return _single_try_class()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _strip_etag(etag: object) -> str:
-    return str(etag).strip('"')
-
-
-def _quote_etag(version: str) -> str:
-    return version if version.startswith('"') else f'"{version}"'
 
 
 def _config_profile(
@@ -436,7 +435,7 @@ class S3fsRoot(S3Root):
                 data: bytes = await body.read()
             finally:
                 body.close()
-            return data, _strip_etag(resp.get("ETag", "")), "ContentRange" not in resp
+            return data, unquote_etag(resp.get("ETag", "")), "ContentRange" not in resp
 
         try:
             from s3fs.core import _error_wrapper
@@ -479,13 +478,13 @@ class S3fsRoot(S3Root):
             kwargs["IfNoneMatch"] = "*"
         if if_version is not None:
             check_version(if_version)
-            kwargs["IfMatch"] = _quote_etag(if_version)
+            kwargs["IfMatch"] = quote_etag(if_version)
         try:
             with conditional_write(path, if_version, create), self._translated(path):
                 resp = self.fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, **kwargs)
         finally:
             self._forget_cached(full)
-        return _strip_etag(resp["ETag"])
+        return unquote_etag(resp["ETag"])
 
     def _read_marker(self, full: str, path: str) -> tuple[str | None, str]:
         """The marker and ETag of the object (one ``HeadObject``)."""
@@ -493,10 +492,10 @@ class S3fsRoot(S3Root):
         with self._translated(path):
             head = self._run(self._head_in, bucket, key)
         marker = (head.get("Metadata") or {}).get(WRITE_MARKER)
-        return marker, _strip_etag(head.get("ETag", ""))
+        return marker, unquote_etag(head.get("ETag", ""))
 
     def _token(self, info: dict[str, Any]) -> str:
-        return _strip_etag(info.get("ETag") or info.get("etag") or "")
+        return unquote_etag(info.get("ETag") or info.get("etag") or "")
 
     # -- BucketRoot hooks --------------------------------------------------------------
     async def _list_page(
@@ -517,7 +516,7 @@ class S3fsRoot(S3Root):
 
     def _info_of(self, rel: str, obj: dict[str, Any]) -> FileInfo:
         size = obj.get("Size", obj.get("ContentLength"))
-        return FileInfo(rel, int(size or 0), _mtime(obj), _strip_etag(obj.get("ETag", "")))
+        return FileInfo(rel, int(size or 0), _mtime(obj), unquote_etag(obj.get("ETag", "")))
 
     async def _head_in(self, bucket: str, key: str) -> dict[str, Any]:
         return await self._call("head_object", Bucket=bucket, Key=key)

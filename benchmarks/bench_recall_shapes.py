@@ -14,7 +14,8 @@ deadline"``: the project name is in 1% of entries, ``deadline`` in all), ten wor
 empty query (the MCP tool's default), and words that match nothing. Each query is
 ``recall(query, limit=5)`` on one warm instance, in a process that opened the memory
 after its index cache was written (as a process reopening its memory does; the table
-says whether it was loaded). Prints per shape and over all: median, p99 and max in ms.
+says whether it was loaded). Prints per shape and over all: median, p99 and max in ms,
+and the median and p99 of the process's CPU time (steadier on a loaded machine).
 ``--base PATH`` runs the same queries against another checkout (e.g. ``git worktree
 add /tmp/base HEAD~5``) in a separate process, for before/after in one run.
 """
@@ -109,7 +110,9 @@ def _prepare(folder: str) -> None:
     KnowledgeMemory(folder).recall("deadline", limit=5)
 
 
-def _measure(folder: str, count: int, size: int) -> tuple[dict[str, list[float]], bool]:
+def _measure(
+    folder: str, count: int, size: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]], bool]:
     from fsmemory import KnowledgeMemory
 
     memory = KnowledgeMemory(folder)
@@ -118,20 +121,22 @@ def _measure(folder: str, count: int, size: int) -> tuple[dict[str, list[float]]
         memory.recall(query, limit=5)
     loaded = bool(getattr(memory, "_cache_loaded", False))
     times: dict[str, list[float]] = {shape: [] for shape in SHAPES}
+    cpu: dict[str, list[float]] = {shape: [] for shape in SHAPES}
     for shape, query in plan:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         memory.recall(query, limit=5)
         times[shape].append((time.perf_counter() - t0) * 1000)
-    return times, loaded
+        cpu[shape].append((time.process_time() - c0) * 1000)
+    return times, cpu, loaded
 
 
 def _child(argv: list[str]) -> None:
     folder, count, size = argv[0], int(argv[1]), int(argv[2])
     import fsmemory
 
-    times, loaded = _measure(folder, count, size)
+    times, cpu, loaded = _measure(folder, count, size)
     code = str(Path(fsmemory.__file__).parent.parent)
-    print(RESULT + json.dumps({"code": code, "loaded": loaded, **times}))
+    print(RESULT + json.dumps({"code": code, "loaded": loaded, "times": times, "cpu": cpu}))
 
 
 def _p99(values: list[float]) -> float:
@@ -139,15 +144,18 @@ def _p99(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
 
 
-def _table(title: str, times: dict[str, list[float]]) -> None:
+def _table(title: str, times: dict[str, list[float]], cpu: dict[str, list[float]]) -> None:
     print(f"\n{title}\n")
-    print("| query shape | n | median ms | p99 ms | max ms |")
-    print("|---|---|---|---|---|")
+    print("| query shape | n | median ms | p99 ms | max ms | CPU median ms | CPU p99 ms |")
+    print("|---|---|---|---|---|---|---|")
     every = [t for values in times.values() for t in values]
-    for shape, values in [*times.items(), ("all shapes", every)]:
+    every_cpu = [t for values in cpu.values() for t in values]
+    rows = [*((shape, times[shape], cpu[shape]) for shape in times)]
+    for shape, values, used in [*rows, ("all shapes", every, every_cpu)]:
         print(
             f"| {shape} | {len(values)} | {statistics.median(values):.2f} "
-            f"| {_p99(values):.2f} | {max(values):.2f} |"
+            f"| {_p99(values):.2f} | {max(values):.2f} "
+            f"| {statistics.median(used):.2f} | {_p99(used):.2f} |"
         )
 
 
@@ -189,12 +197,13 @@ def main() -> None:
             line = [x for x in done.stdout.splitlines() if x.startswith(RESULT)]
             if not line:
                 raise RuntimeError(f"{name} failed: {done.stderr[-2000:]}")
-            times = json.loads(line[-1][len(RESULT) :])
-            code = times.pop("code")
+            result = json.loads(line[-1][len(RESULT) :])
+            code = result["code"]
             if Path(code).resolve() != Path(checkout).resolve():
                 raise RuntimeError(f"{name} ran the code at {code}, not {checkout}")
-            index = "loaded from the index cache" if times.pop("loaded") else "built"
-            _table(f"{name}: warm recall(limit=5) at {args.size:,} entries ({index})", times)
+            index = "loaded from the index cache" if result["loaded"] else "built"
+            title = f"{name}: warm recall(limit=5) at {args.size:,} entries ({index})"
+            _table(title, result["times"], result["cpu"])
 
 
 if __name__ == "__main__":

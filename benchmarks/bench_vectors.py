@@ -2,8 +2,10 @@
 
 At each size (entries x 384 dimensions), on a local folder whose files are in the page
 cache, the median over ``--runs`` fresh processes of: the open + first
-``recall(limit=5)`` with a deterministic fake embedder (vectors drawn from a generator
-seeded by a hash of the text; the query's own embedding is excluded), the same without
+``recall(limit=5)`` (wall time, and the process's CPU time beside it: on a busy
+machine the CPU time says what the work costs, the wall time what waiting added) with
+a deterministic fake embedder (vectors drawn from a generator seeded by a hash of the
+text; the query's own embedding is excluded), the same without
 an embedder, and the raw floor: NumPy reading the same vector bytes from the same file
 and taking one product with a query (``np.fromfile`` + ``astype(float32) @ q``); and
 the highest peak resident memory of each (``VmHWM``, MB, after the first recall); and
@@ -115,21 +117,30 @@ def probe(folder: Path, mode: str) -> dict[str, float]:
         assert sum(len(s) for s in scores) == sum(rows for _, rows in blocks)
         return {"ms": ms, "rss_mb": _rss_mb(), "numpy_ms": numpy_ms}
     embedder = HashVectors() if mode == "hybrid" else None
+    c0 = time.process_time()
     t0 = time.perf_counter()
     km = KnowledgeMemory(folder, embedder=embedder)
     found = km.recall(QUERY, limit=5)
-    ms = (time.perf_counter() - t0) * 1000 - (embedder.spent_ms if embedder else 0.0)
+    spent = embedder.spent_ms if embedder else 0.0
+    ms = (time.perf_counter() - t0) * 1000 - spent
+    cpu_ms = (time.process_time() - c0) * 1000 - spent
     assert found
     rss = _rss_mb()
     warm: list[float] = []
     for text in WARM_QUERIES:
-        spent = embedder.spent_ms if embedder else 0.0
+        before = embedder.spent_ms if embedder else 0.0
         t0 = time.perf_counter()
         km.recall(text, limit=5)
         warm.append(
-            (time.perf_counter() - t0) * 1000 - (embedder.spent_ms - spent if embedder else 0.0)
+            (time.perf_counter() - t0) * 1000 - (embedder.spent_ms - before if embedder else 0.0)
         )
-    return {"ms": ms, "rss_mb": rss, "warm_ms": statistics.median(warm), "numpy_ms": numpy_ms}
+    return {
+        "ms": ms,
+        "cpu_ms": cpu_ms,
+        "rss_mb": rss,
+        "warm_ms": statistics.median(warm),
+        "numpy_ms": numpy_ms,
+    }
 
 
 def _vector_blocks(folder: Path) -> tuple[Path, list[tuple[int, int]]]:
@@ -241,11 +252,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "vectors (astype(float32) @ q), in the same run.\n"
     )
     print(
-        "| entries | code | hybrid ms | x floor | peak RSS MB | no embedder ms | "
-        "no embedder RSS MB | floor ms | floor RSS MB | warm hybrid ms | "
+        "| entries | code | hybrid ms | hybrid CPU ms | x floor | peak RSS MB | "
+        "no embedder ms | no embedder RSS MB | floor ms | floor RSS MB | warm hybrid ms | "
         "warm no embedder ms | numpy import ms |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for size in sizes:
         plain = build(args.cache, size)
         folders = {name: prepare(args.cache, plain, name, Path(code), size) for name, code in codes}
@@ -275,8 +286,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         floor = med(("floor", ""))
         for name, _code in codes:
             hybrid = med((name, "hybrid"))
+            cpu = statistics.median(r["cpu_ms"] for r in cells[(name, "hybrid")])
             print(
-                f"| {size:,} | {name} | {hybrid:.1f} | {hybrid / floor:.1f}x | "
+                f"| {size:,} | {name} | {hybrid:.1f} | {cpu:.1f} | {hybrid / floor:.1f}x | "
                 f"{rss((name, 'hybrid')):.0f} | {med((name, 'plain')):.1f} | "
                 f"{rss((name, 'plain')):.0f} | {floor:.1f} | {rss(('floor', '')):.0f} | "
                 f"{warm_med((name, 'hybrid')):.1f} | {warm_med((name, 'plain')):.1f} | "

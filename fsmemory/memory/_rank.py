@@ -169,9 +169,13 @@ class BM25Index:
             return looked[term]
         text = self._term_text
         at = text.find("\n" + term + "\n")
-        if len(looked) >= _LOOKED:
-            looked.clear()
-        found = looked[term] = None if at < 0 else text.count("\n", 0, at)
+        return self._remember(term, None if at < 0 else text.count("\n", 0, at))
+
+    def _remember(self, key: str, found: int | None) -> int | None:
+        """Keep a term-text lookup (at most :data:`_LOOKED` of them)."""
+        if len(self._looked) >= _LOOKED:
+            self._looked.clear()
+        self._looked[key] = found
         return found
 
     def query_stem(self, word: str) -> str:
@@ -394,9 +398,9 @@ class BM25Index:
         if self._tid is not None:
             return True
         key = "\n" + prefix  # never a term: the misses share the lookups' memo
-        if key not in self._looked:
-            self._looked[key] = 0 if key in self._term_text else None
-        return self._looked[key] is not None
+        if key in self._looked:
+            return self._looked[key] is not None
+        return self._remember(key, 0 if key in self._term_text else None) is not None
 
     def _terms_starting(self, prefix: str) -> list[str]:
         """Indexed terms that start with ``prefix``, in sorted order."""

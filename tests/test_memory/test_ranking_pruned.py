@@ -147,3 +147,39 @@ def test_the_priority_order_is_the_row_priority() -> None:
     for limit in (1, 4, 10, 300):
         want = top_accepted(scores, limit, lambda k: k not in rejected, prio)
         assert top_accepted(scores, limit, lambda k: k not in rejected, prio, order) == want
+
+
+class _CountingText(str):
+    """A term text that counts the scans made of it."""
+
+    scans = 0
+
+    def find(self, *args: Any) -> int:  # type: ignore[override]
+        _CountingText.scans += 1
+        return super().find(*args)
+
+    def __contains__(self, part: object) -> bool:
+        _CountingText.scans += 1
+        return super().__contains__(part)  # type: ignore[operator]
+
+
+def test_a_loaded_index_scans_its_term_text_once_per_unknown_word(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A word that matches nothing (nor any prefix) costs a loaded index two scans of
+    its term text (the word, its four-letter prefix), not one per prefix length; a word looked up again costs none, and the
+    remembered lookups are bounded (answers unchanged when they are forgotten)."""
+    index = BM25Index()
+    docs = [f"alpha word{i} mentorship" for i in range(50)]
+    index.add_many((key, analyze(text)) for key, text in enumerate(docs))
+    loaded = BM25Index.from_state(*index.state())
+    loaded._term_text = _CountingText(loaded._term_text)
+    _CountingText.scans = 0
+    assert loaded.scores(query_terms("qwxzqwxzqwxz")) == {}
+    assert _CountingText.scans == 2  # no term starts with its four-letter prefix
+    assert loaded.scores(query_terms("qwxzqwxzqwxz")) == {}
+    assert _CountingText.scans == 2
+    monkeypatch.setattr(_rank, "_LOOKED", 3)
+    for query in ["mentor", "alpha", "word7", "word8", "mentorship", "mentor", "nothing"]:
+        assert loaded.scores(query_terms(query)) == index.scores(query_terms(query)), query
+    assert len(loaded._looked) <= 3

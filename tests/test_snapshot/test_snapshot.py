@@ -308,11 +308,20 @@ def _invocations(spec: Spec, scratch: str, worker: int, count: int) -> list[str]
         pytest.param("gcs", marks=pytest.mark.gcs),
     ],
 )
+@pytest.mark.parametrize(
+    "long", [pytest.param(False, id="short"), pytest.param(True, id="long", marks=pytest.mark.slow)]
+)
 def test_four_processes_of_invocations_lose_nothing(
-    request: pytest.FixtureRequest, kind: str, tmp_path: Path
+    request: pytest.FixtureRequest, kind: str, tmp_path: Path, long: bool
 ) -> None:
+    """Each of four processes runs invocations one after another (restore, two
+    remembers, save): 20 each on a local folder and Redis and 6 on the object stores by
+    default, 50 and 12 under ``-m slow``."""
     spec = make_spec(request, kind, tmp_path)
-    count = 50 if kind in ("local", "redis-fs", "redis-native") else 12
+    if kind in ("local", "redis-fs", "redis-native"):
+        count = 50 if long else 20
+    else:
+        count = 12 if long else 6
     with multiprocessing.get_context("spawn").Pool(4) as pool:
         results = pool.starmap(
             _invocations, [(spec, str(tmp_path / "scratch"), w, count) for w in range(4)]

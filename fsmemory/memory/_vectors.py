@@ -257,15 +257,30 @@ class VectorStore:
             raw = self.embedder(list(texts))
         except Exception as exc:
             raise EmbedderError(f"embedder {self.name!r} failed: {exc}") from exc
+        arr = _well_formed(np, raw, len(texts), self.dimension)
+        if arr is None:
+            arr = self._checked(np, raw, len(texts))
+        elif self.dimension is None:
+            self.dimension = int(arr.shape[1])
+        norms = np.linalg.norm(arr, axis=1, keepdims=True)
+        return arr / np.where(norms > 0, norms, 1.0)
+
+    def _checked(self, np: Any, raw: Any, count: int) -> Any:
+        """The vectors ``raw`` an embedder returned for ``count`` texts as a float32
+        array, each value checked (what :func:`_well_formed` does not take).
+
+        Raises:
+            EmbedderError: as :meth:`embed` says.
+        """
         try:
             vectors = [list(map(float, v)) for v in raw]
         except (TypeError, ValueError) as exc:
             raise EmbedderError(
                 f"embedder {self.name!r} must return a sequence of float sequences"
             ) from exc
-        if len(vectors) != len(texts):
+        if len(vectors) != count:
             raise EmbedderError(
-                f"embedder {self.name!r} returned {len(vectors)} vectors for {len(texts)} texts"
+                f"embedder {self.name!r} returned {len(vectors)} vectors for {count} texts"
             )
         dims = {len(v) for v in vectors}
         expected = self.dimension if self.dimension is not None else next(iter(dims), None)
@@ -278,9 +293,7 @@ class VectorStore:
             raise EmbedderError(f"embedder {self.name!r} returned a non-finite value")
         if self.dimension is None and expected:
             self.dimension = expected
-        arr = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), self.dimension or 0)
-        norms = np.linalg.norm(arr, axis=1, keepdims=True)
-        return arr / np.where(norms > 0, norms, 1.0)
+        return np.asarray(vectors, dtype=np.float32).reshape(len(vectors), self.dimension or 0)
 
     # -- storage -------------------------------------------------------------------------
     def store(self, ids: Sequence[str], vectors: Any, texts: Sequence[str]) -> None:
@@ -973,6 +986,28 @@ def text_hash(text: str) -> str:
     """The hash a vector is keyed by beside its entry id: 8 bytes of BLAKE2b of the
     UTF-8 text, in hex."""
     return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+def _well_formed(np: Any, raw: Any, count: int, dimension: int | None) -> Any:
+    """The vectors ``raw`` an embedder returned for ``count`` texts as a float32 array
+    when they are a list, tuple or array of ``count`` rows of ``dimension`` finite
+    numbers (checked in NumPy, not value by value); else None, and the caller checks
+    them one by one (and says what is wrong)."""
+    if not isinstance(raw, (list, tuple, np.ndarray)):
+        return None
+    try:
+        arr = np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if (
+        arr.ndim != 2
+        or arr.shape[0] != count
+        or not arr.shape[1]
+        or arr.shape[1] != (dimension or arr.shape[1])
+        or not np.isfinite(arr).all()
+    ):
+        return None
+    return arr.astype(np.float32)
 
 
 def _digest(text: str) -> bytes:

@@ -2,12 +2,14 @@
 hash (a fresh process hashes none of the cached rows), a hand edit that keeps a log
 line's length still has its entry embedded again, a vector file in another order than
 the index (and texts several entries share) maps each entry to its own vector, and a
-derived column of the wrong length is neither stored nor loaded."""
+derived column of the wrong length is neither stored nor loaded, and what an embedder
+returns is checked alike whatever its form."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -190,3 +192,45 @@ def test_ids_are_compared_even_where_the_hashes_line_up(
         row = fresh._index.row_of(entry_id)
         assert row is not None
         assert fresh_store._ids[int(fresh_store._vec_of[row])] == entry_id
+
+
+@pytest.mark.parametrize(
+    ("returned", "message"),
+    [
+        ([[None, 1.0, 0.0]], "must return a sequence of float sequences"),
+        ([[float("nan"), 1.0, 0.0]], "returned a non-finite value"),
+        ([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]], "returned 2 vectors for 1 texts"),
+        ([[1.0, 0.0]], r"vectors of dimension \[2\], expected 3"),
+        ([[1.0, 0.0, 0.0, 1.0]], r"vectors of dimension \[4\], expected 3"),
+        ("abc", "must return a sequence of float sequences"),
+    ],
+)
+def test_what_an_embedder_returns_is_checked_whatever_its_form(
+    returned: object, message: str
+) -> None:
+    def embedder(texts: object) -> Any:
+        return returned
+
+    store = _vectors.VectorStore(KnowledgeMemory("memory://checked").root, embedder)
+    store.dimension = 3
+    with pytest.raises(_vectors.EmbedderError, match=message):
+        store.embed(["one text"])
+
+
+@pytest.mark.parametrize("form", [list, tuple, "float32", "int"])
+def test_vectors_of_every_form_embed_alike(form: object) -> None:
+    values = [[3.0, 4.0, 0.0], [0.0, 0.0, 2.0]]
+
+    def embedder(texts: object) -> Any:
+        if form == "float32":
+            return np.array(values, dtype=np.float32)
+        if form == "int":
+            return [[int(x) for x in row] for row in values]
+        assert callable(form)
+        return form(form(row) for row in values)
+
+    store = _vectors.VectorStore(KnowledgeMemory("memory://forms").root, embedder)
+    got = store.embed(["a", "b"])
+    assert store.dimension == 3  # learnt from the first vectors
+    assert got.dtype == np.float32
+    assert got.tolist() == [[0.6000000238418579, 0.800000011920929, 0.0], [0.0, 0.0, 1.0]]

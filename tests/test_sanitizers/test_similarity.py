@@ -105,30 +105,38 @@ def test_required_length_is_the_smallest_reaching_the_threshold() -> None:
 # --- decisions ------------------------------------------------------------------------
 
 
-@settings(max_examples=800, deadline=None)
-@given(small_text, st.lists(small_text, max_size=4), thresholds)
-def test_decision_equals_exact_ratio(text: str, candidates: list[str], threshold: float) -> None:
-    expected = any(exact_ratio(text, c) >= threshold for c in candidates)
-    assert is_near_duplicate(text, candidates, threshold) == expected
-    index = NearDuplicateIndex(candidates, threshold=threshold)
-    assert index.is_near_duplicate(text) == expected
+@pytest.mark.parametrize("examples", [200, pytest.param(800, marks=pytest.mark.slow)])
+def test_decision_equals_exact_ratio(examples: int) -> None:
+    @settings(max_examples=examples, deadline=None)
+    @given(small_text, st.lists(small_text, max_size=4), thresholds)
+    def check(text: str, candidates: list[str], threshold: float) -> None:
+        expected = any(exact_ratio(text, c) >= threshold for c in candidates)
+        assert is_near_duplicate(text, candidates, threshold) == expected
+        index = NearDuplicateIndex(candidates, threshold=threshold)
+        assert index.is_near_duplicate(text) == expected
+
+    check()
 
 
-@settings(max_examples=150, deadline=None)
-@given(st.randoms(use_true_random=False), thresholds)
-def test_decision_on_longer_edited_texts(rnd: random.Random, threshold: float) -> None:
-    # Exercises the early-exit checkpoints, which only start after a few rows.
-    base = "".join(rnd.choice("abcdefgh ") for _ in range(rnd.randint(40, 160)))
-    edited = list(base)
-    for _ in range(rnd.randint(0, 30)):
-        if edited and rnd.random() < 0.5:
-            del edited[rnd.randrange(len(edited))]
-        else:
-            edited.insert(rnd.randint(0, len(edited)), rnd.choice("abcxyz "))
-    other = "".join(edited)
-    expected = exact_ratio(base, other) >= threshold
-    assert is_near_duplicate(base, [other], threshold) == expected
-    assert NearDuplicateIndex([other], threshold=threshold).is_near_duplicate(base) == expected
+@pytest.mark.parametrize("examples", [40, pytest.param(150, marks=pytest.mark.slow)])
+def test_decision_on_longer_edited_texts(examples: int) -> None:
+    @settings(max_examples=examples, deadline=None)
+    @given(st.randoms(use_true_random=False), thresholds)
+    def check(rnd: random.Random, threshold: float) -> None:
+        # Exercises the early-exit checkpoints, which only start after a few rows.
+        base = "".join(rnd.choice("abcdefgh ") for _ in range(rnd.randint(40, 160)))
+        edited = list(base)
+        for _ in range(rnd.randint(0, 30)):
+            if edited and rnd.random() < 0.5:
+                del edited[rnd.randrange(len(edited))]
+            else:
+                edited.insert(rnd.randint(0, len(edited)), rnd.choice("abcxyz "))
+        other = "".join(edited)
+        expected = exact_ratio(base, other) >= threshold
+        assert is_near_duplicate(base, [other], threshold) == expected
+        assert NearDuplicateIndex([other], threshold=threshold).is_near_duplicate(base) == expected
+
+    check()
 
 
 def test_exact_near_and_distinct() -> None:

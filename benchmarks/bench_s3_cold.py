@@ -14,8 +14,8 @@ rounds, each running every system once, in a fresh process and in alternating or
   default route);
 * ``fsmemory (s3fs forced)`` / ``(adlfs forced)`` / ``(gcsfs forced)``: the same
   through the fallback library (what the fallback costs);
-* ``fsmemory at --base``: the same code path of another checkout (S3 only; e.g. the
-  commit before a change, through its own ``benchmarks/peers/cold_worker.py``);
+* ``fsmemory at --base``: the same code path of another checkout (e.g. the commit
+  before a change, through its own ``benchmarks/peers/cold_worker.py``), default route;
 * ``floor: obstore list + cache GET``: obstore directly (import included), the listing
   of the memory and the GET of its index cache file sent together (two threads) -- the
   requests a cached cold open cannot do without; for a memory too small to keep an
@@ -202,7 +202,7 @@ def _measure(service: str, args: argparse.Namespace) -> dict[str, list[float]]:
             f"fsmemory ({fallback} forced)": worker(fallback),
             "floor: obstore list + cache GET": [py, "-c", FLOOR, json.dumps(floor)],
         }
-        if args.base is not None and service == "s3":
+        if args.base is not None:
             base_worker = str(args.base / "benchmarks" / "peers" / "cold_worker.py")
             systems[f"fsmemory at {args.base.name} (before)"] = [
                 py,

@@ -106,10 +106,28 @@ def test_cold_context_is_cached_until_a_file_changes(tmp_path: Path, clock: Fake
     assert cold.build_context() == km.build_context()
 
 
-@pytest.mark.parametrize(
-    "query", ["python", "pyth", "rust editor", "dark mode", "é", "ÉLAN", "a", "zzz", "work"]
-)
-def test_first_recall_equals_an_indexed_recall(make_km: Make, query: str) -> None:
+@pytest.fixture(scope="module")
+def written_for_recall() -> dict[str, dict[str, bytes]]:
+    """The files :func:`_write_for_recall` wrote, by backend, for the module's next tests."""
+    return {}
+
+
+def _write_for_recall(
+    make_km: Make,
+    location: tuple[str, dict[str, object]],
+    backend: str,
+    written: dict[str, dict[str, bytes]],
+) -> None:
+    """Sixty entries, a persistent fact and a forget, written by remember() and forget()
+    on the backend the first time; on later calls with the same backend the files they
+    wrote then are copied in byte for byte (the writes are most of a test's time on an
+    object store, and the tests only read)."""
+    root = open_root(*location)
+    kept = written.get(backend)
+    if kept is not None:
+        for path, data in kept.items():
+            root.write(path, data)
+        return
     km = make_km()
     words = ["python", "pythonic", "rust", "editor", "dark", "mode", "élan", "a", "b_c"]
     for i in range(60):
@@ -117,6 +135,20 @@ def test_first_recall_equals_an_indexed_recall(make_km: Make, query: str) -> Non
         km.remember(f"{text} #{i}", category="work" if i % 4 else "Élan", importance=(i % 7) / 7)
     km.remember("İstanbul python trip", persistent=True)
     km.forget(km.recall("python", limit=1)[0].id)
+    written[backend] = {i.path: root.read_bytes(i.path) for i in root.list("", recursive=True)}
+
+
+@pytest.mark.parametrize(
+    "query", ["python", "pyth", "rust editor", "dark mode", "é", "ÉLAN", "a", "zzz", "work"]
+)
+def test_first_recall_equals_an_indexed_recall(
+    make_km: Make,
+    location: tuple[str, dict[str, object]],
+    backend: str,
+    written_for_recall: dict[str, dict[str, bytes]],
+    query: str,
+) -> None:
+    _write_for_recall(make_km, location, backend, written_for_recall)
     first = [e.id for e in make_km().recall(query, limit=7)]
     indexed = _indexed(make_km)
     indexed.recall("warm-up")

@@ -24,6 +24,8 @@ __all__ = ["entry_array", "top_of_entries"]
 
 #: the largest term frequency whose parts are computed once per tf in a table
 _TABLE = 1024
+#: the share of the first term's bound the terms left out of the arrays may add up to
+_TAIL_SHARE = 0.05
 
 
 def entry_array(
@@ -70,18 +72,34 @@ def top_of_entries(
     whose score plus a bonus for every query pair both of whose terms it holds stays
     below that floor cannot rank; the others' bonuses are read from their own term
     sequences, added in the order of ``pairs`` as :meth:`scores` adds them.
+
+    Terms whose bounds add up to little (a word in every entry weighs almost nothing)
+    are left out of the arrays when even their whole weight and every bonus could not
+    lift a document holding no other term to that floor: the candidates' parts of
+    them are read from their term sequences too, after the others' (the same order).
     """
-    out, held = _term_array(index, np, entries)
+    split = _essential(entries) if pairs else len(entries)
+    out, held = _term_array(index, np, entries[:split])
     if not pairs:
         return top_of_array(np, out, limit, accept, priority, order)
     floor = _kth_accepted(np, out, limit, accept) - SCORE_EPS
-    keys = _at_least(np, out, floor - PAIR_BONUS * len(pairs))
-    reach = out[keys] + PAIR_BONUS * len(pairs)
+    tail = entries[split:]
+    most = sum(ub for _, _, ub in tail)
+    if tail and floor <= most + PAIR_BONUS * len(pairs):
+        _add_terms(index, np, out, held, tail)
+        tail, most = [], 0.0
+    keys = _at_least(np, out, floor - most - PAIR_BONUS * len(pairs))
+    reach = out[keys] + (most + PAIR_BONUS * len(pairs))
     if len(keys) > 4 * limit:
-        # Bound each candidate's bonus by the pairs both of whose terms it holds.
+        # Bound each candidate's bonus by the pairs both of whose terms it holds (a
+        # term read from the sequences counts as held).
         mask = np.zeros(len(out), dtype=np.bool_)
         holds: dict[int, Any] = {}
+        everywhere = np.ones(len(keys), dtype=np.bool_)
         for tid in {tid for pair in pairs for tid in pair}:
+            if any(tid == entry[0] for entry in tail):
+                holds[tid] = everywhere
+                continue
             posting = _held(index, np, held, tid)
             mask[posting] = True
             holds[tid] = mask[keys]
@@ -89,34 +107,52 @@ def top_of_entries(
         both = np.zeros(len(keys), dtype=np.float64)
         for a, b in pairs:
             both += holds[a] & holds[b]
-        reach = out[keys] + PAIR_BONUS * both
+        reach = out[keys] + (most + PAIR_BONUS * both)
         near = reach >= floor
         keys, reach = keys[near], reach[near]
     by_reach = np.argsort(-reach, kind="stable")
-    scores = _with_bonuses(index, keys[by_reach], out, reach[by_reach], pairs, limit, accept)
+    scores = _completed(index, keys[by_reach], out, reach[by_reach], tail, pairs, limit, accept)
     return top_accepted(scores, limit, accept, priority, order)
 
 
-def _with_bonuses(
+def _essential(entries: Sequence[tuple[int, float, float]]) -> int:
+    """How many of ``entries`` (highest bound first) are added up in arrays: the rest
+    is the longest tail whose bounds add up to at most :data:`_TAIL_SHARE` of the
+    first's (none of a single term)."""
+    split, rest = len(entries), 0.0
+    while split > 1 and rest + entries[split - 1][2] <= _TAIL_SHARE * entries[0][2]:
+        split -= 1
+        rest += entries[split][2]
+    return split
+
+
+def _completed(
     index: BM25Index,
     keys: Any,
     out: Any,
     reach: Any,
+    tail: Sequence[tuple[int, float, float]],
     pairs: Sequence[tuple[int, int]],
     limit: int,
     accept: Callable[[int], bool],
 ) -> dict[int, float]:
-    """The scores with pair bonuses of ``keys`` (in descending order of ``reach``, the
-    most each can score), read from their own term sequences, until no key left can
-    reach the ``limit``-th best accepted score found."""
+    """The whole scores of ``keys`` (in descending order of ``reach``, the most each
+    can score): the parts of the ``tail`` terms and the pair bonuses read from their
+    own term sequences, until no key left can reach the ``limit``-th best accepted
+    score found."""
     seq, start, length = index._seq, index._start, index._length
+    _, base, per_len = index._norms()
     scores: dict[int, float] = {}
     best: list[float] = []  # the best ``limit`` accepted scores found (a heap)
     for key, score, most in zip(keys.tolist(), out[keys].tolist(), reach.tolist(), strict=True):
         if len(best) == limit and most < best[0] - SCORE_EPS:
             break
-        at = start[key]
-        terms = seq[at : at + length[key]]
+        at, n = start[key], length[key]
+        terms = seq[at : at + n]
+        for tid, w, _ in tail:
+            tf = terms.count(tid)
+            if tf:
+                score += w * tf / (tf + base + per_len * n) if per_len else w * tf / (tf + base)
         for a, b in pairs:
             if _side_by_side(terms, a, b):
                 score += PAIR_BONUS
@@ -169,6 +205,19 @@ def _term_array(
     """
     out = np.zeros(len(index._alive), dtype=np.float64)
     held: dict[int, Any] = {}
+    _add_terms(index, np, out, held, entries)
+    return out, held
+
+
+def _add_terms(
+    index: BM25Index,
+    np: Any,
+    out: Any,
+    held: dict[int, Any],
+    entries: Sequence[tuple[int, float, float]],
+) -> None:
+    """Add the parts of ``entries`` to ``out`` (in their order), keeping each term's
+    live keys in ``held``."""
     _, base, per_len = index._norms()
     lengths = np.array(index._length, dtype=np.intp) if per_len else None
     for tid, w, _ in entries:
@@ -185,7 +234,6 @@ def _term_array(
         if lengths is not None:
             norm += per_len * lengths[keys].astype(np.float64)
         out[keys] += w * tf / norm
-    return out, held
 
 
 def _held(index: BM25Index, np: Any, held: dict[int, Any], tid: int) -> Any:

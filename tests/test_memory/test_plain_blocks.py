@@ -169,10 +169,12 @@ def test_a_file_fsmemory_writes_is_plain_even_for_hostile_facts(tmp_path: Path) 
     assert sum(block.count("\n") + 1 for block in blocks.values()) == len(hostile)
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", [0, *(pytest.param(s, marks=pytest.mark.slow) for s in (1, 2))])
 def test_a_fresh_context_equals_an_indexed_one_on_any_file(
     make_km: Make, seed: int, clock: object
 ) -> None:
+    """26 files (25 generated ones) per seed on every backend: one seed by default, three
+    under ``-m slow``."""
     writer = make_km()
     writer.remember("a recent note", category="work")
     writer.remember("tea", category="prefs", persistent=True)

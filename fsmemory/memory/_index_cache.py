@@ -23,7 +23,12 @@ It is a cache and nothing more:
 * it lives in the reserved ``.fsmemory*`` namespace, so it is never listed or
   exported, and works on every backend (one whole-object write).
 
-It is the one derived file a snapshot carries (vectors are not): a fold packs it into
+Beside the rows it carries what other modules derive from them per row
+(:data:`DERIVED_WIDTHS`: hybrid recall's text hashes), written with the rows under the
+same checksum, so that a fresh process with an embedder need not hash every text again
+to match its vectors.
+
+It is a derived file a snapshot carries (as are the vectors): a fold packs it into
 the base beside the folder's files (:func:`travelling`), and a restore into an empty
 folder installs it (:func:`prefixes`, :func:`rebased`). The change tokens it recorded
 name files of the folder that wrote it, so the restore proves each cursor against the

@@ -73,7 +73,7 @@ class Route:
 
 @dataclass(frozen=True)
 class Cloud:
-    """What a service supplies to :func:`open_cloud_root`.
+    """What a service supplies to :meth:`Cloud.open` (its routes, its predicate).
 
     Attributes:
         service: its name in messages (``"S3"``).

@@ -33,6 +33,7 @@ __all__ = [
     "Versioned",
     "check_condition",
     "check_options",
+    "check_range",
     "content_version",
 ]
 
@@ -106,6 +107,12 @@ def check_condition(if_version: str | None, create_only: bool) -> None:
     """The one rule for write conditions: at most one of them."""
     if create_only and if_version is not None:
         raise ValueError("pass if_version or create_only, not both")
+
+
+def check_range(start: int, end: int | None) -> None:
+    """The one rule for ranged reads: no offset below 0 (a ValueError)."""
+    if start < 0 or (end is not None and end < 0):
+        raise ValueError("offsets must be >= 0")
 
 
 def check_options(kind: str, options: Mapping[str, Any], known: Iterable[str]) -> None:
@@ -204,8 +211,7 @@ class StorageRoot(ABC):
             KeyNotFoundError: the file does not exist.
             ValueError: a negative offset.
         """
-        if start < 0 or (end is not None and end < 0):
-            raise ValueError("offsets must be >= 0")
+        check_range(start, end)
         data = self.read_bytes(path)
         return data[start:end]
 

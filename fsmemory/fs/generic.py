@@ -49,6 +49,7 @@ from fsmemory.fs.base import (
     FileInfo,
     StorageRoot,
     Versioned,
+    check_range,
     content_version,
 )
 from fsmemory.fs.errors import translated
@@ -354,8 +355,7 @@ class FsspecRoot(StorageRoot):
         that failed, and an empty range (which needs an existence check), go through
         :meth:`read_range` on their own, with its retries."""
         for _, start, end in requests:
-            if start < 0 or (end is not None and end < 0):
-                raise ValueError("offsets must be >= 0")
+            check_range(start, end)
         batch = [i for i, (_, start, end) in enumerate(requests) if end is None or end > start]
         out: builtins.list[bytes | None] = [None] * len(requests)
         found: builtins.list[Any] = []
@@ -384,8 +384,7 @@ class FsspecRoot(StorageRoot):
     @idempotent
     def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
         """Ranged read through ``cat_file(start, end)``."""
-        if start < 0 or (end is not None and end < 0):
-            raise ValueError("offsets must be >= 0")
+        check_range(start, end)
         full = self.full_path(path)
         if end is not None and end <= start:
             if not self.exists(path):

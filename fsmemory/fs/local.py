@@ -45,6 +45,7 @@ from fsmemory.fs.base import (
     StorageRoot,
     Versioned,
     check_options,
+    check_range,
     content_version,
 )
 from fsmemory.fs.errors import translated
@@ -308,8 +309,7 @@ class LocalRoot(StorageRoot):
 
     def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
         """Read bytes ``[start, end)`` with one ``pread``."""
-        if start < 0 or (end is not None and end < 0):
-            raise ValueError("offsets must be >= 0")
+        check_range(start, end)
         fd = self._open_read(path)
         try:
             return _pread_range(fd, start, end)
@@ -324,8 +324,7 @@ class LocalRoot(StorageRoot):
         checked: set[str] = {self.root}
         out: builtins.list[bytes | None] = []
         for path, start, end in requests:
-            if start < 0 or (end is not None and end < 0):
-                raise ValueError("offsets must be >= 0")
+            check_range(start, end)
             full = self.full_path(path)
             parent = os.path.dirname(full)
             if parent not in checked and not self._plain_dirs(parent, checked):

@@ -22,6 +22,7 @@ from fsmemory.fs.base import (
     StorageRoot,
     Versioned,
     check_options,
+    check_range,
 )
 from fsmemory.fs.paths import children, is_reserved_name, validate_path
 
@@ -123,8 +124,7 @@ class MemoryRoot(StorageRoot):
 
     def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
         """Read bytes ``[start, end)`` without copying the whole file."""
-        if start < 0 or (end is not None and end < 0):
-            raise ValueError("offsets must be >= 0")
+        check_range(start, end)
         full = self.full_path(path)
         with _LOCK:
             f = self._file(full)

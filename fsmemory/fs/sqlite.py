@@ -59,6 +59,7 @@ from fsmemory.fs.base import (
     StorageRoot,
     Versioned,
     check_options,
+    check_range,
 )
 from fsmemory.fs.paths import RESERVED_PREFIX, children, is_reserved_name, validate_path
 
@@ -289,8 +290,7 @@ class SqliteRoot(StorageRoot):
 
     def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
         """Read bytes ``[start, end)``, touching only the chunks that overlap it."""
-        if start < 0 or (end is not None and end < 0):
-            raise ValueError("offsets must be >= 0")
+        check_range(start, end)
         validate_path(path)
         with self._tx() as conn:
             row = conn.execute("SELECT size FROM files WHERE path = ?", (path,)).fetchone()

@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 
 import pytest
 
+from tests import docs_site
+
 pytest_plugins = ["tests.conftest_cloud"]
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the documentation site's build in the background when a collected test
+    needs it (``tests/test_docs.py``): it runs beside the tests before it."""
+    if importlib.util.find_spec("mkdocs") is not None and docs_site.needs_site(session.items):
+        docs_site.start_in_background(session.config)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stop a build nobody waited for and remove the built site."""
+    docs_site.finish(session.config)
 
 
 @pytest.fixture(scope="session")

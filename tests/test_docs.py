@@ -43,6 +43,7 @@ import pytest
 
 import fsmemory
 from fsmemory.testing.services import require_services
+from tests import docs_site
 
 ROOT = Path(__file__).resolve().parents[1]
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -309,26 +310,19 @@ class Browser:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The site, built with ``mkdocs build --strict`` into a temporary folder."""
+def site(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site, built with ``mkdocs build --strict`` into a temporary folder (the build
+    tests/conftest.py started in the background when the session collected this module,
+    else one started here)."""
     if importlib.util.find_spec("mkdocs") is None:
         _skip_or_fail("mkdocs is not installed: `make docs` installs the docs dependency group")
-    out = tmp_path_factory.mktemp("site")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FSMEMORY_")}
-    env["NO_MKDOCS_2_WARNING"] = "1"
-    done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    log = done.stdout + done.stderr
-    assert done.returncode == 0, f"mkdocs build --strict failed:\n{log[-4000:]}"
+    build = request.config.stash.get(docs_site.BUILD_KEY, None)
+    if build is None:
+        build = docs_site.SiteBuild(tmp_path_factory.mktemp("docs"))
+    code, log = build.result()
+    assert code == 0, f"mkdocs build --strict failed:\n{log[-4000:]}"
     assert "WARNING" not in log, log
-    return out
+    return build.out
 
 
 @pytest.fixture(scope="module")

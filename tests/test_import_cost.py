@@ -127,3 +127,57 @@ def test_read_verified_still_proves_an_append(tmp_path: Path) -> None:
     assert grown is not None
     got = read_verified(root, cursor, grown)
     assert (got.data, got.appended, got.upto) == (b"two\n", True, 8)
+
+
+PATTERNS_COMPILED = """
+import json, sys
+from fsmemory import KnowledgeMemory
+km = KnowledgeMemory(sys.argv[1])
+km.remember("Prefers dark mode", category="preferences", persistent=True)
+km.remember("Deploys on Fridays")
+assert [e.content for e in km.recall("dark mode")] == ["Prefers dark mode"]
+assert "Deploys on Fridays" in km.build_context()
+from fsmemory.memory import markdown
+lazy = (markdown._escape_seq, markdown._expiry, markdown._escaped_byte)
+print(json.dumps([f.__name__ for f in lazy if f.cache_info().currsize]))
+"""
+
+
+def test_plain_facts_never_compile_the_patterns_of_unusual_text(tmp_path: Path) -> None:
+    """A fresh process's first line and a first use of a memory of plain facts compile
+    neither the expiry, escape-sequence nor invalid-byte pattern."""
+    checkout = Path(fsmemory.__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(checkout), *site.getsitepackages()])}
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", PATTERNS_COMPILED, str(tmp_path / "m")],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_expiries_escapes_and_invalid_bytes_are_still_parsed() -> None:
+    from fsmemory.memory.markdown import (
+        MemoryDocument,
+        escape_line,
+        fact_text_of,
+        remove_fact,
+        unescape_line,
+    )
+
+    doc = MemoryDocument()
+    doc.feed_data(
+        b"# Memory\n\n## prefs\n- dark mode <!-- expires: 2030-01-02T03:04:05Z -->\n"
+        b"- a\\\\b \\n c\n- caf\xe9 \xff\n"
+    )
+    facts = doc.sections["prefs"]
+    assert facts[0].text == "dark mode"
+    assert facts[0].expires_at is not None and facts[0].expires_at.year == 2030
+    assert facts[1].content == "a\\b \n c"
+    assert facts[2].text == "caf\ufffd \ufffd" and doc.invalid_lines == 1
+    assert unescape_line(escape_line("x\\y\u2028z")) == "x\\y\u2028z"
+    assert fact_text_of("- gone <!-- expires: 2030-01-02T03:04:05Z -->") == "gone"
+    text = "# Memory\n\n## prefs\n- keep\n- gone <!-- expires: 2030-01-02T03:04:05Z -->\n"
+    assert remove_fact(text, "prefs", "gone") == "# Memory\n\n## prefs\n- keep\n"

@@ -24,6 +24,7 @@ bytes.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Iterable, Mapping
@@ -58,13 +59,30 @@ __all__ = [
 DEFAULT_CATEGORY = "general"
 
 _NEEDS_ESCAPE = re.compile("[\\\\\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]|<!--")
-_ESCAPE_SEQ = re.compile(r"\\(\\|n|r|<|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})")
-_EXPIRY = re.compile(r"\s*(?<!\\)<!--\s*expires:\s*(\S+)\s*-->\s*$")
 _HEADER = re.compile(r"^ {0,3}##\s+(.+?)\s*#*\s*$")
 _BULLET = re.compile(r"^ {0,3}[-*+]\s+(.*)$")
 _AFTER_MARKER = itemgetter(slice(2, None))  # "- text" -> "text"
-# What surrogateescape decoding makes of bytes that are not UTF-8.
-_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+
+
+# Patterns only unusual text needs, compiled on first use (each costs ``re`` a fraction
+# of a millisecond, paid by every process that imports this module otherwise): a
+# memory of plain facts never compiles them.
+@functools.cache
+def _escape_seq() -> re.Pattern[str]:
+    """An escape sequence of :func:`escape_line` (only text with a backslash has one)."""
+    return re.compile(r"\\(\\|n|r|<|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})")
+
+
+@functools.cache
+def _expiry() -> re.Pattern[str]:
+    """A bullet's trailing expiry comment (only a line with ``<!--`` can hold one)."""
+    return re.compile(r"\s*(?<!\\)<!--\s*expires:\s*(\S+)\s*-->\s*$")
+
+
+@functools.cache
+def _escaped_byte() -> re.Pattern[str]:
+    """What surrogateescape decoding makes of bytes that are not UTF-8."""
+    return re.compile("[\udc80-\udcff]")
 
 
 def decode_md(data: bytes) -> str:
@@ -80,7 +98,7 @@ def encode_md(text: str) -> bytes:
 
 def _readable(text: str) -> str:
     """``text`` with each escaped invalid byte shown as U+FFFD (what readers see)."""
-    if not _ESCAPED_BYTE.search(text):
+    if text.isascii() or not _escaped_byte().search(text):
         return text
     return encode_md(text).decode("utf-8", errors="replace")
 
@@ -122,7 +140,7 @@ def unescape_line(text: str) -> str:
     """Invert :func:`escape_line`; unknown backslash sequences are kept as typed."""
     if "\\" not in text:
         return text
-    return _ESCAPE_SEQ.sub(_unescape_seq, text)
+    return _escape_seq().sub(_unescape_seq, text)
 
 
 def fact_line(content: str, expires_at: datetime | None = None) -> str:
@@ -208,7 +226,7 @@ class MemoryDocument:
                         facts = sections.setdefault(self.last_category or DEFAULT_CATEGORY, [])
                     facts.append(new_fact(Fact, (share(text, text), None)))
                 continue
-            if not valid and _ESCAPED_BYTE.search(line):
+            if not valid and _escaped_byte().search(line):
                 self.invalid_lines += 1
                 line = _readable(line)
                 first = line[:1]
@@ -225,7 +243,7 @@ class MemoryDocument:
                 continue
             text = bullet.group(1)
             expires: datetime | None = None
-            comment = _EXPIRY.search(text)
+            comment = _expiry().search(text) if "<!--" in text else None
             if comment:
                 try:
                     expires = parse_timestamp(comment.group(1))
@@ -461,7 +479,7 @@ ANY_EXPIRY = _AnyExpiry()
 
 
 def _bullet_expiry(body: str) -> datetime | _AnyExpiry | None:
-    comment = _EXPIRY.search(body)
+    comment = _expiry().search(body)
     if comment is None:
         return None
     try:
@@ -493,7 +511,7 @@ def remove_fact(
             bullet = _BULLET.match(lines[i])
             if bullet is None:
                 continue
-            candidate = _readable(_EXPIRY.sub("", bullet.group(1)).strip())
+            candidate = _readable(_expiry().sub("", bullet.group(1)).strip())
             if candidate == fact_text and (
                 expires is ANY_EXPIRY or _bullet_expiry(bullet.group(1)) == expires
             ):
@@ -512,7 +530,7 @@ def _unexpired(body: list[str], now: datetime) -> list[str]:
     for line in body:
         bullet = _BULLET.match(line)
         if bullet:
-            comment = _EXPIRY.search(bullet.group(1))
+            comment = _expiry().search(bullet.group(1))
             if comment:
                 try:
                     if parse_timestamp(comment.group(1)) <= now:
@@ -599,4 +617,4 @@ def fact_text_of(line: str) -> str:
     """The escaped fact text of a bullet line (bullet marker and expiry comment removed)."""
     match = _BULLET.match(line)
     body = match.group(1) if match else line
-    return _EXPIRY.sub("", body).strip()
+    return _expiry().sub("", body).strip()

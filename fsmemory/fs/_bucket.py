@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from fsmemory.errors import BucketNotFoundError, InvalidPathError, KeyNotFoundError
-from fsmemory.fs.base import Capabilities, FileInfo, check_range
+from fsmemory.fs.base import Capabilities, FileInfo
 from fsmemory.fs.errors import http_status, translated
 from fsmemory.fs.generic import FsspecRoot, _mtime
 from fsmemory.fs.paths import validate_path
@@ -194,7 +194,7 @@ class BucketRoot(FsspecRoot):
     @idempotent
     def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
         """One ranged download; a range past the end reads as ``b""``."""
-        check_range(start, end)
+        self.check_range(start, end)
         key = self._key(path)
         if end is not None and end <= start:
             if self.stat(path) is None:

@@ -66,7 +66,7 @@ from fsmemory.errors import (
     KeyNotFoundError,
 )
 from fsmemory.fs._bucket import BucketRoot
-from fsmemory.fs.base import FileInfo, Versioned, check_range
+from fsmemory.fs.base import FileInfo, Versioned
 from fsmemory.fs.errors import conditional_write
 from fsmemory.fs.paths import cache_paths
 from fsmemory.fs.retry import RetryPolicy
@@ -423,7 +423,7 @@ class ObstoreRoot(BucketRoot):
         """One ranged ``GET`` per range, sent concurrently from a few threads (each
         retried on its own); a missing file gives None."""
         for _, start, end in requests:
-            check_range(start, end)
+            self.check_range(start, end)
 
         def one(request: tuple[str, int, int | None]) -> bytes | None:
             path, start, end = request

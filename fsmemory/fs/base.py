@@ -156,6 +156,8 @@ class StorageRoot(ABC):
 
     #: the one rule for write conditions (:func:`check_condition`)
     check_condition = staticmethod(check_condition)
+    #: the one rule for ranged reads (:func:`check_range`)
+    check_range = staticmethod(check_range)
     #: the URL this root was opened from
     url: str
     #: the underlying fsspec filesystem
@@ -211,7 +213,7 @@ class StorageRoot(ABC):
             KeyNotFoundError: the file does not exist.
             ValueError: a negative offset.
         """
-        check_range(start, end)
+        self.check_range(start, end)
         data = self.read_bytes(path)
         return data[start:end]
 

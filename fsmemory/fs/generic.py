@@ -49,7 +49,6 @@ from fsmemory.fs.base import (
     FileInfo,
     StorageRoot,
     Versioned,
-    check_range,
     content_version,
 )
 from fsmemory.fs.errors import translated
@@ -355,7 +354,7 @@ class FsspecRoot(StorageRoot):
         that failed, and an empty range (which needs an existence check), go through
         :meth:`read_range` on their own, with its retries."""
         for _, start, end in requests:
-            check_range(start, end)
+            self.check_range(start, end)
         batch = [i for i, (_, start, end) in enumerate(requests) if end is None or end > start]
         out: builtins.list[bytes | None] = [None] * len(requests)
         found: builtins.list[Any] = []
@@ -384,7 +383,7 @@ class FsspecRoot(StorageRoot):
     @idempotent
     def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
         """Ranged read through ``cat_file(start, end)``."""
-        check_range(start, end)
+        self.check_range(start, end)
         full = self.full_path(path)
         if end is not None and end <= start:
             if not self.exists(path):

@@ -45,7 +45,6 @@ from fsmemory.fs.base import (
     StorageRoot,
     Versioned,
     check_options,
-    check_range,
     content_version,
 )
 from fsmemory.fs.errors import translated
@@ -309,7 +308,7 @@ class LocalRoot(StorageRoot):
 
     def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
         """Read bytes ``[start, end)`` with one ``pread``."""
-        check_range(start, end)
+        self.check_range(start, end)
         fd = self._open_read(path)
         try:
             return _pread_range(fd, start, end)
@@ -324,7 +323,7 @@ class LocalRoot(StorageRoot):
         checked: set[str] = {self.root}
         out: builtins.list[bytes | None] = []
         for path, start, end in requests:
-            check_range(start, end)
+            self.check_range(start, end)
             full = self.full_path(path)
             parent = os.path.dirname(full)
             if parent not in checked and not self._plain_dirs(parent, checked):

@@ -22,7 +22,6 @@ from fsmemory.fs.base import (
     StorageRoot,
     Versioned,
     check_options,
-    check_range,
 )
 from fsmemory.fs.paths import children, is_reserved_name, validate_path
 
@@ -124,7 +123,7 @@ class MemoryRoot(StorageRoot):
 
     def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
         """Read bytes ``[start, end)`` without copying the whole file."""
-        check_range(start, end)
+        self.check_range(start, end)
         full = self.full_path(path)
         with _LOCK:
             f = self._file(full)

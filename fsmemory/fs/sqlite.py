@@ -59,7 +59,6 @@ from fsmemory.fs.base import (
     StorageRoot,
     Versioned,
     check_options,
-    check_range,
 )
 from fsmemory.fs.paths import RESERVED_PREFIX, children, is_reserved_name, validate_path
 
@@ -290,7 +289,7 @@ class SqliteRoot(StorageRoot):
 
     def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
         """Read bytes ``[start, end)``, touching only the chunks that overlap it."""
-        check_range(start, end)
+        self.check_range(start, end)
         validate_path(path)
         with self._tx() as conn:
             row = conn.execute("SELECT size FROM files WHERE path = ?", (path,)).fetchone()

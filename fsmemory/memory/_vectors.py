@@ -91,6 +91,7 @@ __all__ = [
     "Embedder",
     "EmbedderError",
     "VectorStore",
+    "context_scores",
     "is_derived",
     "text_hash",
 ]

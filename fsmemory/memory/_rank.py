@@ -339,9 +339,9 @@ class BM25Index:
             return self._base_off[tid + 1] - self._base_off[tid]
         return len(rows)
 
-    def _post(self, tid: int) -> tuple[array[int], array[int]]:
+    def _post(self, tid: int, np: Any = None) -> tuple[array[int], array[int]]:
         """The postings of term ``tid`` (a loaded term's are copied out of the base
-        arrays on first use)."""
+        arrays on first use, and checked: with NumPy when ``np`` gives it)."""
         rows, tfs = self._rows[tid], self._tfs[tid]
         if rows is None or tfs is None:
             a, b = self._base_off[tid], self._base_off[tid + 1]
@@ -349,9 +349,14 @@ class BM25Index:
             if 0 <= a <= b <= len(self._base_rows) // 4 and b - a >= self._df[tid]:
                 rows.frombytes(self._base_rows[4 * a : 4 * b])
                 tfs.frombytes(self._base_tfs[4 * a : 4 * b])
+            if np is None or not rows:
+                top, low, high = (max(rows), min(tfs), max(tfs)) if rows else (0, 1, 0)
+            else:  # views only while reduced (a view would pin the arrays)
+                view = np.frombuffer(rows, dtype=np.uint32), np.frombuffer(tfs, dtype=np.uint32)
+                top, low, high = (int(x) for x in (view[0].max(), view[1].min(), view[1].max()))
+                del view
             if len(rows) < self._df[tid] or (
-                rows
-                and (max(rows) >= len(self._alive) or min(tfs) < 1 or max(tfs) > self._max_tf[tid])
+                rows and (top >= len(self._alive) or low < 1 or high > self._max_tf[tid])
             ):
                 # A stored posting out of range: match nothing, and tell the owner.
                 self.damaged = True

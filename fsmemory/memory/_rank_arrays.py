@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fsmemory.memory._analysis import PAIR_BONUS
-from fsmemory.memory._topk import SCORE_EPS, top_accepted, top_of_array
+from fsmemory.memory._topk import SCORE_EPS, best_first, top_accepted, top_of_array
 
 if TYPE_CHECKING:
     from fsmemory.memory._rank import BM25Index
@@ -178,9 +178,8 @@ def _kth_accepted(np: Any, out: Any, limit: int, accept: Callable[[int], bool]) 
     infinity when fewer are accepted)."""
     want = max(limit * 4, 16)
     while True:
-        whole = want >= len(out)
-        part = np.arange(len(out)) if whole else np.argpartition(out, -want)[-want:]
-        part = part[np.argsort(-out[part], kind="stable")]
+        part = best_first(np, out, want)
+        whole = len(part) == len(out)
         found = 0
         for key, score in zip(part.tolist(), out[part].tolist(), strict=True):
             if not score:
@@ -205,7 +204,7 @@ def _term_array(
     """
     out = np.zeros(len(index._alive), dtype=np.float64)
     held: dict[int, Any] = {}
-    _add_terms(index, np, out, held, entries)
+    _add_terms(index, np, out, held, entries, fresh=True)
     return out, held
 
 
@@ -215,9 +214,11 @@ def _add_terms(
     out: Any,
     held: dict[int, Any],
     entries: Sequence[tuple[int, float, float]],
+    fresh: bool = False,
 ) -> None:
     """Add the parts of ``entries`` to ``out`` (in their order), keeping each term's
-    live keys in ``held``."""
+    live keys in ``held``; ``fresh``: ``out`` is all zeros, so the first term's parts
+    are written, not added (0.0 + part is part)."""
     _, base, per_len = index._norms()
     lengths = np.array(index._length, dtype=np.intp) if per_len else None
     for tid, w, _ in entries:
@@ -227,13 +228,18 @@ def _add_terms(
         if lengths is None and top <= _TABLE:
             # Each tf's part once (the same float), then looked up per posting.
             table = np.array([0.0] + [w * f / (f + base) for f in range(1, top + 1)])
-            out[keys] += table[tf]
-            continue
-        tf = tf.astype(np.float64)
-        norm = tf + base
-        if lengths is not None:
-            norm += per_len * lengths[keys].astype(np.float64)
-        out[keys] += w * tf / norm
+            parts = table[tf]
+        else:
+            tf = tf.astype(np.float64)
+            norm = tf + base
+            if lengths is not None:
+                norm += per_len * lengths[keys].astype(np.float64)
+            parts = w * tf / norm
+        if fresh:
+            out[keys] = parts
+            fresh = False
+        else:
+            out[keys] += parts
 
 
 def _held(index: BM25Index, np: Any, held: dict[int, Any], tid: int) -> Any:
@@ -246,7 +252,7 @@ def _held(index: BM25Index, np: Any, held: dict[int, Any], tid: int) -> Any:
 
 def _posting_arrays(index: BM25Index, np: Any, tid: int) -> tuple[Any, Any]:
     """Live keys (intp) and term frequencies (uint32) of term ``tid`` (copies)."""
-    rows, tfs = index._post(tid)
+    rows, tfs = index._post(tid, np)
     keys = np.array(rows, dtype=np.intp)
     tf = np.array(tfs, dtype=np.uint32)
     if len(keys) != index._df[tid]:

@@ -12,6 +12,7 @@ in its stored term text, answers as the one it was saved from).
 from __future__ import annotations
 
 import random
+from array import array
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -76,6 +77,7 @@ def test_pruned_search_equals_scoring_everything(
 
     monkeypatch.setattr(_rank, "_SMALL", 8)
     monkeypatch.setattr(_topk, "_WALK_MIN", 16)  # groups of equal scores walked too
+    monkeypatch.setattr(_topk, "_SAMPLE", 16)  # best_first's threshold from a sample
     loaded = BM25Index.from_state(*index.state())  # term lookups in the stored text
     for query in _queries(rng):
         terms = query_terms(query)
@@ -183,3 +185,52 @@ def test_a_loaded_index_scans_its_term_text_once_per_unknown_word(
     for query in ["mentor", "alpha", "word7", "word8", "mentorship", "mentor", "nothing"]:
         assert loaded.scores(query_terms(query)) == index.scores(query_terms(query)), query
     assert len(loaded._looked) <= 3
+
+
+@pytest.mark.parametrize("sample", [16, 1024])
+def test_best_first_takes_the_largest_values(sample: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``best_first`` gives at least ``want`` indices (all when fewer), best first with
+    equal values in index order, and no value left out is above one taken: on values
+    with few distinct levels (a word's scores), ties at the threshold, and zeros."""
+    monkeypatch.setattr(_topk, "_SAMPLE", sample)
+    rng = numpy.random.default_rng(7)
+    for size in (1, 5, 300, 5000):
+        for levels in (1, 2, 5, 10**6):
+            values = rng.integers(0, levels, size).astype(numpy.float64) / 7
+            values[rng.random(size) < 0.3] = 0.0
+            for want in (1, 16, 80, 1300, 6000):
+                got = _topk.best_first(numpy, values, want)
+                assert len(got) >= min(want, size)
+                assert len(set(got.tolist())) == len(got)
+                taken = values[got]
+                assert list(taken) == sorted(taken, reverse=True)
+                for value in set(taken.tolist()):  # equal values in index order
+                    same = got[taken == value]
+                    assert list(same) == sorted(same)
+                left = numpy.setdiff1d(numpy.arange(size), got)
+                assert not len(left) or values[left].max() <= taken.min()
+
+
+@pytest.mark.parametrize("with_numpy", [False, True])
+@pytest.mark.parametrize("flaw", ["row", "tf", "max_tf"])
+def test_a_damaged_stored_posting_matches_nothing(with_numpy: bool, flaw: str) -> None:
+    """A loaded term whose stored postings are out of range (a row past the keys, a tf
+    of 0 or above the term's max) marks the index damaged and matches nothing, whether
+    its first use checks it in Python or with NumPy."""
+    index = BM25Index()
+    index.add_many((key, analyze(f"alpha beta{key % 3}")) for key in range(40))
+    meta, blobs = index.state()
+    tid = str(blobs["terms"], "utf-8").split("\n").index("alpha")
+    rows = bytearray(blobs["rows"])
+    tfs = bytearray(blobs["tfs"])
+    at = 4 * int.from_bytes(blobs["offsets"][8 * tid : 8 * tid + 8], "little") + 4
+    if flaw == "row":
+        rows[at : at + 4] = (10**6).to_bytes(4, "little")
+    else:
+        tfs[at : at + 4] = (0 if flaw == "tf" else 7).to_bytes(4, "little")
+    loaded = BM25Index.from_state(meta, {**blobs, "rows": bytes(rows), "tfs": bytes(tfs)})
+    assert loaded._post(tid, numpy if with_numpy else None) == (array("I"), array("I"))
+    assert loaded.damaged
+    fine = BM25Index.from_state(meta, blobs)
+    assert len(fine._post(tid, numpy if with_numpy else None)[0]) == 40
+    assert not fine.damaged

@@ -190,6 +190,7 @@ class VectorStore:
         self._file: VectorFile | None = None
         self._wide: Any = None  # float32 copy of the first _wide_rows (see _widened)
         self._wide_rows = 0
+        self._products = 0  # products taken (see _product)
         # What the index looked like when its live rows were last all embedded: the
         # file is read again when it changes (or when a live row lacks a vector).
         self._filled_for: tuple[int, ...] = ()
@@ -703,10 +704,13 @@ class VectorStore:
         """``vectors @ weights`` (float32, one row per vector row) for float32
         ``weights`` of shape (dimension, k). With ``norms``, the squared norm of each
         vector row not measured yet is taken in the same pass (:attr:`_sq_norms`: a
-        float16 vector is of unit length only to about 1e-4)."""
+        float16 vector is of unit length only to about 1e-4). The first product widens
+        a few hundred rows at a time; the widened copy (see :meth:`_widened`) is made by
+        the second, so that a process that recalls once never pays for it."""
         np = _numpy()
         n = len(self._ids)
-        wide = self._widened()
+        wide = self._widened() if self._products else None
+        self._products += 1
         if wide is not None:
             out = np.einsum("ij,kj->ik", wide, np.ascontiguousarray(weights.T))
             known = len(self._sq_norms)

@@ -234,3 +234,19 @@ def test_vectors_of_every_form_embed_alike(form: object) -> None:
     assert store.dimension == 3  # learnt from the first vectors
     assert got.dtype == np.float32
     assert got.tolist() == [[0.6000000238418579, 0.800000011920929, 0.0], [0.0, 0.0, 1.0]]
+
+
+def test_the_widened_copy_is_made_by_the_second_product(tmp_path: Path) -> None:
+    km = KnowledgeMemory(tmp_path, embedder=WordEmbedder("dig"))
+    for i in range(50):
+        km.remember(_text(i))
+    fresh = KnowledgeMemory(tmp_path, embedder=WordEmbedder("dig"))
+    first = [e.id for e in fresh.recall("kitchen garden", limit=10)]
+    store = fresh._vectors
+    assert store is not None and store._wide is None  # one recall: rows widened in passes
+    query = store.embed(["kitchen garden"])[0]
+    live = store.live_rows(fresh._index, fresh._clock())
+    passes = store.dense_scores(query, live[1])
+    assert store._wide is not None  # the second product made the copy
+    assert np.allclose(store.dense_scores(query, live[1]), passes, rtol=0, atol=1e-6)
+    assert [e.id for e in fresh.recall("kitchen garden", limit=10)] == first

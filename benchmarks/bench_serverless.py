@@ -47,11 +47,13 @@ thread sent; and, by the clock, the longest chain of requests each sent after th
 previous one answered, which also counts a fetch whose thread started after another
 fetch's reply came back), the first ``recall()`` after the restore; then where
 fsmemory's time goes: each phase's median beside the slowest invocation's (with the
-time outside the process's own code: interpreter start and exit), and the wall time of
-every invocation in order. With the embedder: its calls and texts per invocation (those
-for stored entries apart: after a restore there should be none), the bytes each save
-uploads beside those of the handler without an embedder, and the ratio of the wall
-times. Nothing is asserted.
+time outside the process's own code: interpreter start and exit), every invocation's
+wall and restore time in order, the invocations that folded, and the median restore of
+the quarter of invocations with the fewest deltas waiting beside the quarter with the
+most (a restore fetches every waiting delta, one request each). With the embedder: its
+calls and texts per invocation (those for stored entries apart: after a restore there
+should be none), the bytes each save uploads beside those of the handler without an
+embedder, and the ratio of the wall times. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -782,6 +784,17 @@ def report(kinds: list[str], runs: dict[str, list[dict[str, Any]]]) -> None:
     print("restore ms per invocation, in order:")
     for kind in fs_kinds:
         print(f"  {kind}:", [round(r["phases"]["restore"]) for r in runs[kind]])
+    print("restore ms (median) by the deltas waiting (requests), fewest vs most quarter:")
+    for kind in fs_kinds:
+        ordered = sorted(runs[kind], key=lambda r: r["requests"])
+        quarter = max(1, len(ordered) // 4)
+        fewest, most = ordered[:quarter], ordered[-quarter:]
+        print(
+            f"  {kind}: {statistics.median(r['phases']['restore'] for r in fewest):.0f} ms "
+            f"({fewest[0]['requests']}-{fewest[-1]['requests']} requests) vs "
+            f"{statistics.median(r['phases']['restore'] for r in most):.0f} ms "
+            f"({most[0]['requests']}-{most[-1]['requests']} requests)"
+        )
     print("requests per invocation, in order:")
     for kind in kinds:
         print(f"  {kind}:", [r["requests"] for r in runs[kind]])

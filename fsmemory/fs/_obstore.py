@@ -371,8 +371,13 @@ class ObstoreRoot(BucketRoot):
         """The version token of an object's metadata (its ETag, unquoted)."""
         return unquote_etag(meta.get("e_tag"))
 
-    def _update_mode(self, version: str) -> dict[str, str]:
-        """obstore's put mode that writes only over ``version`` (``If-Match``)."""
+    def _update_mode(self, path: str, version: str) -> dict[str, str]:
+        """obstore's put mode that writes ``path`` only over ``version`` (``If-Match``).
+
+        Raises:
+            InvalidInputError: a token no header may carry (:func:`check_version`).
+        """
+        check_version(version)
         return {"e_tag": quote_etag(version)}
 
     # -- plumbing ----------------------------------------------------------------------
@@ -457,8 +462,7 @@ class ObstoreRoot(BucketRoot):
         if create:
             mode = "create"
         elif if_version is not None:
-            check_version(if_version)
-            mode = self._update_mode(if_version)
+            mode = self._update_mode(path, if_version)
         attributes = {self.write_marker: marker} if marker is not None else None
         with conditional_write(path, if_version, create), self._translated(path):
             result = self._call(

@@ -594,24 +594,14 @@ class GCSObstoreRoot(ObstoreRoot, GCSRoot):
             raise BackendError(f"{self.url}: GCS's reply carries no x-goog-generation")
         return str(version)
 
-    def _update_mode(self, version: str) -> dict[str, str]:
-        """``x-goog-if-generation-match: <version>``."""
-        return {"version": version}
+    def _update_mode(self, path: str, version: str) -> dict[str, str]:
+        """``x-goog-if-generation-match: <version>``.
 
-    def _put(
-        self,
-        full: str,
-        path: str,
-        data: bytes,
-        if_version: str | None,
-        create: bool,
-        *,
-        marker: str | None = None,
-    ) -> str:
-        """One ``PUT`` (see :class:`~fsmemory.fs._obstore.ObstoreRoot`); a version that
-        is no generation (not a number) can never match."""
-        _check_generation(path, if_version)
-        return super()._put(full, path, data, if_version, create, marker=marker)
+        Raises:
+            ConflictError: a version that is no generation (it can never match).
+        """
+        _check_generation(path, version)
+        return {"version": version}
 
     def _token(self, info: dict[str, Any]) -> str:
         """The ETag (GCS's XML listing gives no generation obstore reads)."""

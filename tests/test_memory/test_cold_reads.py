@@ -7,7 +7,7 @@ the answer of an instance that indexed everything first.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -182,7 +182,7 @@ def test_a_cold_open_fetches_its_files_together(make_km: Make, clock: FakeClock)
     fetched: list[list[str]] = []
     read_ranges = fresh.root.read_ranges
 
-    def spy(requests: list[tuple[str, int, int | None]]) -> list[bytes | None]:
+    def spy(requests: Sequence[tuple[str, int, int | None]]) -> list[bytes | None]:
         assert all(start == 0 and end is None for _, start, end in requests)
         fetched.append(sorted(path for path, _, _ in requests))
         return read_ranges(requests)

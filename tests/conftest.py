@@ -15,7 +15,9 @@ pytest_plugins = ["tests.conftest_cloud"]
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start the documentation site's build in the background when a collected test
     needs it (``tests/test_docs.py``): it runs beside the tests before it."""
-    if importlib.util.find_spec("mkdocs") is not None and docs_site.needs_site(session.items):
+    if session.config.option.collectonly or importlib.util.find_spec("mkdocs") is None:
+        return
+    if docs_site.needs_site(session.items):
         docs_site.start_in_background(session.config)
 
 

@@ -535,7 +535,8 @@ def test_roots_of_one_container_share_one_store(
     assert a.store is b.store
     assert a.storage_key() != b.storage_key()  # other prefix: other files
     assert open_root(azure_root_url, options).storage_key() == a.storage_key()
-    other = f"az://fsm-{uuid.uuid4().hex[:12]}/root"
-    assert open_root(other, options).store is not a.store
+    other = open_root(f"az://fsm-{uuid.uuid4().hex[:12]}/root", options)
+    assert isinstance(other, AzureRoot) and other.store is not a.store
     other_key = {"account_name": "devstoreaccount1", "account_key": AZURITE_KEY[:-4] + "AA=="}
-    assert open_root(azure_root_url, other_key).store is not a.store
+    keyed = open_root(azure_root_url, other_key)
+    assert isinstance(keyed, AzureRoot) and keyed.store is not a.store

@@ -19,7 +19,7 @@ from fsmemory import KnowledgeMemory
 from fsmemory.errors import BackendError
 from fsmemory.fs import RetryPolicy, open_root
 from fsmemory.fs._obstore import WrongRegionError, map_error
-from fsmemory.fs.retry import is_transient
+from fsmemory.fs.errors import is_transient
 from fsmemory.fs.s3 import S3ObstoreRoot, bucket_region, obstore_config
 from fsmemory.testing.cloud_services import MotoService
 from tests.test_fs.aws_fake import HostileServer, RegionRelay

@@ -596,14 +596,15 @@ class VectorFile:
         fresh_rows: list[Rows] = []
         for rows in extra:
             keep = []
-            for n, key in enumerate(zip(rows.ids, rows.hashes, strict=True)):
+            row_hashes = rows.hashes  # a property that decodes every row: read it once
+            for n, key in enumerate(zip(rows.ids, row_hashes, strict=True)):
                 if key not in known:
                     known.add(key)
                     keep.append(n)
             if keep:
                 kept = Rows(
                     [rows.ids[n] for n in keep],
-                    [rows.hashes[n] for n in keep],
+                    [row_hashes[n] for n in keep],
                     np.array(rows.vectors[keep]),
                 )
                 fresh_rows.append(kept)

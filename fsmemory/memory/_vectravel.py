@@ -106,7 +106,8 @@ class VectorFold:
             logger.info("%d bytes of a vector part for %s do not verify", scan.skipped, path)
         for block in scan.blocks:
             keep = []
-            for n, key in enumerate(zip(block.ids, block.hashes, strict=True)):
+            hashes = block.hashes  # a property that decodes the whole block: read it once
+            for n, key in enumerate(zip(block.ids, hashes, strict=True)):
                 if key not in held.keys and (known is None or key not in known):
                     held.keys[key] = None
                     keep.append(n)
@@ -118,7 +119,7 @@ class VectorFold:
             ).reshape(-1, held.dimension)
             held.parts.append(np.array(vectors[keep]))
             held.ids += [block.ids[n] for n in keep]
-            held.hashes += [block.hashes[n] for n in keep]
+            held.hashes += [hashes[n] for n in keep]
         return scan.end
 
     def add_entries(self, entries: Mapping[str, object]) -> None:

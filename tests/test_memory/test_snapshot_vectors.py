@@ -336,3 +336,28 @@ def test_a_delta_carries_only_the_vectors_the_snapshot_lacks(tmp_path: Path, war
     path = f"vectors/fake-{DIM}.f16v"
     part = unpack_derived(orjson.loads(data)["derived"][path])
     assert {i for i, _ in _keys(part or b"")} == {new}
+
+
+def test_a_restore_decodes_each_blocks_hashes_a_bounded_number_of_times(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading a block's hashes decodes all of them; a restore that read them once per
+    kept row took time quadratic in the entries (28 s at 10k). Count the decodes."""
+    from fsmemory.memory import _vecfile
+
+    url = _url("folder", tmp_path)
+    _write(tmp_path / "w", url, 120, compact_after=7)
+    decoded = []
+    real = _vecfile.split_digests
+
+    def counting(digests: bytes) -> list[str]:
+        decoded.append(len(digests) // 8)
+        return real(digests)
+
+    monkeypatch.setattr(_vecfile, "split_digests", counting)
+    restored = KnowledgeMemory(
+        tmp_path / "r", backend=FsspecBackend(url), embedder=CountingEmbedder()
+    )
+    assert len(restored.recall("fact", limit=200)) == 120
+    # a handful of decodes per block, never one per row
+    assert 0 < len(decoded) < 40, decoded

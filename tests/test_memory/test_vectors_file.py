@@ -21,7 +21,7 @@ import pytest
 
 from fsmemory import EmbedderError, KnowledgeMemory
 from fsmemory.errors import InvalidInputError
-from fsmemory.memory import _vecfile, _vectors
+from fsmemory.memory import _vecfile, _vecscore, _vectors
 
 from .test_embedder import WordEmbedder, fresh_vocabulary  # noqa: F401 (autouse)
 
@@ -519,7 +519,7 @@ def test_the_widened_copy_and_the_widening_pass_score_alike(
     qv = store.embed(["violin strings"])[0]
     _live, vecs = store.live_rows(km._index, km._clock())
     with_copy = store.dense_scores(qv, vecs)
-    monkeypatch.setattr(_vectors, "_WIDE_BYTES", 0)
+    monkeypatch.setattr(_vecscore, "_WIDE_BYTES", 0)
     reader, _embedder = _reader(folder)
     assert {q: [e.id for e in reader.recall(q, limit=10)] for q in queries} == widened
     other = reader._vectors

@@ -15,14 +15,25 @@ The speed-ups:
     signature and docstring, for each of Arrow's ~300 kernels (tens of milliseconds in
     every ``fsmemory export`` process; ``benchmarks/bench_export.py --tricks`` measures
     it). Checked against pyarrow 16 to 26.
+
+``blake2b()``
+    The interpreter's built-in ``_blake2`` module instead of ``hashlib``, for the text
+    hashes vectors are keyed by. Same constructor, same digests; ``import hashlib``
+    additionally loads OpenSSL's bindings (about 3 ms of a fresh process's first
+    hybrid recall or remember). Decided once per process.
 """
 
 from __future__ import annotations
 
 import os
+from functools import cache
 from types import ModuleType
+from typing import TYPE_CHECKING
 
-__all__ = ["ENV", "arrow_compute", "enabled"]
+if TYPE_CHECKING:
+    import hashlib
+
+__all__ = ["ENV", "arrow_compute", "blake2b", "enabled"]
 
 #: Set to ``1`` (``true``, ``yes``, ``on``) to take the public path everywhere.
 ENV = "FSMEMORY_NO_SPEEDUPS"
@@ -59,3 +70,23 @@ def arrow_compute() -> ModuleType:
 
     module = public
     return module
+
+
+@cache
+def blake2b() -> type[hashlib.blake2b]:
+    """BLAKE2b's constructor (``blake2b(data, digest_size=8).digest()``).
+
+    ``_blake2.blake2b`` when speed-ups are on and the interpreter has it;
+    ``hashlib.blake2b`` otherwise (the public API, the same type). Decided when first
+    asked for and kept for the process.
+    """
+    if enabled():
+        try:
+            from _blake2 import blake2b as private
+        except ImportError:  # an interpreter built without it: the public path
+            pass
+        else:
+            return private
+    import hashlib
+
+    return hashlib.blake2b

@@ -54,12 +54,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-try:  # what hashlib.blake2b is, without hashlib loading OpenSSL (~2 ms of a cold open)
-    from _blake2 import blake2b
-except ImportError:  # pragma: no cover (a Python built without it)
-    from hashlib import blake2b
-
 from fsmemory._log import get_logger
+from fsmemory._speedups import blake2b
 from fsmemory.errors import EmbedderError, require
 from fsmemory.fs.base import StorageRoot
 from fsmemory.memory._rank import query_terms, words
@@ -682,7 +678,7 @@ class VectorStore(VectorScoring):
 def text_hash(text: str) -> str:
     """The hash a vector is keyed by beside its entry id: 8 bytes of BLAKE2b of the
     UTF-8 text, in hex."""
-    return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+    return blake2b()(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
 def _well_formed(np: Any, raw: Any, count: int, dimension: int | None) -> Any:
@@ -709,7 +705,7 @@ def _well_formed(np: Any, raw: Any, count: int, dimension: int | None) -> Any:
 
 def _digest(text: str) -> bytes:
     """The 8 bytes of :func:`text_hash`."""
-    return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return blake2b()(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
 
 
 def _distinct(np: Any, ids: Sequence[str], digests: Any) -> bool:

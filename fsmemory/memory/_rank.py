@@ -46,7 +46,12 @@ from fsmemory.memory._analysis import (
     words,
 )
 from fsmemory.memory._rank_all import all_terms_likely, search_all_terms
-from fsmemory.memory._rank_arrays import _side_by_side, entry_array, top_of_entries
+from fsmemory.memory._rank_arrays import (
+    _side_by_side,
+    completed_score,
+    entry_array,
+    top_of_entries,
+)
 from fsmemory.memory._topk import SCORE_EPS, kth_accepted, top_accepted
 
 __all__ = [
@@ -667,16 +672,8 @@ class BM25Index:
         for key, score in acc.items():
             if score + most < theta - SCORE_EPS:
                 continue
-            at, n = start[key], length[key]
-            terms = seq[at : at + n]
-            for tid, w in rest:
-                tf = terms.count(tid)
-                if tf:
-                    score += w * tf / (tf + base + per_len * n) if per_len else w * tf / (tf + base)
-            for a, b in pairs:
-                if _side_by_side(terms, a, b):
-                    score += PAIR_BONUS
-            done[key] = score
+            terms = seq[start[key] : start[key] + length[key]]
+            done[key] = completed_score(terms, score, rest, pairs, base, per_len)
         return done
 
     # -- persisted form ------------------------------------------------------------------

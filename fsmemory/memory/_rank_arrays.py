@@ -20,7 +20,7 @@ from fsmemory.memory._topk import SCORE_EPS, best_first, top_accepted, top_of_ar
 if TYPE_CHECKING:
     from fsmemory.memory._rank import BM25Index
 
-__all__ = ["entry_array", "top_of_entries"]
+__all__ = ["completed_score", "entry_array", "top_of_entries"]
 
 #: the largest term frequency whose parts are computed once per tf in a table
 _TABLE = 1024
@@ -126,6 +126,29 @@ def _essential(entries: Sequence[tuple[int, float, float]]) -> int:
     return split
 
 
+def completed_score(
+    terms: Sequence[int],
+    score: float,
+    rest: Sequence[tuple[int, float]],
+    pairs: Sequence[tuple[int, int]],
+    base: float,
+    per_len: float,
+) -> float:
+    """``score`` (a document's partial BM25 score) completed from the document's own
+    term sequence ``terms``: the part of each ``rest`` term (id, weight) it holds and
+    the bonus of each of ``pairs`` it holds side by side (``base`` and ``per_len`` are
+    the index's length norms)."""
+    n = len(terms)
+    for tid, w in rest:
+        tf = terms.count(tid)
+        if tf:
+            score += w * tf / (tf + base + per_len * n) if per_len else w * tf / (tf + base)
+    for a, b in pairs:
+        if _side_by_side(terms, a, b):
+            score += PAIR_BONUS
+    return score
+
+
 def _completed(
     index: BM25Index,
     keys: Any,
@@ -142,20 +165,15 @@ def _completed(
     score found."""
     seq, start, length = index._seq, index._start, index._length
     _, base, per_len = index._norms()
+    rest = [(tid, w) for tid, w, _ in tail]
     scores: dict[int, float] = {}
     best: list[float] = []  # the best ``limit`` accepted scores found (a heap)
     for key, score, most in zip(keys.tolist(), out[keys].tolist(), reach.tolist(), strict=True):
         if len(best) == limit and most < best[0] - SCORE_EPS:
             break
-        at, n = start[key], length[key]
-        terms = seq[at : at + n]
-        for tid, w, _ in tail:
-            tf = terms.count(tid)
-            if tf:
-                score += w * tf / (tf + base + per_len * n) if per_len else w * tf / (tf + base)
-        for a, b in pairs:
-            if _side_by_side(terms, a, b):
-                score += PAIR_BONUS
+        score = completed_score(
+            seq[start[key] : start[key] + length[key]], score, rest, pairs, base, per_len
+        )
         scores[key] = score
         if accept(key):
             if len(best) < limit:

@@ -3,8 +3,9 @@
 Policy: fsmemory uses a dependency's private names only here, each with a guarded
 fallback to the dependency's public API that gives the same results, and one switch
 turns every such path off: ``FSMEMORY_NO_SPEEDUPS=1`` in the environment (read when a
-speed-up is first asked for, so set it before the first export of the process). CI runs
-the export tests once with it set, so the public paths stay tested.
+speed-up is first asked for, so set it before the process's first export or hybrid
+recall). CI runs the tests of the export and of the memory once more with it set, so the
+public paths stay tested.
 
 The speed-ups:
 

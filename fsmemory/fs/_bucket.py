@@ -31,26 +31,28 @@ from fsmemory.fs.generic import FsspecRoot, _mtime
 from fsmemory.fs.paths import validate_path
 from fsmemory.fs.retry import idempotent
 
-__all__ = ["BucketRoot", "single_try_subclass"]
+__all__ = ["BucketRoot", "client_subclass"]
 
 _T = TypeVar("_T")
 
 #: HTTP status of a range that starts at or past the end of the object
 _RANGE_NOT_SATISFIABLE = 416
 
-_SINGLE_TRY: dict[tuple[str, str], Any] = {}
+_SUBCLASSES: dict[tuple[str, str], Any] = {}
 
 
-def single_try_subclass(module: str, name: str, base: Any, attrs: dict[str, Any]) -> Any:
-    """The subclass ``module.name`` of the client's filesystem class ``base`` whose
-    requests are tried once (``attrs`` switch its own retries off; our retry policy
-    retries). Built once; ``module`` finds it again by name for pickle."""
+def client_subclass(
+    module: str, name: str, base: Any, attrs: dict[str, Any], doc: str | None = None
+) -> Any:
+    """The subclass ``module.name`` of the client's filesystem class ``base`` with
+    ``attrs`` (by default: its own retries switched off, so that our retry policy is the
+    one that retries). Built once; ``module`` finds it again by name for pickle."""
     key = (module, name)
-    cls = _SINGLE_TRY.get(key)
+    cls = _SUBCLASSES.get(key)
     if cls is None:
-        doc = f"{base.__name__} whose requests are tried once (fsmemory retries)."
+        doc = doc or f"{base.__name__} whose requests are tried once (fsmemory retries)."
         namespace = {**attrs, "__module__": module, "__qualname__": name, "__doc__": doc}
-        cls = _SINGLE_TRY[key] = type(name, (base,), namespace)
+        cls = _SUBCLASSES[key] = type(name, (base,), namespace)
     return cls
 
 

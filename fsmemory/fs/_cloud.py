@@ -41,6 +41,7 @@ __all__ = [
     "PROXY_VARIABLES",
     "Cloud",
     "Route",
+    "client_options",
     "env_value",
     "foreign_environment",
     "routed_from_url",
@@ -231,6 +232,18 @@ def _from_url(cls: Any, url: str, options: Mapping[str, Any] | None = None) -> A
 #: fallback's in a forked child, which Python refuses between classes whose bases differ
 #: in layout.
 routed_from_url = classmethod(_from_url)
+
+
+def client_options(connect: float, total: float, endpoint: str | None) -> dict[str, Any]:
+    """obstore's HTTP client options: ``connect`` seconds to connect, ``total`` for the
+    whole request, plain HTTP allowed for an ``http://`` endpoint."""
+    options: dict[str, Any] = {
+        "connect_timeout": timedelta(seconds=connect),
+        "timeout": timedelta(seconds=total),
+    }
+    if endpoint and endpoint.startswith("http://"):
+        options["allow_http"] = True
+    return options
 
 
 def env_value(environ: Mapping[str, str], name: str) -> str | None:

@@ -1,50 +1,35 @@
 """Azure Blob Storage root (``az://``, ``abfs://``, ``abfss://``): native compare-and-swap
 through obstore, adlfs where obstore cannot serve the configuration.
 
-``az://container/prefix`` (or ``abfs://container/prefix``) addresses a prefix in one
-container. **Which client** is decided once per root by :func:`resolve_route` (see
-:mod:`fsmemory.fs._cloud`), resolving credentials exactly as adlfs would:
-
-* **obstore** (:class:`AzureRoot`, ``pip install 'fsmemory[azure]'``) when the credential
-  adlfs would use is a shared key or a SAS token obstore can send itself:
-
-  - a connection string (option ``connection_string`` or
-    ``AZURE_STORAGE_CONNECTION_STRING``) holding ``AccountName`` and ``AccountKey`` or
-    ``SharedAccessSignature`` (optionally ``BlobEndpoint``, ``DefaultEndpointsProtocol``,
-    ``EndpointSuffix``);
-  - else an account name (``account_name`` / ``AZURE_STORAGE_ACCOUNT_NAME``) with an
-    account key (``account_key`` / ``AZURE_STORAGE_ACCOUNT_KEY``) or, without a key, a
-    SAS token (``sas_token`` / ``AZURE_STORAGE_SAS_TOKEN``); ``account_host`` names
-    another endpoint host (``https://<account_host>``).
-
-  The endpoint and credential are passed to obstore explicitly (with
-  ``credential_type`` forced), so obstore's own reading of ``AZURE_*`` variables cannot
-  pick other credentials or another endpoint than adlfs would.
-* **adlfs** (:class:`AdlfsRoot`, ``pip install 'fsmemory[adlfs]'``) for everything else:
-  a ``credential`` object, a service principal, ``DefaultAzureCredential`` (an account
-  name and nothing else: managed identity, workload identity, Azure CLI, ...), anonymous
-  access, ``UseDevelopmentStorage=true``, an account in the URL host
-  (``abfs://container@account.dfs.core.windows.net/...``), any option adlfs knows and
-  obstore does not model. Its conditional writes are native too, but each request costs
-  more (azure-core's pipeline, adlfs's event-loop thread).
-* ``client="adlfs"|"obstore"|"auto"`` or ``FSMEMORY_AZURE_CLIENT`` forces a route.
+``az://container/prefix`` addresses a prefix in one container. **Which client** is
+decided once per root by :func:`resolve_route` (see :mod:`fsmemory.fs._cloud`),
+resolving credentials exactly as adlfs would: **obstore** (:class:`AzureRoot`) when the
+credential is a shared key or a SAS token, from a connection string (option
+``connection_string`` or ``AZURE_STORAGE_CONNECTION_STRING``: ``AccountName`` with
+``AccountKey`` or ``SharedAccessSignature``, optionally ``BlobEndpoint``,
+``DefaultEndpointsProtocol``, ``EndpointSuffix``), else from ``account_name`` with
+``account_key`` or ``sas_token`` (options or ``AZURE_STORAGE_*`` variables;
+``account_host`` names another endpoint host). Endpoint and credential are passed to
+obstore explicitly, so its own reading of ``AZURE_*`` variables cannot pick others.
+**adlfs** (:class:`AdlfsRoot`) for everything else: a ``credential`` object, a service
+principal, ``DefaultAzureCredential``, anonymous access, ``UseDevelopmentStorage=true``,
+an account in the URL host, any option obstore does not model.
+``client="adlfs"|"obstore"|"auto"`` or ``FSMEMORY_AZURE_CLIENT`` forces a route.
 
 On obstore the requests are those of :mod:`fsmemory.fs._obstore`, except that a listing
 takes one ``List Blobs`` per 5000 names and ``delete_many`` one ``Delete Blob`` per blob,
-8 at a time. The version token is the blob's ETag without quotes. Azure answers a failed
-``If-Match`` with 412 and a create-only write on an existing blob with 409; both become
-:class:`~fsmemory.errors.ConflictError`, and so does an ``If-Match`` on a blob that is
-gone. Each obstore request is bounded as a whole by :data:`REQUEST_TIMEOUT` (connecting
-by :data:`CONNECT_TIMEOUT`); fsmemory's :class:`~fsmemory.fs.retry.RetryPolicy` is the
-one retry layer.
+8 at a time. The version token is the ETag without quotes; a failed ``If-Match`` (412),
+a create-only write on an existing blob (409) and an ``If-Match`` on a blob that is gone
+are :class:`~fsmemory.errors.ConflictError`. An obstore request is bounded by
+:data:`REQUEST_TIMEOUT` (connecting by :data:`CONNECT_TIMEOUT`).
 """
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from fsmemory.errors import (
     BackendError,
@@ -52,7 +37,8 @@ from fsmemory.errors import (
     KeyNotFoundError,
     MissingDependencyError,
 )
-from fsmemory.fs._cloud import Cloud, Route, routed_from_url
+from fsmemory.fs._bucket import client_subclass
+from fsmemory.fs._cloud import Cloud, Route, client_options, routed_from_url
 from fsmemory.fs._obstore import (
     ObstoreConnectionError,
     ObstoreRoot,
@@ -72,6 +58,8 @@ __all__ = [
     "AzureRoot",
     "resolve_route",
 ]
+
+_T = TypeVar("_T")
 
 #: the environment variable giving the default of the ``client`` storage option
 CLIENT_ENV = "FSMEMORY_AZURE_CLIENT"
@@ -139,13 +127,8 @@ def _obstore_route(
         assert sas is not None
         config.update(credential_type="sas_token", sas_key=sas.lstrip("?"))
         what = "SAS token"
-    client_options: dict[str, Any] = {
-        "timeout": f"{int(REQUEST_TIMEOUT)}s",
-        "connect_timeout": f"{int(CONNECT_TIMEOUT)}s",
-    }
-    if endpoint.startswith("http://"):
-        client_options["allow_http"] = True
-    return Route("obstore", f"{what} from {source}", config, client_options)
+    http = client_options(CONNECT_TIMEOUT, REQUEST_TIMEOUT, endpoint)
+    return Route("obstore", f"{what} from {source}", config, http)
 
 
 def _route(url: str, options: Mapping[str, Any], environ: Mapping[str, str]) -> Route:
@@ -245,9 +228,6 @@ class AzureRoot(ObstoreRoot):
         return data[start - lo :]
 
 
-_EXACT_NAMES: dict[str, Any] = {}
-
-
 def _exact_names_class() -> Any:
     """A subclass of adlfs's filesystem that takes a bare ``container/key`` path as a
     name, not as a URL (built once; pickle finds it by name in this module).
@@ -257,27 +237,20 @@ def _exact_names_class() -> Any:
     the blob ``notes``, of ``a?#b`` to ``a#b``. A path with a protocol is still parsed
     by adlfs.
     """
-    cls = _EXACT_NAMES.get("cls")
-    if cls is None:
-        from adlfs import AzureBlobFileSystem
+    from adlfs import AzureBlobFileSystem
 
-        def _strip_protocol(klass: Any, path: Any) -> Any:
-            if isinstance(path, str) and "://" not in path:
-                return path.lstrip("/")
-            return AzureBlobFileSystem._strip_protocol.__func__(klass, path)
+    def _strip_protocol(klass: Any, path: Any) -> Any:
+        if isinstance(path, str) and "://" not in path:
+            return path.lstrip("/")
+        return AzureBlobFileSystem._strip_protocol.__func__(klass, path)
 
-        cls = type(
-            "AzureBlobFileSystemExactNames",
-            (AzureBlobFileSystem,),
-            {
-                "__module__": __name__,
-                "__qualname__": "AzureBlobFileSystemExactNames",
-                "__doc__": "adlfs's filesystem taking bare paths as names (fsmemory).",
-                "_strip_protocol": classmethod(_strip_protocol),
-            },
-        )
-        _EXACT_NAMES["cls"] = cls
-    return cls
+    return client_subclass(
+        __name__,
+        "AzureBlobFileSystemExactNames",
+        AzureBlobFileSystem,
+        {"_strip_protocol": classmethod(_strip_protocol)},
+        "adlfs's filesystem taking bare paths as names (fsmemory).",
+    )
 
 
 def __getattr__(name: str) -> Any:
@@ -291,30 +264,22 @@ class AdlfsRoot(FsspecRoot):
     """The adlfs route: an fsspec root over adlfs's filesystem with native
     compare-and-swap (no lease object), and three adlfs quirks fixed.
 
-    Writes are one ``Put Blob`` through adlfs's blob client (azure-storage-blob's
-    ``upload_blob``): create-only is ``If-None-Match: *``, compare-and-swap
-    ``If-Match: <etag>``; a versioned read is one ``Get Blob``, content and ETag from the
-    same response. azure-core's own retries are off for both (``retry_total=0``), but
-    aiohttp resends a ``PUT`` once by itself when a kept-alive connection drops, which
-    Azure then answers with 412. So a conditional write carries a random marker in the
-    blob's metadata (:data:`WRITE_MARKER`, beside the ``is_directory`` adlfs writes) and
-    any conflict or ambiguous failure is resolved exactly by reading it back (one
-    ``Get Blob Properties``). adlfs's other calls (listings, ``stat``, deletes: all
-    idempotent) keep azure-storage-blob's own retries (3, after pauses of 15 s and
-    more), which adlfs does not let a caller switch off: under a failing service they
-    take longer to give up than the retry policy's deadline says.
+    A write is one ``Put Blob`` through azure-storage-blob's ``upload_blob``
+    (``If-None-Match: *`` to create, ``If-Match: <etag>`` to swap); a versioned read one
+    ``Get Blob``, content and ETag from the same response. azure-core's retries are off
+    for both (``retry_total=0``), but aiohttp resends a ``PUT`` once by itself when a
+    kept-alive connection drops (then answered with 412), so a conditional write carries
+    a random marker in the blob's metadata (:data:`WRITE_MARKER`) that one
+    ``Get Blob Properties`` reads back after any conflict or ambiguous failure. adlfs's
+    other calls (idempotent) keep azure-storage-blob's own retries, which adlfs does not
+    let a caller switch off: a failing service takes longer to give up than the retry
+    policy's deadline says.
 
-    Quirks fixed:
-
-    * adlfs parses every path as a URL, so a name holding ``?`` followed by ``#`` (or
-      ending in ``?``) would be written to **another** blob (``a?#b`` to ``a#b``,
-      ``notes?`` to ``notes``); here the filesystem is a subclass that takes a bare
-      path as a name (:func:`_exact_names_class`).
-    * a range starting past the end of a blob fails with HTTP 416 in adlfs; here it
-      reads as ``b""``, as on every other root.
-    * adlfs answers a missing container as a missing file (an empty memory that can
-      never be written); here the first "not found" (or empty listing) checks the
-      container once and raises :class:`~fsmemory.errors.BucketNotFoundError` naming it.
+    Quirks fixed: a name holding ``?`` then ``#`` (or ending in ``?``) would be written
+    to **another** blob (:func:`_exact_names_class`); a range starting past the end of a
+    blob reads as ``b""`` instead of failing with HTTP 416; a missing container raises
+    :class:`~fsmemory.errors.BucketNotFoundError` naming it (checked on the first "not
+    found" or empty listing) instead of looking like an empty memory.
 
     Args: those of :class:`~fsmemory.fs.generic.FsspecRoot`.
     """
@@ -326,42 +291,30 @@ class AdlfsRoot(FsspecRoot):
     _container_seen = False
 
     # -- native conditional writes -------------------------------------------------------
+    def _blob(self, full: str, use: Callable[[Any], Awaitable[_T]]) -> _T:
+        """``await use(<blob client of full>)`` on adlfs's loop."""
+        from fsspec.asyn import sync
+
+        container, blob, _ = self.fs.split_path(full)
+
+        async def call() -> _T:
+            blob_client = self.fs.service_client.get_blob_client(container=container, blob=blob)
+            async with blob_client as client:
+                return await use(client)
+
+        result: _T = sync(self.fs.loop, call)
+        return result
+
     def _read_versioned(self, full: str, path: str) -> Versioned:
         """One ``Get Blob``: content and ETag from the same response."""
-        from fsspec.asyn import sync
 
-        container, blob, _ = self.fs.split_path(full)
-
-        async def get() -> tuple[bytes, str]:
-            async with self.fs.service_client.get_blob_client(
-                container=container, blob=blob
-            ) as client:
-                stream = await client.download_blob(retry_total=0)
-                data = await stream.readall()
-                return bytes(data), str(stream.properties.etag)
+        async def get(client: Any) -> tuple[bytes, str]:
+            stream = await client.download_blob(retry_total=0)
+            return bytes(await stream.readall()), str(stream.properties.etag)
 
         with self._container_known(), translated(path):
-            data, etag = sync(self.fs.loop, get)
+            data, etag = self._blob(full, get)
         return Versioned(data, unquote_etag(etag))
-
-    def _blob_call(self, full: str, method: str, *args: Any, **kwargs: Any) -> Any:
-        """``await <blob client of full>.<method>(*args, **kwargs)`` on adlfs's loop."""
-        from fsspec.asyn import sync
-
-        container, blob, _ = self.fs.split_path(full)
-
-        async def call() -> Any:
-            async with self.fs.service_client.get_blob_client(
-                container=container, blob=blob
-            ) as client:
-                try:
-                    return await getattr(client, method)(*args, **kwargs)
-                except Exception as exc:
-                    if getattr(exc, "status_code", None) == 409 and method == "upload_blob":
-                        raise FileExistsError(full) from exc  # create-only: it exists
-                    raise
-
-        return sync(self.fs.loop, call)
 
     def _put(
         self,
@@ -374,8 +327,8 @@ class AdlfsRoot(FsspecRoot):
         marker: str | None = None,
     ) -> str:
         """One ``Put Blob``, with ``If-None-Match: *`` or ``If-Match`` when asked, tagged
-        with ``marker`` in the blob's metadata."""
-        metadata = {"is_directory": "false"}  # what adlfs writes on every blob
+        with ``marker`` in the blob's metadata (beside the ``is_directory`` adlfs writes)."""
+        metadata = {"is_directory": "false"}
         if marker is not None:
             metadata[WRITE_MARKER] = marker
         options: dict[str, Any] = {"overwrite": not create, "metadata": metadata}
@@ -384,14 +337,23 @@ class AdlfsRoot(FsspecRoot):
 
             check_version(if_version)
             options.update(etag=f'"{if_version}"', match_condition=MatchConditions.IfNotModified)
+
+        async def upload(client: Any) -> Any:
+            try:
+                return await client.upload_blob(data, retry_total=0, **options)
+            except Exception as exc:
+                if getattr(exc, "status_code", None) == 409:  # create-only: it exists
+                    raise FileExistsError(full) from exc
+                raise
+
         with conditional_write(path, if_version, create), translated(path):
-            result = self._blob_call(full, "upload_blob", data, retry_total=0, **options)
+            result = self._blob(full, upload)
         return unquote_etag((result or {}).get("etag"))
 
     def _read_marker(self, full: str, path: str) -> tuple[str | None, str]:
         """The marker and ETag of the blob (one ``Get Blob Properties``)."""
         with self._container_known(), translated(path):
-            props = self._blob_call(full, "get_blob_properties", retry_total=0)
+            props = self._blob(full, lambda client: client.get_blob_properties(retry_total=0))
         return (props.metadata or {}).get(WRITE_MARKER), unquote_etag(props.etag)
 
     _create_exclusive = FsspecRoot._create_with_put
@@ -399,6 +361,7 @@ class AdlfsRoot(FsspecRoot):
     def _token(self, info: dict[str, Any]) -> str:
         return unquote_etag(info.get("etag")) or super()._token(info)
 
+    # -- a missing container -------------------------------------------------------------
     def _check_container(self) -> None:
         """Raise BucketNotFoundError when the container is missing (checked until it is
         seen once; a check that fails says nothing)."""
@@ -467,13 +430,9 @@ class AdlfsRoot(FsspecRoot):
             with self._container_known():
                 return super().read_range(path, start, end)
         except BackendError as exc:
-            if http_status(exc) == _RANGE_NOT_SATISFIABLE:
+            if http_status(exc) == 416:  # Range Not Satisfiable: the blob ends before
                 return b""
             raise
-
-
-#: HTTP status of a range that starts at or past the end of a blob
-_RANGE_NOT_SATISFIABLE = 416
 
 
 AzureRoot.cloud = Cloud(

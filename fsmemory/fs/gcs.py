@@ -1,49 +1,32 @@
 """Google Cloud Storage root (``gs://``, ``gcs://``): native compare-and-swap through
 obstore, gcsfs where obstore cannot serve the configuration.
 
-**Which route** (decided once per root by :func:`resolve_route`, see
-:mod:`fsmemory.fs._cloud`), resolving credentials exactly as gcsfs (and the google-auth
-it calls) would:
+**Which route** (chosen once per root, see :mod:`fsmemory.fs._cloud` and
+:func:`resolve_route`), resolving credentials exactly as gcsfs and google-auth would:
+**obstore** (:class:`GCSObstoreRoot`, GCS's XML API) when gcsfs would use a
+service-account key (``token`` naming a key file or holding one as a dict, or no
+``token`` and ``GOOGLE_APPLICATION_CREDENTIALS`` naming one whose ``project_id`` is the
+``project`` option's, if given) or ``token="anon"``, at ``endpoint_url``, else
+``STORAGE_EMULATOR_HOST``, else Google's endpoint; options that change nothing obstore
+sends (``project``, ``access="full_control"``, gcsfs's caches) are fine. **gcsfs**
+(:class:`GcsfsRoot`, GCS's JSON API) for everything else (other credential files and
+tokens, the metadata server, ``requester_pays``, a narrower ``access``, unmodelled
+options, proxies, other CA bundles, mutual TLS, other universes, ``GOOGLE_*`` variables
+obstore would read itself, a configuration obstore refuses). ``client="gcsfs"|"obstore"|
+"auto"`` or ``FSMEMORY_GCS_CLIENT`` forces a route; an emulator that answers only the
+JSON API (fake-gcs-server) needs ``client="gcsfs"``.
 
-* **obstore** (:class:`GCSObstoreRoot`, ``pip install 'fsmemory[gcs]'``), GCS's XML API,
-  when the credential gcsfs would use is one obstore sends the same way: ``token``
-  naming a service-account key file or holding a key as a dict; no ``token`` and
-  ``GOOGLE_APPLICATION_CREDENTIALS`` naming a service-account key file (not when a
-  ``project`` option differs from the file's ``project_id``: gcsfs then abandons those
-  credentials); ``token="anon"``. The endpoint is ``endpoint_url``, else
-  ``STORAGE_EMULATOR_HOST``, else ``https://storage.googleapis.com``. Options that change
-  nothing obstore sends (``project``, ``access="full_control"``, gcsfs's cache and
-  block-size settings) are fine.
-* **gcsfs** (:class:`GcsfsRoot`, ``pip install 'fsmemory[gcsfs]'``), GCS's JSON API, for
-  everything else: authorized-user, external-account and impersonation files, gcloud's
-  application-default credentials, the metadata server (``token="cloud"``, or no
-  credentials configured at all), ``token="google_default"``/``"cache"``/``"browser"``,
-  a raw access token, a ``Credentials`` object, ``requester_pays``, a narrower
-  ``access``, any option obstore does not model, proxies and other CA bundles, mutual
-  TLS, other universes, ``GOOGLE_*`` variables obstore would read by itself
-  (``GOOGLE_SERVICE_ACCOUNT``, ...), and a configuration obstore refuses (logged).
-* ``client="gcsfs"|"obstore"|"auto"`` or ``FSMEMORY_GCS_CLIENT`` forces a route. An
-  emulator that answers only the JSON API (fake-gcs-server) needs ``client="gcsfs"``.
-
-Versions: the version token of both routes is the object's **generation** (GCS's ETag
-is an MD5 of the content: the same bytes written twice keep one ETag). Conditional
-writes are native: ``x-goog-if-generation-match`` on obstore, ``ifGenerationMatch`` on
-gcsfs, ``0`` for create-only; a version read through one route is a valid ``if_version``
-on the other. The change token of listings and ``stat`` is the object's MD5 in hex on
-both routes (GCS's XML listing carries no generation obstore reads).
-
-Requests per primitive are those of :mod:`fsmemory.fs._obstore` on both routes, except
-that ``stat`` is one metadata ``GET`` on gcsfs and a delete is one ``DELETE`` (GCS
+The version token is the object's **generation** on both routes (GCS's ETag is the
+content's MD5), compared natively (``x-goog-if-generation-match`` on obstore,
+``ifGenerationMatch`` on gcsfs, ``0`` to create); the change token of listings and
+``stat`` is the MD5 in hex on both. Requests are those of :mod:`fsmemory.fs._obstore`,
+except that ``stat`` is one metadata ``GET`` on gcsfs and a delete one ``DELETE`` (GCS
 answers 404 for a missing object), several at a time for ``delete_many``. Neither route
-retries by itself (gcsfs's retry decorator is undone in a subclass): the root's
-:class:`~fsmemory.fs.retry.RetryPolicy` does. Timeouts: connecting 10 s and each read
-60 s (gcsfs), the whole request 70 s (obstore), unless ``requests_timeout`` is given.
-
-gcsfs >= 2025 enables experimental zonal-bucket support by default, which makes every
-operation against an emulator or a plain bucket wait on a gRPC probe; unless the
-environment sets ``GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT`` to true, the gcsfs route uses the
-plain ``gcsfs.core.GCSFileSystem``. fsmemory never sets that variable itself (a library
-call changes no process-wide state).
+retries by itself (gcsfs's retry decorator is undone in a subclass). Timeouts: 10 s to
+connect and 60 s per read (gcsfs), 70 s per request (obstore), unless
+``requests_timeout`` is given. The gcsfs route uses the plain ``gcsfs.core.GCSFileSystem``
+unless ``GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT`` is true (the experimental zonal-bucket class
+waits on a gRPC probe per operation); fsmemory never sets that variable itself.
 """
 
 from __future__ import annotations
@@ -53,17 +36,17 @@ import json
 import os
 import uuid
 from collections.abc import Mapping
-from datetime import timedelta
 from typing import Any, ClassVar
 
 import orjson
 
 from fsmemory._log import get_logger
 from fsmemory.errors import BackendError, ConflictError, MissingDependencyError
-from fsmemory.fs._bucket import BucketRoot, single_try_subclass
+from fsmemory.fs._bucket import BucketRoot, client_subclass
 from fsmemory.fs._cloud import (
     Cloud,
     Route,
+    client_options,
     env_value,
     foreign_environment,
     routed_from_url,
@@ -206,16 +189,14 @@ def _uses_client_cert(environ: Mapping[str, str]) -> bool:
     return os.path.exists(default)
 
 
-def _timeouts(value: object) -> dict[str, Any] | None:
-    """obstore's client timeouts for gcsfs's ``requests_timeout`` (seconds), or None
-    when it is not a number."""
+def _timeouts(value: object) -> tuple[float, float] | None:
+    """obstore's connect and whole-request timeouts for gcsfs's ``requests_timeout``
+    (seconds), or None when it is not a number."""
     if value is None:
-        connect, total = CONNECT_TIMEOUT, CONNECT_TIMEOUT + READ_TIMEOUT
-    elif isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-        connect, total = min(CONNECT_TIMEOUT, float(value)), float(value)
-    else:
-        return None
-    return {"connect_timeout": timedelta(seconds=connect), "timeout": timedelta(seconds=total)}
+        return CONNECT_TIMEOUT, CONNECT_TIMEOUT + READ_TIMEOUT
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return min(CONNECT_TIMEOUT, float(value)), float(value)
+    return None
 
 
 def _credentials(
@@ -272,8 +253,8 @@ def _route(url: str, options: Mapping[str, Any], environ: Mapping[str, str]) -> 
         return Route("gcsfs", f"storage option(s) obstore does not model: {', '.join(unknown)}")
     if options.get("access", "full_control") != "full_control":
         return Route("gcsfs", f"access={options.get('access')!r} (a narrower OAuth scope)")
-    client_options = _timeouts(options.get("requests_timeout"))
-    if client_options is None:
+    timeouts = _timeouts(options.get("requests_timeout"))
+    if timeouts is None:
         return Route("gcsfs", "requests_timeout is not a number of seconds")
     universe = env_value(environ, "GOOGLE_CLOUD_UNIVERSE_DOMAIN") or "googleapis.com"
     if universe != "googleapis.com":
@@ -293,9 +274,8 @@ def _route(url: str, options: Mapping[str, Any], environ: Mapping[str, str]) -> 
         emulator = f"http://{emulator}"
     endpoint = str(options.get("endpoint_url") or emulator or DEFAULT_ENDPOINT).rstrip("/")
     config["base_url"] = endpoint
-    if endpoint.startswith("http://"):
-        client_options["allow_http"] = True
-    return Route("obstore", f"{what}, endpoint {endpoint}", config, client_options)
+    http = client_options(*timeouts, endpoint)
+    return Route("obstore", f"{what}, endpoint {endpoint}", config, http)
 
 
 def _gcsfs_class(*, experimental: bool | None = None) -> Any:
@@ -326,7 +306,7 @@ def _single_try_class(experimental: bool | None = None) -> Any:
     if inner is None:  # pragma: no cover - a gcsfs without the retry decorator
         return base
     name = _SINGLE_TRY_NAME[base is not _gcsfs_class(experimental=False)]
-    return single_try_subclass(__name__, name, base, {"_request": inner})
+    return client_subclass(__name__, name, base, {"_request": inner})
 
 
 def __getattr__(name: str) -> Any:
@@ -424,71 +404,62 @@ class GcsfsRoot(GCSRoot):
     request issued through gcsfs's ``_call`` (so credentials and the endpoint work
     exactly as in gcsfs). The constructor arguments are :class:`BucketRoot`'s."""
 
-    # -- plumbing ----------------------------------------------------------------------
-    def _media_url(self, bucket: str, key: str, generation: str | None = None) -> str:
+    def _media_url(self, key: str, generation: str | None = None) -> str:
         pin = f"&generation={generation}" if generation else ""
-        return (
-            f"{self.fs._location}/download/storage/v1/b/{_quote(bucket)}/o/{_quote(key)}"
-            f"?alt=media{pin}"
-        )
+        where = f"{_quote(self.bucket)}/o/{_quote(key)}"
+        return f"{self.fs._location}/download/storage/v1/b/{where}?alt=media{pin}"
 
     async def _download(
-        self, bucket: str, key: str, byte_range: str | None, generation: str | None = None
+        self, key: str, byte_range: str | None, generation: str | None = None
     ) -> tuple[bytes, str | None, bool]:
         """``(data, generation, whole)``; ``whole`` is False when a range was served."""
         headers = {"Range": byte_range} if byte_range else None
-        resp_headers, data = await self.fs._call(
-            "GET", self._media_url(bucket, key, generation), headers=headers
-        )
-        gen = resp_headers.get("X-Goog-Generation")
-        return bytes(data), gen, "Content-Range" not in resp_headers
+        got, data = await self.fs._call("GET", self._media_url(key, generation), headers=headers)
+        return bytes(data), got.get("X-Goog-Generation"), "Content-Range" not in got
 
-    async def _metadata(self, bucket: str, key: str) -> dict[str, Any]:
-        meta: dict[str, Any] = await self.fs._call("GET", "b/{}/o/{}", bucket, key, json_out=True)
+    async def _head(self, key: str) -> dict[str, Any]:
+        meta: dict[str, Any] = await self.fs._call(
+            "GET", "b/{}/o/{}", self.bucket, key, json_out=True
+        )
         return meta
 
-    async def _read_pinned(self, bucket: str, key: str) -> tuple[bytes, str]:
+    async def _read_pinned(self, key: str) -> tuple[bytes, str]:
         """Read content and generation consistently in one request when possible."""
-        data, gen, _ = await self._download(bucket, key, None)
+        data, gen, _ = await self._download(key, None)
         if gen is not None:
             return data, gen
         # No x-goog-generation header (a proxy dropped it): pin the generation first,
         # then download exactly that generation, so content and version still match.
-        gen = str((await self._metadata(bucket, key))["generation"])
-        data, _, _ = await self._download(bucket, key, None, gen)
-        return data, gen
-
-    async def _upload(
-        self, bucket: str, key: str, data: bytes, if_generation: str | None
-    ) -> dict[str, Any]:
-        body, boundary = _multipart_body(key, data)
-        result: dict[str, Any] = await self.fs._call(
-            "POST",
-            f"{self.fs._location}/upload/storage/v1/b/{_quote(bucket)}/o",
-            uploadType="multipart",
-            ifGenerationMatch=if_generation,
-            headers={"Content-Type": f'multipart/related; boundary="{boundary}"'},
-            data=body,
-            json_out=True,
-        )
-        return result
+        gen = str((await self._head(key))["generation"])
+        return (await self._download(key, None, gen))[0], gen
 
     # -- FsspecRoot hooks --------------------------------------------------------------
     def _read_versioned(self, full: str, path: str) -> Versioned:
         """One media ``GET``: content and generation from the same response."""
-        bucket, key = self._split(full)
         with self._translated(path):
-            data, gen = self._run(self._read_pinned, bucket, key)
+            data, gen = self._run(self._read_pinned, self._split(full)[1])
         return Versioned(data, gen)
 
     def _put(self, full: str, path: str, data: bytes, if_version: str | None, create: bool) -> str:
         """One multipart upload, with ``ifGenerationMatch`` when conditional."""
-        bucket, key = self._split(full)
         _check_generation(path, if_version)
-        condition = "0" if create else if_version
+        body, boundary = _multipart_body(self._split(full)[1], data)
+
+        async def upload() -> dict[str, Any]:
+            result: dict[str, Any] = await self.fs._call(
+                "POST",
+                f"{self.fs._location}/upload/storage/v1/b/{_quote(self.bucket)}/o",
+                uploadType="multipart",
+                ifGenerationMatch="0" if create else if_version,
+                headers={"Content-Type": f'multipart/related; boundary="{boundary}"'},
+                data=body,
+                json_out=True,
+            )
+            return result
+
         try:
             with conditional_write(path, if_version, create), self._translated(path):
-                meta = self._run(self._upload, bucket, key, data, condition)
+                meta = self._run(upload)
         finally:
             self.fs.invalidate_cache(full)
         generation = meta.get("generation")
@@ -521,18 +492,15 @@ class GcsfsRoot(GCSRoot):
     def _key_of(self, obj: dict[str, Any]) -> str:
         return str(obj["name"])
 
-    async def _head(self, key: str) -> dict[str, Any]:
-        return await self._metadata(self.bucket, key)
-
     async def _get_range(self, key: str, start: int, end: int | None) -> bytes:
         if start == 0 and end is None:
-            return (await self._download(self.bucket, key, None))[0]
+            return (await self._download(key, None))[0]
         # Ask for one byte before ``start``: reading exactly at the end of the object (a
         # reader tailing a log) then gets that byte back instead of an HTTP 416, which
         # gcsfs logs as an error with a traceback.
         lo = start - 1 if start > 0 else 0
         byte_range = f"bytes={lo}-" if end is None else f"bytes={lo}-{end - 1}"
-        data, _, whole = await self._download(self.bucket, key, byte_range)
+        data, _, whole = await self._download(key, byte_range)
         if whole:  # the server ignored Range and sent everything
             return data[start:end]
         return data[start - lo :]

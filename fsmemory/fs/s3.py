@@ -1,37 +1,29 @@
-"""S3 storage root: native compare-and-swap, through obstore or through s3fs.
+"""S3 storage root (``s3://``): native compare-and-swap through obstore, or through s3fs.
 
-**Which route** (decided once per root, see :mod:`fsmemory.fs._cloud`):
+**Which route** (chosen once per root by :mod:`fsmemory.fs._cloud`; the backends guide
+says the same for users): **obstore** (:class:`S3ObstoreRoot`) when it resolves the
+configuration exactly as botocore would (:func:`obstore_config`): keys from the options
+(or ``anon=True``) or the ``AWS_*_KEY*``/``AWS_SESSION_TOKEN`` variables, else web
+identity or container credentials when no shared AWS file exists; the region from
+``client_kwargs``, ``AWS_DEFAULT_REGION`` or the profile (else us-east-1, the bucket's
+redirect followed); the endpoint from ``endpoint_url``, ``client_kwargs`` or
+``AWS_ENDPOINT_URL[_S3]`` (path-style there); ``config_kwargs`` timeouts. **s3fs**
+(:class:`S3fsRoot`) for the rest: richer profiles, keys only in the shared files, SSO,
+``credential_process``, role chains, instance metadata, FIPS and dual-stack endpoints,
+other CA bundles, proxies, other ``AWS_*`` variables or options (``requester_pays``,
+``version_aware``, ``session``, ...), China and isolated partitions.
+``client="s3fs"|"obstore"|"auto"`` (``"builtin"``: an older name of ``"obstore"``) or
+``FSMEMORY_S3_CLIENT`` forces a route; :attr:`S3Root.client` tells which one a root
+takes; ``root.fs`` is an ``s3fs.S3FileSystem`` on both (built on first use on obstore).
 
-* **obstore** (:class:`S3ObstoreRoot`) when it resolves the configuration exactly as
-  botocore would (:func:`obstore_config`): credentials from the options (``key``/
-  ``secret``/``token``, or ``anon=True``), from ``AWS_ACCESS_KEY_ID``/
-  ``AWS_SECRET_ACCESS_KEY``/``AWS_SESSION_TOKEN`` (what AWS Lambda sets), or -- when no
-  shared config or credentials file exists -- web identity (EKS) and container (ECS/EKS)
-  credentials; the region from ``client_kwargs={"region_name": ...}``,
-  ``AWS_DEFAULT_REGION`` or the active profile of the config file, else us-east-1 as
-  botocore assumes (S3's redirect to the bucket's own region is followed either way);
-  the endpoint from ``endpoint_url`` / ``client_kwargs={"endpoint_url": ...}`` /
-  ``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL`` (path-style addressing there);
-  ``config_kwargs`` ``connect_timeout``/``read_timeout``.
-* **s3fs** (:class:`S3fsRoot`) for everything else, as botocore resolves it: profiles
-  whose config section holds more than ``region``/``output``, static keys only in the
-  shared files, SSO, ``credential_process``, role chains, the instance metadata service,
-  FIPS and dual-stack endpoints, a CA bundle other than the system's, proxies, any other
-  ``AWS_*`` variable or storage option obstore does not model (``requester_pays``,
-  ``version_aware``, ``session``, ...), China and isolated partitions.
-* ``client="s3fs"|"obstore"|"auto"`` (``"builtin"``: an older name of ``"obstore"``) or
-  ``FSMEMORY_S3_CLIENT`` forces a route; :attr:`S3Root.client` tells which one a root
-  takes. ``root.fs`` is an ``s3fs.S3FileSystem`` on both (built on first use on obstore).
-
-Both routes send the same requests for each primitive (the table of
-:mod:`fsmemory.fs._obstore`) and the version token is the ETag without quotes on both, so
-a version read through one route is a valid ``if_version`` on the other. Neither route
-retries by itself (obstore: ``max_retries=0``; s3fs's and botocore's retries off, but
-aiohttp resends a ``PUT`` once on a dropped kept-alive connection): the root's
+Both routes send the requests of :mod:`fsmemory.fs._obstore`'s table, and the version is
+the ETag without quotes on both (valid as ``if_version`` across routes). Neither retries
+by itself (obstore: ``max_retries=0``; botocore's retries off, but aiohttp resends a
+``PUT`` once on a dropped kept-alive connection): the root's
 :class:`~fsmemory.fs.retry.RetryPolicy` does, and a conditional ``PutObject`` carries a
-marker in its user metadata (``x-amz-meta-fsmemory-write``) that one ``HEAD`` reads back
-after an ambiguous failure. Timeouts are s3fs's (connect 5 s, read 15 s; ``config_kwargs``
-may change them); on obstore the whole request is bounded by their sum.
+marker (``x-amz-meta-fsmemory-write``) that one ``HEAD`` reads back after an ambiguous
+failure. Timeouts are s3fs's (connect 5 s, read 15 s; ``config_kwargs`` may change
+them); obstore bounds the whole request by their sum.
 """
 
 from __future__ import annotations
@@ -42,15 +34,15 @@ import re
 import threading
 from collections.abc import Mapping
 from dataclasses import replace
-from datetime import timedelta
 from typing import Any, ClassVar
 
 from fsmemory._log import get_logger
 from fsmemory.errors import MissingDependencyError
-from fsmemory.fs._bucket import BucketRoot, single_try_subclass
+from fsmemory.fs._bucket import BucketRoot, client_subclass
 from fsmemory.fs._cloud import (
     Cloud,
     Route,
+    client_options,
     env_value,
     foreign_environment,
     routed_from_url,
@@ -122,7 +114,7 @@ def _single_try_class() -> Any:
         import s3fs
     except ImportError as exc:
         raise MissingDependencyError("s3fs", "s3fs") from exc
-    return single_try_subclass(__name__, _SINGLE_TRY_NAME, s3fs.S3FileSystem, {"retries": 1})
+    return client_subclass(__name__, _SINGLE_TRY_NAME, s3fs.S3FileSystem, {"retries": 1})
 
 
 def __getattr__(name: str) -> Any:
@@ -209,21 +201,6 @@ def _credentials(
     return config, ""
 
 
-def _client_options(options: Mapping[str, Any], endpoint: str | None) -> dict[str, Any]:
-    """Timeouts as s3fs's (the whole request bounded by their sum); plain HTTP allowed
-    for an ``http://`` endpoint."""
-    config_kwargs = dict(options.get("config_kwargs") or {})
-    connect = float(config_kwargs.get("connect_timeout", CONNECT_TIMEOUT))
-    read = float(config_kwargs.get("read_timeout", READ_TIMEOUT))
-    client_options: dict[str, Any] = {
-        "connect_timeout": timedelta(seconds=connect),
-        "timeout": timedelta(seconds=connect + read),
-    }
-    if endpoint and endpoint.startswith("http://"):
-        client_options["allow_http"] = True
-    return client_options
-
-
 def obstore_config(
     options: Mapping[str, Any], environ: Mapping[str, str] | None = None
 ) -> tuple[dict[str, Any] | None, str]:
@@ -273,8 +250,11 @@ def obstore_config(
     if endpoint:
         config["endpoint"] = endpoint
     style = "path" if endpoint else "virtual"
-    client_options = _client_options(options, endpoint)
-    return {"config": config, "client_options": client_options, "bucket_style": style}, ""
+    timeouts = dict(options.get("config_kwargs") or {})
+    connect = float(timeouts.get("connect_timeout", CONNECT_TIMEOUT))
+    total = connect + float(timeouts.get("read_timeout", READ_TIMEOUT))
+    http = client_options(connect, total, endpoint)  # the whole request: their sum
+    return {"config": config, "client_options": http, "bucket_style": style}, ""
 
 
 #: the region each bucket was found in, by endpoint and bucket (botocore keeps the same
@@ -419,43 +399,32 @@ class S3fsRoot(S3Root):
     _hidden_retries: ClassVar[bool] = True
     _marks_writes = True
 
-    # -- plumbing ----------------------------------------------------------------------
     def _split(self, full: str) -> tuple[str, str]:
         bucket, key, _ = self.fs.split_path(full)
         return bucket, key
 
-    async def _get(self, bucket: str, key: str, byte_range: str | None) -> tuple[bytes, str, bool]:
-        """``(data, etag, whole)``; ``whole`` is False when a range was served."""
-        extra = {"Range": byte_range} if byte_range else {}
-
-        async def once() -> tuple[bytes, str, bool]:
-            resp = await self.fs._call_s3("get_object", Bucket=bucket, Key=key, **extra)
-            body = resp["Body"]
-            try:
-                data: bytes = await body.read()
-            finally:
-                body.close()
-            return data, unquote_etag(resp.get("ETag", "")), "ContentRange" not in resp
-
-        try:
-            from s3fs.core import _error_wrapper
-        except ImportError:  # pragma: no cover - older/newer s3fs
-            return await once()
-        # s3fs's own wrapper also retries a body that breaks off mid-stream.
-        result: tuple[bytes, str, bool] = await _error_wrapper(once, retries=self.fs.retries)
-        return result
-
     async def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
-        """One s3fs request."""
-        result: dict[str, Any] = await self.fs._call_s3(operation, **kwargs)
+        """One s3fs request on this root's bucket."""
+        result: dict[str, Any] = await self.fs._call_s3(operation, Bucket=self.bucket, **kwargs)
         return result
+
+    async def _get(self, key: str, byte_range: str | None) -> tuple[bytes, str, bool]:
+        """``(data, etag, whole)`` of one ``GetObject``; ``whole``: no range was served."""
+        resp = await self._call(
+            "get_object", Key=key, **({"Range": byte_range} if byte_range else {})
+        )
+        body = resp["Body"]
+        try:
+            data: bytes = await body.read()
+        finally:
+            body.close()
+        return data, unquote_etag(resp.get("ETag", "")), "ContentRange" not in resp
 
     # -- FsspecRoot hooks --------------------------------------------------------------
     def _read_versioned(self, full: str, path: str) -> Versioned:
         """One ``GetObject``: content and ETag from the same response."""
-        bucket, key = self._split(full)
         with self._translated(path):
-            data, etag, _ = self._run(self._get, bucket, key, None)
+            data, etag, _ = self._run(self._get, self._split(full)[1], None)
         return Versioned(data, etag)
 
     def _put(
@@ -470,38 +439,36 @@ class S3fsRoot(S3Root):
     ) -> str:
         """One ``PutObject``, conditional on ``If-Match``/``If-None-Match`` when asked,
         tagged with ``marker`` in its user metadata when given."""
-        bucket, key = self._split(full)
-        kwargs: dict[str, Any] = {}
-        if marker is not None:
-            kwargs["Metadata"] = {WRITE_MARKER: marker}
+        kwargs: dict[str, Any] = {} if marker is None else {"Metadata": {WRITE_MARKER: marker}}
         if create:
             kwargs["IfNoneMatch"] = "*"
         if if_version is not None:
             check_version(if_version)
             kwargs["IfMatch"] = quote_etag(if_version)
+        key = self._split(full)[1]
         try:
             with conditional_write(path, if_version, create), self._translated(path):
-                resp = self.fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, **kwargs)
+                resp = self.fs.call_s3(
+                    "put_object", Bucket=self.bucket, Key=key, Body=data, **kwargs
+                )
         finally:
             self._forget_cached(full)
         return unquote_etag(resp["ETag"])
 
     def _read_marker(self, full: str, path: str) -> tuple[str | None, str]:
         """The marker and ETag of the object (one ``HeadObject``)."""
-        bucket, key = self._split(full)
         with self._translated(path):
-            head = self._run(self._head_in, bucket, key)
-        marker = (head.get("Metadata") or {}).get(WRITE_MARKER)
-        return marker, unquote_etag(head.get("ETag", ""))
+            head = self._run(self._head, self._split(full)[1])
+        return (head.get("Metadata") or {}).get(WRITE_MARKER), unquote_etag(head.get("ETag"))
 
     def _token(self, info: dict[str, Any]) -> str:
-        return unquote_etag(info.get("ETag") or info.get("etag") or "")
+        return unquote_etag(info.get("ETag") or info.get("etag"))
 
     # -- BucketRoot hooks --------------------------------------------------------------
     async def _list_page(
         self, key_prefix: str, delimiter: bool, token: str | None
     ) -> tuple[builtins.list[dict[str, Any]], builtins.list[str], str | None]:
-        kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": key_prefix}
+        kwargs: dict[str, Any] = {"Prefix": key_prefix}
         if delimiter:
             kwargs["Delimiter"] = "/"
         if token:
@@ -516,32 +483,28 @@ class S3fsRoot(S3Root):
 
     def _info_of(self, rel: str, obj: dict[str, Any]) -> FileInfo:
         size = obj.get("Size", obj.get("ContentLength"))
-        return FileInfo(rel, int(size or 0), _mtime(obj), unquote_etag(obj.get("ETag", "")))
-
-    async def _head_in(self, bucket: str, key: str) -> dict[str, Any]:
-        return await self._call("head_object", Bucket=bucket, Key=key)
+        return FileInfo(rel, int(size or 0), _mtime(obj), unquote_etag(obj.get("ETag")))
 
     async def _head(self, key: str) -> dict[str, Any]:
-        return await self._head_in(self.bucket, key)
+        return await self._call("head_object", Key=key)
 
     async def _get_range(self, key: str, start: int, end: int | None) -> bytes:
         byte_range = f"bytes={start}-" if end is None else f"bytes={start}-{end - 1}"
-        data, _, whole = await self._get(self.bucket, key, byte_range)
+        data, _, whole = await self._get(key, byte_range)
         # A server that ignores Range sends the whole object (200, no Content-Range).
         return data[start:end] if whole else data
 
     async def _bucket_exists(self) -> bool:
         try:
-            await self._call("head_bucket", Bucket=self.bucket)
+            await self._call("head_bucket")
         except FileNotFoundError:
             return False
         return True
 
-    # -- StorageRoot -------------------------------------------------------------------
     async def _delete_object(self, key: str) -> None:
         """``HeadObject`` (S3 deletes missing keys silently) then ``DeleteObject``."""
         await self._head(key)
-        await self._call("delete_object", Bucket=self.bucket, Key=key)
+        await self._call("delete_object", Key=key)
 
     async def _delete_keys(self, keys: builtins.list[str]) -> int:
         """``DeleteObjects`` batches of 1000 keys, sent concurrently."""
@@ -551,11 +514,9 @@ class S3fsRoot(S3Root):
         replies = await asyncio.gather(
             *(
                 self._call(
-                    "delete_objects",
-                    Bucket=self.bucket,
-                    Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True},
+                    "delete_objects", Delete={"Objects": [{"Key": k} for k in b], "Quiet": True}
                 )
-                for batch in batches
+                for b in batches
             )
         )
         errors = [e for r in replies for e in r.get("Errors", [])]

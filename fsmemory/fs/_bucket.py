@@ -1,14 +1,9 @@
 """What the object-store roots (S3, GCS, Azure's obstore route) share: keys under a
-bucket prefix, running the async filesystem's coroutines, listing, ``stat``, ranged
-reads, exclusive creates and telling a missing bucket from a missing key.
+bucket prefix, listing, ``stat``, ranged reads, deletes, exclusive creates and telling a
+missing bucket from a missing key.
 
-A service supplies only its requests: :meth:`BucketRoot._list_page` (one page of a
-listing), :meth:`BucketRoot._head` (an object's metadata), :meth:`BucketRoot._info_of`
-(metadata -> :class:`~fsmemory.fs.base.FileInfo`), :meth:`BucketRoot._get_range` (one
-ranged download), :meth:`BucketRoot._bucket_exists` and :meth:`BucketRoot._put`. The
-requests are coroutines run by :meth:`BucketRoot._run` (on the async filesystem's event
-loop; the obstore roots run them in place), and :meth:`BucketRoot._forget_cached`
-drops what the filesystem may cache after a change.
+A service supplies only its requests (the hooks below: coroutines run by
+:meth:`BucketRoot._run` on the async filesystem's loop, or in place on obstore).
 
 A missing bucket: S3 names it in most error replies (``NoSuchBucket``), but a
 ``HeadObject`` answers a bare 404 and GCS answers 404 for a missing bucket and a missing
@@ -243,11 +238,6 @@ class BucketRoot(FsspecRoot):
                 out.append(self._info_of(rel, obj))
         out.sort(key=lambda i: i.path)
         return out
-
-    @idempotent
-    def list_dirs(self, prefix: str = "") -> builtins.list[str]:
-        """Immediate subdirectories: the common prefixes of one delimited listing."""
-        return sorted(self.list_names(prefix)[1])
 
     @idempotent
     def list_names(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:

@@ -1,22 +1,18 @@
 """How an S3, GCS or Azure Blob root picks its client: obstore, or the service's fsspec
 filesystem (s3fs, gcsfs, adlfs).
 
-A service describes itself once in a :class:`Cloud`: its predicate (can obstore serve
-this configuration exactly as the fsspec client would resolve it, judged from the storage
-options, the environment and the files that client reads), its obstore store class and
-its two root classes. :meth:`Cloud.open` decides the rest the same way for all:
+A service describes itself once in a :class:`Cloud` (its predicate: can obstore serve
+this configuration exactly as the fsspec client would resolve it; its store class and
+its two root classes), and :meth:`Cloud.open` decides the rest the same way for all:
 
-* the storage option ``client`` (``"auto"``, ``"obstore"`` or the fallback's name), or
-  the service's ``FSMEMORY_*_CLIENT`` variable for a whole process, forces a route;
-  forcing obstore for a configuration it cannot serve raises
-  :class:`~fsmemory.errors.InvalidInputError` saying why;
-* a process forked after obstore was used takes the fallback (obstore's runtime does not
-  survive ``fork()``), and so does one without obstore unless it was forced, or the
-  fallback is missing too (then the fast path's extra is named);
-* the stores are shared by the roots of one bucket and configuration in a process (a
-  warm serverless worker opening its memory per invocation reuses the connections);
-* the obstore root's ``fs`` is the fallback's filesystem, built on first use, and in a
-  forked child the obstore root becomes the fallback root of the same URL and options.
+* the storage option ``client``, or the service's ``FSMEMORY_*_CLIENT`` variable, forces
+  a route (forcing obstore where it cannot serve raises saying why);
+* a process forked after obstore was used takes the fallback, and so does one without
+  obstore unless it was forced (or the fallback is missing too);
+* roots of one bucket and configuration share their store in a process (a warm
+  serverless worker reuses the connections);
+* an obstore root's ``fs`` is the fallback's filesystem, built on first use, and in a
+  forked child the root becomes the fallback root of the same URL and options.
 """
 
 from __future__ import annotations

@@ -23,27 +23,21 @@ operation                       requests
 ``list_with_cache``             the listing and the cache ``GET`` sent together
 ==============================  =====================================================
 
-Errors become fsmemory's: a missing object is a ``FileNotFoundError`` (then
-:class:`~fsmemory.errors.KeyNotFoundError`), a failed precondition or create-only write
-:class:`~fsmemory.errors.ConflictError`, a missing bucket
-:class:`~fsmemory.errors.BucketNotFoundError`, a certificate the client does not trust a
-:class:`~fsmemory.errors.BackendError` saying so, a failure to connect or a timeout a
-transient :class:`ObstoreConnectionError`, and any other reply of the service an
-:class:`ObstoreHTTPError` carrying its HTTP status (retried when the status says so).
-obstore reports the status only in its message (``... status code: 503 ...``), which is
-where it is read from.
-
-A conditional write carries a random marker in its user metadata
-(``fsmemory-write``); after an ambiguous failure one ``GET`` without body (``head``)
-reads the metadata back and tells exactly whether the object is this write.
+Errors become fsmemory's (:func:`map_error`, reading the HTTP status from obstore's
+message, the only place it reports it): a missing object a ``FileNotFoundError``, a failed
+precondition :class:`~fsmemory.errors.ConflictError`, a missing bucket
+:class:`~fsmemory.errors.BucketNotFoundError`, an untrusted certificate a
+:class:`~fsmemory.errors.BackendError` saying so, no complete reply a transient
+:class:`ObstoreConnectionError`, any other reply an :class:`ObstoreHTTPError`. A
+conditional write carries a random marker in its user metadata (``fsmemory-write``) that
+one ``GET`` without body reads back after an ambiguous failure.
 
 Process safety: only obstore's synchronous calls are used (its async calls under a
 short-lived event loop can abort the interpreter at exit), and no thread or pool is kept
-between calls. obstore's tokio runtime does not survive ``fork()`` (every call would
-hang): in a child forked from a process that used obstore, a root built with a
-``fork_class`` becomes an instance of it (the fallback root of the same URL and options),
-any other obstore root raises :class:`~fsmemory.errors.BackendError` saying so, and
-:func:`obstore_usable` tells the route chooser to take the fallback from the start.
+between calls. obstore's tokio runtime does not survive ``fork()``: in a child forked
+from a process that used it, a root becomes its ``fork_class`` (the fallback root of the
+same URL and options), and :func:`obstore_usable` makes the route chooser take the
+fallback from the start.
 """
 
 from __future__ import annotations
@@ -572,9 +566,7 @@ class ObstoreRoot(BucketRoot):
 
         try:
             self._on_store(run)
-        except BucketNotFoundError:
-            return False
-        except FileNotFoundError:
+        except (BucketNotFoundError, FileNotFoundError):
             return False
         return True
 

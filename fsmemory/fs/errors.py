@@ -1,41 +1,24 @@
 """The one place where backend failures become fsmemory errors.
 
-Storage roots wrap their calls in :func:`translated`; the mapping is:
+Storage roots wrap their calls in :func:`translated` (:func:`translate_error`):
 
-* missing object (``FileNotFoundError``, HTTP 404, ``NoSuchKey``) -> :class:`KeyNotFoundError`
-* a directory where a file is expected, or a file where a directory is (``EISDIR``,
-  ``ENOTDIR``) -> :class:`NotAFileError` (a :class:`KeyNotFoundError`: reading it finds
-  no file); the path store refuses to write such a path
-* missing bucket (``NoSuchBucket``) -> :class:`BucketNotFoundError`, a
-  :class:`BackendError` naming the bucket (the bucket roots also check the bucket once
-  when a service answers a bare 404, see :mod:`fsmemory.fs._bucket`)
+* missing object (``FileNotFoundError``, HTTP 404, ``NoSuchKey``) -> :class:`KeyNotFoundError`;
+  a directory where a file is expected or the reverse -> :class:`NotAFileError`
+* missing bucket (``NoSuchBucket``) -> :class:`BucketNotFoundError` (the bucket roots also
+  check the bucket once on a bare 404, see :mod:`fsmemory.fs._bucket`)
 * failed precondition (HTTP 412, ``PreconditionFailed``, a create-only write that found
   the object) -> :class:`ConflictError`
-* anything else the service raises (auth, network, 5xx, timeouts, a 4xx that gcsfs
-  reports as ``ValueError("Bad Request: ...")``) -> :class:`BackendError`, with the
-  original exception chained as ``__cause__``.
+* anything else (auth, network, 5xx, timeouts, gcsfs's ``ValueError("Bad Request: ...")``)
+  -> :class:`BackendError`, the original chained as ``__cause__``; fsmemory's own errors,
+  other ``ValueError``/``TypeError`` and ``KeyboardInterrupt`` pass through.
 
-What the client libraries raise, and why this module looks at the cause chain:
+The cause chain matters: s3fs translates botocore's ``ClientError`` into builtins and
+chains the original (a 412 on ``If-Match`` becomes ``OSError(EINVAL)``; only the chained
+``PreconditionFailed`` tells it apart); gcsfs raises ``FileExistsError`` on every 412,
+``OSError("Forbidden ...")`` on 403 and ``HttpError`` (attribute ``code``) for the rest;
+aiohttp's errors carry ``status``.
 
-* **s3fs** translates botocore's ``ClientError`` into builtins and chains the original
-  as ``__cause__``: ``NoSuchKey`` -> ``FileNotFoundError``; a 412 on ``If-None-Match``
-  -> ``FileExistsError``; a 412 on ``If-Match`` -> ``OSError(EINVAL)`` -- only the
-  chained ``ClientError`` (``Error.Code == "PreconditionFailed"``) tells it apart from
-  other ``EINVAL`` errors.
-* **gcsfs** raises ``FileNotFoundError`` on 404, ``FileExistsError`` on *every* 412
-  (``ifGenerationMatch`` on a generation or on 0), ``OSError("Forbidden ...")`` on 403,
-  ``ValueError("Bad Request ...")`` on 400s mentioning "invalid", and
-  ``gcsfs.retry.HttpError`` (attribute ``code``) for the rest.
-* **aiohttp** raises ``ClientResponseError`` (attribute ``status``) and connection
-  errors; botocore raises ``EndpointConnectionError``, ``NoCredentialsError``, ...
-
-Errors that are already fsmemory errors, ``ValueError``/``TypeError`` raised by our own
-code, and ``KeyboardInterrupt`` pass through untouched.
-
-:func:`is_transient` tells the retry policy (:mod:`fsmemory.fs.retry`) which failures are
-worth another try: timeouts, reset or refused connections, truncated responses and HTTP
-408/429/5xx. Authentication failures, bad requests, missing objects, conflicts and the
-5xx that say a server can never do it (501 Not Implemented, 505) are not.
+:func:`is_transient` tells the retry policy which failures are worth another try.
 """
 
 from __future__ import annotations

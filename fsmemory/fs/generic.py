@@ -1,25 +1,18 @@
 """Storage root over any fsspec filesystem, and the base of the remote roots.
 
 :class:`FsspecRoot` implements every primitive with plain fsspec calls. Backends with
-native conditional writes (S3, GCS, Redis) subclass it and override
-:meth:`FsspecRoot._put` / :meth:`FsspecRoot._read_versioned`; a filesystem without them
-gets the **lease-lock fallback**: compare-and-swap and append take a lease object
-(``.fsmemory.lease-<name>``, created with a create-only write) for the duration of the
-read-modify-write. The lease is only as safe as the filesystem's create-only write, so
-writes are allowed only on filesystems known to create a file exclusively and atomically
-(:func:`write_refusal`): fsspec's memory filesystem, s3fs, gcsfs and adlfs from 2024.12
-on, and our Redis filesystem. Any other one -- fsspec's default ``pipe_file(mode="create")``
-checks for the file and then writes it (ftp, sftp, http, ...), and the caching filesystems
-(``simplecache::``, ``filecache::``, ``blockcache::``) ignore the mode and never see other
-writers -- opens read-only: every write raises
-:class:`~fsmemory.errors.ReadOnlyStorageError` naming the reason.
+native conditional writes subclass it and override :meth:`FsspecRoot._put` /
+:meth:`FsspecRoot._read_versioned`; on any other filesystem compare-and-swap and append
+hold a **lease object** (``.fsmemory.lease-<name>``, created with a create-only write)
+for the read-modify-write. The lease is only as safe as that create-only write, so a
+filesystem not known to create a file exclusively and atomically opens read-only
+(:func:`write_refusal`).
 
-Every network call is retried under the root's :attr:`FsspecRoot.retry` policy
-(:mod:`fsmemory.fs.retry`) when its failure is transient: reads, listings and deletes by
-the :func:`~fsmemory.fs.retry.idempotent` decorator, whole-file writes by
-:meth:`~fsmemory.fs.retry.RetryPolicy.write`, which resolves conditional writes whose
-reply was lost by reading the object back. Appends here are compare-and-swap rewrites
-built on those two, and ``unique=True`` makes a repeated one a no-op.
+Every network call is retried under the root's :attr:`FsspecRoot.retry` policy when its
+failure is transient (:mod:`fsmemory.fs.retry`): reads, listings and deletes by
+:func:`~fsmemory.fs.retry.idempotent`, whole-file writes by
+:meth:`~fsmemory.fs.retry.RetryPolicy.write`. Appends are compare-and-swap rewrites built
+on those two, and ``unique=True`` makes a repeated one a no-op.
 """
 
 from __future__ import annotations
@@ -459,23 +452,9 @@ class FsspecRoot(StorageRoot):
                     files.append(info)
         return files
 
-    @idempotent
     def list_dirs(self, prefix: str = "") -> builtins.list[str]:
         """Immediate subdirectory names (real or implied by deeper files)."""
-        validate_path(prefix, allow_empty=True)
-        base = f"{self.root}/{prefix}" if prefix else self.root
-        try:
-            with translated(prefix):
-                entries = self.fs.ls(base, detail=True)
-        except KeyNotFoundError:
-            return []
-        names = []
-        for info in entries:
-            if info.get("type") == "directory":
-                name = info["name"].rstrip("/").rsplit("/", 1)[-1]
-                if not is_reserved_name(name):
-                    names.append(name)
-        return sorted(set(names))
+        return sorted(self.list_names(prefix)[1])
 
     @idempotent
     def list_names(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:

@@ -212,11 +212,8 @@ class LocalRoot(StorageRoot):
         """Full path whose parent directory resolves inside the root."""
         full = self.full_path(path)
         parent = os.path.dirname(full)
-        if parent != self.root:
-            real_parent = os.path.realpath(parent)
-            real_root = self._real_root_path()
-            if real_parent != real_root and not real_parent.startswith(real_root + os.sep):
-                raise InvalidPathError(f"{path!r} resolves outside the root (symlink)")
+        if parent != self.root and not self._inside(parent):
+            raise InvalidPathError(f"{path!r} resolves outside the root (symlink)")
         return full
 
     # -- locking -----------------------------------------------------------------------
@@ -254,10 +251,8 @@ class LocalRoot(StorageRoot):
             self._thread_lock.release()
 
     def _flock(self, fd: int, timeout: float) -> None:
-        def take() -> bool:
-            return _try_lock(fd)
-
-        retry_until(take, timeout, f"the lock of {self.url}", delay=0.0005, max_delay=0.02)
+        what = f"the lock of {self.url}"
+        retry_until(lambda: _try_lock(fd), timeout, what, delay=0.0005, max_delay=0.02)
 
     def rewritten(self, old: FileInfo, new: FileInfo) -> bool:
         """A whole-file write replaces the inode; an append keeps it."""
@@ -411,13 +406,8 @@ class LocalRoot(StorageRoot):
         """One ``scandir`` using the entries' types only (no stat per file)."""
         files: builtins.list[str] = []
         dirs: builtins.list[str] = []
-        base = self._names_dir(prefix)
-        if base is not None:
-            for entry in _scandir(base):
-                if entry.is_dir(follow_symlinks=False):
-                    dirs.append(entry.name)
-                elif entry.is_file(follow_symlinks=False):
-                    files.append(entry.name)
+        for entry in self._entries(prefix):
+            (dirs if entry.is_dir(follow_symlinks=False) else files).append(entry.name)
         return files, dirs
 
     def has_entries(self, prefix: str) -> bool:
@@ -559,9 +549,7 @@ class LocalRoot(StorageRoot):
         with self.lock():
             try:
                 os.unlink(full)
-            except (FileNotFoundError, NotADirectoryError):
-                return False
-            except IsADirectoryError:
+            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
                 return False
             self._prune_empty_dirs(os.path.dirname(full))
         return True

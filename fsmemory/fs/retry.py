@@ -1,51 +1,29 @@
 """The one retry policy of the network roots: backoff, a total deadline, and honest
 handling of writes whose outcome is unknown.
 
-Network roots (S3, GCS, Redis, any other fsspec filesystem) retry a failed call only
-when the failure is *transient* (:func:`fsmemory.fs.errors.is_transient`: a timeout, a
-reset connection, HTTP 408/429/5xx) and only for operations that are safe to repeat:
+A failed call is retried only when the failure is *transient*
+(:func:`fsmemory.fs.errors.is_transient`: a timeout, a reset connection, HTTP
+408/429/5xx) and only when the operation is safe to repeat:
 
-* **idempotent operations** -- reads, ``stat``, listings, deletes, unconditional whole-file
-  writes -- are simply run again (:meth:`RetryPolicy.call`, applied to a root method by
-  the :func:`idempotent` decorator);
-* **conditional writes** (compare-and-swap, create-only) go through
-  :meth:`RetryPolicy.write`. A transient failure of a conditional write is *ambiguous*:
-  the service may have applied the write before the connection broke ("ambiguous
-  success"). Before trying again the policy *probes* the object: if it holds this very
-  write, the write landed and its version is returned; if it still holds the expected
-  version (or is still missing, for create-only), the write did not land and is sent
-  again; otherwise another writer moved the object and
-  :class:`~fsmemory.errors.ConflictError` is raised, as for any lost race. A conflict
-  reported on a try that *follows* an ambiguous one is probed the same way (the earlier
-  try may have landed, making the retry fail its precondition). A conflict on a first
-  try is a lost race and is raised at once -- unless the root's client may resend a
-  request by itself (aiohttp resends a ``PUT`` once when a kept-alive connection drops,
-  which S3 then answers with 412), in which case it is probed too.
+* **idempotent operations** (reads, ``stat``, listings, deletes, unconditional writes)
+  are run again (:meth:`RetryPolicy.call`; :func:`idempotent` on a root method);
+* **conditional writes** go through :meth:`RetryPolicy.write`, which *probes* the object
+  after an ambiguous failure (the write may have landed before the reply was lost):
+  this very write there -> its version is returned; the expected version still there
+  (or no object, for create-only) -> sent again; anything else -> another writer won,
+  :class:`~fsmemory.errors.ConflictError`. How a probe recognises "this very write" is
+  the root's business: the object stores read back a random marker the write carries
+  in its metadata (exact); Redis and other roots compare the content, exact when the
+  bytes are unique to the writer (fsmemory's log lines carry entry ids);
+* **appends** only when the caller declares its bytes unique (``unique=True``): the
+  object stores' compare-and-swap rewrites skip bytes already present, and Redis's
+  native ``APPEND`` is retried by :meth:`RetryPolicy.append` after checking the file
+  does not hold them yet. Any other append is tried once.
 
-  How a probe recognises "this very write" is the root's business: S3 tags each
-  conditional ``PutObject`` with a random marker in its metadata and probes it with one
-  ``HeadObject`` (exact); GCS, Redis and other roots compare the content, which is exact
-  when the bytes are unique to the writer (fsmemory's log files carry entry ids, snapshot
-  deltas unique names). Two writers putting identical bytes from the same base version
-  (a bare counter, or the same MEMORY.md bullet) may, after an ambiguous failure, be
-  taken for one.
-
-Appends are retried only when the caller declares its bytes unique
-(``append(..., unique=True)``, see :meth:`fsmemory.fs.base.StorageRoot.append`): object
-stores append by compare-and-swap rewrites whose change skips bytes already present;
-Redis's native ``APPEND`` is retried by :meth:`RetryPolicy.append` after checking that
-the file does not hold the bytes yet. Any other append is tried once: repeating one after
-a lost reply could apply it twice. Local folders and memory have no network to fail.
-
-Time is bounded: at most :attr:`RetryPolicy.attempts` tries, and no new try starts once
-:attr:`RetryPolicy.deadline` seconds have passed since the first (each try is itself
-bounded by the client's connect/read timeouts). When the policy gives up it raises
-:class:`~fsmemory.errors.BackendError` naming the operation, the number of tries and the
-time spent, with the last failure chained as ``__cause__``.
-
-Client libraries' own retries are switched off where the roots are built (s3fs,
-botocore and gcsfs would otherwise retry conditional writes blindly and sleep up to a
-minute); redis-py is built without retries by :mod:`fsmemory.implementations.redis`.
+At most :attr:`RetryPolicy.attempts` tries, and no new try after
+:attr:`RetryPolicy.deadline` seconds; then :class:`~fsmemory.errors.BackendError` names
+the operation, the tries and the time spent, the last failure chained. Client libraries'
+own retries are switched off where the roots are built.
 """
 
 from __future__ import annotations

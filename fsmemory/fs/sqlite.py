@@ -132,6 +132,15 @@ def _upper(prefix: str) -> str:
     return prefix + "0"
 
 
+def _under(prefix: str) -> tuple[str, list[Any], int]:
+    """The SQL condition keeping the paths under the folder ``prefix`` (validated; all
+    paths for ``""``), its arguments, and the length of ``prefix/``."""
+    validate_path(prefix, allow_empty=True)
+    if not prefix:
+        return "1", [], 0
+    return "path >= ? AND path < ?", [f"{prefix}/", _upper(prefix)], len(prefix) + 1
+
+
 class SqliteRoot(StorageRoot):
     """A store kept in one SQLite database file.
 
@@ -325,18 +334,11 @@ class SqliteRoot(StorageRoot):
 
     def list(self, prefix: str = "", *, recursive: bool = False) -> list[FileInfo]:
         """Files under ``prefix`` in path order (one index range scan)."""
-        validate_path(prefix, allow_empty=True)
-        lo = f"{prefix}/" if prefix else ""
-        sql = "SELECT path, size, mtime, version FROM files"
-        args: list[Any] = []
-        if prefix:
-            sql += " WHERE path >= ? AND path < ?"
-            args += [lo, _upper(prefix)]
+        where, args, cut = _under(prefix)
         if not recursive:
-            sql += (" AND" if prefix else " WHERE") + " instr(substr(path, ?), '/') = 0"
-            args.append(len(lo) + 1)
-        sql += " ORDER BY path"
-        cut = len(lo)
+            where += " AND instr(substr(path, ?), '/') = 0"
+            args.append(cut + 1)
+        sql = f"SELECT path, size, mtime, version FROM files WHERE {where} ORDER BY path"
         return [
             FileInfo(p, int(size), float(mtime), str(version))
             for p, size, mtime, version in self._query(sql, args)
@@ -345,33 +347,20 @@ class SqliteRoot(StorageRoot):
 
     def list_dirs(self, prefix: str = "") -> builtins.list[str]:
         """Immediate subdirectory names implied by the files under ``prefix``."""
-        validate_path(prefix, allow_empty=True)
-        lo = f"{prefix}/" if prefix else ""
-        cut = len(lo) + 1
+        where, args, cut = _under(prefix)
         sql = (
             "SELECT DISTINCT substr(path, ?, instr(substr(path, ?), '/') - 1) FROM files"
-            " WHERE instr(substr(path, ?), '/') > 0"
+            f" WHERE instr(substr(path, ?), '/') > 0 AND {where}"
         )
-        args: tuple[Any, ...] = (cut, cut, cut)
-        if prefix:
-            sql += " AND path >= ? AND path < ?"
-            args += (lo, _upper(prefix))
-        return sorted(str(r[0]) for r in self._query(sql, args) if not is_reserved_name(str(r[0])))
+        rows = self._query(sql, [cut + 1] * 3 + args)
+        return sorted(str(r[0]) for r in rows if not is_reserved_name(str(r[0])))
 
     def list_names(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:
-        """Names of the immediate files and subdirectories of ``prefix``, unsorted.
-
-        One index range scan and no per-file metadata: the fast path of a directory
-        listing (what :meth:`list` + :meth:`list_dirs` give, names only).
-        """
-        validate_path(prefix, allow_empty=True)
-        lo = f"{prefix}/" if prefix else ""
-        sql = "SELECT substr(path, ?) FROM files"
-        args: tuple[Any, ...] = (len(lo) + 1,)
-        if prefix:
-            sql += " WHERE path >= ? AND path < ?"
-            args += (lo, _upper(prefix))
-        return children(rest for (rest,) in self._query(sql, args))
+        """Names of the immediate files and subdirectories of ``prefix``, unsorted: one
+        index range scan and no per-file metadata."""
+        where, args, cut = _under(prefix)
+        rows = self._query(f"SELECT substr(path, ?) FROM files WHERE {where}", [cut + 1, *args])
+        return children(rest for (rest,) in rows)
 
     # -- writes ------------------------------------------------------------------------
     def write(

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from fsmemory.errors import BucketNotFoundError, InvalidPathError, KeyNotFoundError
-from fsmemory.fs.base import Capabilities, FileInfo
+from fsmemory.fs.base import Capabilities, FileInfo, Versioned
 from fsmemory.fs.errors import http_status, translated
 from fsmemory.fs.generic import FsspecRoot, _mtime
 from fsmemory.fs.paths import validate_path
@@ -105,6 +105,10 @@ class BucketRoot(FsspecRoot):
         """Whether the bucket exists (one request)."""
         raise NotImplementedError
 
+    async def _get_versioned(self, key: str) -> tuple[bytes, str]:
+        """The object's content and version token from one download."""
+        raise NotImplementedError
+
     async def _delete_object(self, key: str) -> None:
         """Delete one object; raises FileNotFoundError when it does not exist."""
         raise NotImplementedError
@@ -186,6 +190,13 @@ class BucketRoot(FsspecRoot):
                     return objects, prefixes
 
         return self._run(pages)
+
+    def _read_versioned(self, full: str, path: str) -> Versioned:
+        """One download (:meth:`_get_versioned`): content and version from the same
+        response."""
+        with self._translated(path):
+            data, version = self._run(self._get_versioned, self._split(full)[1])
+        return Versioned(data, version)
 
     # -- StorageRoot -------------------------------------------------------------------
     @idempotent
@@ -269,15 +280,7 @@ class BucketRoot(FsspecRoot):
     @idempotent
     def delete_tree(self, prefix: str) -> int:
         """Delete every file under ``prefix`` (one listing, then batched deletes)."""
-        validate_path(prefix, allow_empty=True)
-        keys = [self._key(info.path) for info in self.list(prefix, recursive=True)]
-        if not keys:
-            return 0
-        try:
-            with self._translated(prefix):
-                return self._run(self._delete_keys, keys)
-        finally:
-            self._forget_cached(self.root)
+        return self.delete_many([info.path for info in self.list(prefix, recursive=True)])
 
     @idempotent
     def delete_many(self, paths: Sequence[str]) -> int:

@@ -60,7 +60,7 @@ from fsmemory.errors import (
     KeyNotFoundError,
 )
 from fsmemory.fs._bucket import BucketRoot
-from fsmemory.fs.base import FileInfo, Versioned
+from fsmemory.fs.base import FileInfo
 from fsmemory.fs.errors import conditional_write
 from fsmemory.fs.paths import cache_paths
 from fsmemory.fs.retry import RetryPolicy
@@ -409,12 +409,9 @@ class ObstoreRoot(BucketRoot):
         return bytes(result.bytes()), self._version(result.meta)
 
     # -- FsspecRoot hooks --------------------------------------------------------------
-    def _read_versioned(self, full: str, path: str) -> Versioned:
+    async def _get_versioned(self, key: str) -> tuple[bytes, str]:
         """One ``GET``: content and version from the same response."""
-        key = self._split(full)[1]
-        with self._translated(path):
-            data, version = self._get(key)
-        return Versioned(data, version)
+        return self._get(key)
 
     def read_ranges(
         self, requests: Sequence[tuple[str, int, int | None]]

@@ -75,17 +75,8 @@ _OBSTORE_OPTIONS = frozenset(
 #: connection-string keys the obstore route understands (lower case); the endpoints of
 #: the other storage services are irrelevant to blobs
 _CONNECTION_KEYS = frozenset(
-    {
-        "defaultendpointsprotocol",
-        "accountname",
-        "accountkey",
-        "sharedaccesssignature",
-        "blobendpoint",
-        "endpointsuffix",
-        "queueendpoint",
-        "tableendpoint",
-        "fileendpoint",
-    }
+    """defaultendpointsprotocol accountname accountkey sharedaccesssignature blobendpoint
+    endpointsuffix queueendpoint tableendpoint fileendpoint""".split()  # noqa: SIM905
 )
 
 #: the user-metadata key of the marker a conditional write carries: Azure metadata

@@ -52,7 +52,6 @@ from fsmemory.fs._cloud import (
     routed_from_url,
 )
 from fsmemory.fs._obstore import ObstoreRoot, unquote_etag
-from fsmemory.fs.base import Versioned
 from fsmemory.fs.errors import conditional_write
 
 __all__ = ["CLIENT_ENV", "GCSObstoreRoot", "GCSRoot", "GcsfsRoot", "resolve_route"]
@@ -85,31 +84,16 @@ _SINGLE_TRY_NAME = {False: "GCSFileSystemSingleTry", True: "ExtendedGCSFileSyste
 #: besides ``token``/``endpoint_url``/``requests_timeout`` change no request obstore
 #: sends (bucket creation, gcsfs's own caches: they reach ``root.fs``)
 _OBSTORE_OPTIONS = frozenset(
-    {
-        "token",
-        "endpoint_url",
-        "requests_timeout",
-        "project",
-        "access",
-        "use_listings_cache",
-        "skip_instance_cache",
-        "listings_expiry_time",
-        "cache_timeout",
-        "default_location",
-        "block_size",
-    }
+    """token endpoint_url requests_timeout project access use_listings_cache
+    skip_instance_cache listings_expiry_time cache_timeout default_location
+    block_size""".split()  # noqa: SIM905 - a list of words
 )
 #: ``GOOGLE_*`` variables whose meaning the obstore route reproduces or that change
 #: nothing it sends; any other one (obstore reads ``GOOGLE_SERVICE_ACCOUNT``,
 #: ``GOOGLE_BEARER_TOKEN``, ``GOOGLE_BASE_URL``, ... by itself) takes gcsfs
 _GOOGLE_ENV_KNOWN = frozenset(
-    {
-        "GOOGLE_APPLICATION_CREDENTIALS",
-        "GOOGLE_CLOUD_PROJECT",
-        "GOOGLE_CLOUD_UNIVERSE_DOMAIN",
-        "GOOGLE_API_USE_CLIENT_CERTIFICATE",
-        "GOOGLE_API_USE_MTLS_ENDPOINT",
-    }
+    """GOOGLE_APPLICATION_CREDENTIALS GOOGLE_CLOUD_PROJECT GOOGLE_CLOUD_UNIVERSE_DOMAIN
+    GOOGLE_API_USE_CLIENT_CERTIFICATE GOOGLE_API_USE_MTLS_ENDPOINT""".split()  # noqa: SIM905
 )
 #: CA bundles of google-auth's requests (fine when they are the system's SSL_CERT_FILE,
 #: which aiohttp and obstore trust)
@@ -423,8 +407,8 @@ class GcsfsRoot(GCSRoot):
         )
         return meta
 
-    async def _read_pinned(self, key: str) -> tuple[bytes, str]:
-        """Read content and generation consistently in one request when possible."""
+    async def _get_versioned(self, key: str) -> tuple[bytes, str]:
+        """One media ``GET``: content and generation from the same response."""
         data, gen, _ = await self._download(key, None)
         if gen is not None:
             return data, gen
@@ -434,12 +418,6 @@ class GcsfsRoot(GCSRoot):
         return (await self._download(key, None, gen))[0], gen
 
     # -- FsspecRoot hooks --------------------------------------------------------------
-    def _read_versioned(self, full: str, path: str) -> Versioned:
-        """One media ``GET``: content and generation from the same response."""
-        with self._translated(path):
-            data, gen = self._run(self._read_pinned, self._split(full)[1])
-        return Versioned(data, gen)
-
     def _put(self, full: str, path: str, data: bytes, if_version: str | None, create: bool) -> str:
         """One multipart upload, with ``ifGenerationMatch`` when conditional."""
         _check_generation(path, if_version)
@@ -545,7 +523,6 @@ class GCSObstoreRoot(ObstoreRoot, GCSRoot):
     ETag (the MD5 of the content) without quotes.
     """
 
-    client: ClassVar[str] = "obstore"
     put_options: ClassVar[Mapping[str, Any]] = {"use_multipart": False}
     # GCS's XML API has no batch delete
     delete_threads: ClassVar[int | None] = _DELETE_CONCURRENCY

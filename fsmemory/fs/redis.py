@@ -1,21 +1,14 @@
 """``redis://`` storage root over :class:`fsmemory.implementations.redis.RedisFileSystem`.
 
 Every primitive is one atomic server-side script: reads return content and version
-together, compare-and-swap compares the file's monotonically increasing version, and
-append is a native ``APPEND`` returning its offset (with the torn-line guard of
-``line_safe`` evaluated inside the same script), and the inherited ranged read is a
-server-side ``GETRANGE`` (``cat_file(start, end)``).
+together, compare-and-swap compares the file's monotonically increasing version, append
+is a native ``APPEND`` returning its offset (``line_safe``'s guard inside the same
+script), and the inherited ranged read a ``GETRANGE``. The client never retries by
+itself; the root's :class:`~fsmemory.fs.retry.RetryPolicy` does (an append only with
+``unique=True``, see :meth:`RedisRoot.append`).
 
-The client never retries by itself; reads, listings, deletes and writes are retried
-under the root's :class:`~fsmemory.fs.retry.RetryPolicy` (storage option ``retry``), a
-conditional write whose reply was lost being resolved by reading the file back. An
-append is retried only with ``unique=True``, after a read shows that the failed try did
-not land; any other append is tried once, because a reset connection may have lost the
-reply of an ``APPEND`` that ran (the :class:`~fsmemory.errors.BackendError` says so).
-
-The Redis client helper module, :mod:`fsmemory.implementations.redis_client`, is
-re-exported here as ``redis_client`` for the layers above storage (the path store's lock,
-the snapshot backend).
+:mod:`fsmemory.implementations.redis_client` is re-exported here as ``redis_client`` for
+the layers above storage (the path store's lock, the snapshot backend).
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ from fsmemory.fs._obstore import (
     quote_etag,
     unquote_etag,
 )
-from fsmemory.fs.base import FileInfo, Versioned
+from fsmemory.fs.base import FileInfo
 from fsmemory.fs.errors import conditional_write
 from fsmemory.fs.generic import _mtime
 from fsmemory.fs.open import split_protocol
@@ -357,7 +357,6 @@ class S3ObstoreRoot(ObstoreRoot, S3Root):
     request once more. Without an answer, the error says to set the region.
     """
 
-    client: ClassVar[str] = "obstore"
     route: Route
 
     def __init__(self, store: Any, root: str, **kwargs: Any) -> None:
@@ -420,12 +419,12 @@ class S3fsRoot(S3Root):
             body.close()
         return data, unquote_etag(resp.get("ETag", "")), "ContentRange" not in resp
 
-    # -- FsspecRoot hooks --------------------------------------------------------------
-    def _read_versioned(self, full: str, path: str) -> Versioned:
+    async def _get_versioned(self, key: str) -> tuple[bytes, str]:
         """One ``GetObject``: content and ETag from the same response."""
-        with self._translated(path):
-            data, etag, _ = self._run(self._get, self._split(full)[1], None)
-        return Versioned(data, etag)
+        data, etag, _ = await self._get(key, None)
+        return data, etag
+
+    # -- FsspecRoot hooks --------------------------------------------------------------
 
     def _put(
         self,

@@ -4,30 +4,22 @@ URL form: ``sqlite:///absolute/path/store.db`` or ``sqlite://relative/store.db``
 Storage options: ``durable`` (``synchronous=FULL`` instead of ``NORMAL``) and ``timeout``
 (seconds to wait for another writer, default 30).
 
-Design:
-
 * ``files(path, size, base, nchunks, version, mtime)`` holds each file's metadata and
-  ``chunks(path, start, data)`` its bytes, keyed by byte offset. A write stores one chunk
-  at offset 0. Appends do **not** rewrite anything (``data || ?`` -- or merely updating a
-  row that holds the blob -- copies the whole file on every call): each appended piece
-  is a new chunk row and the small metadata row is updated, so an append is O(1) in the
-  file size, and a ranged read seeks straight to the chunk holding its first byte.
-  Reads concatenate the chunks. When the appended chunks outgrow the first one they are
-  folded back into one chunk (each byte is copied O(1) times: amortized O(1)).
-* Every mutation is one ``BEGIN IMMEDIATE`` transaction, so compare-and-swap, create-only
-  writes and appends are atomic across threads *and* processes. The database runs in WAL
-  mode with a busy timeout: readers never block writers, writers queue instead of
-  failing.
-* Versions are random 63-bit integers drawn per write, so a compare-and-swap cannot be
-  fooled by a delete and re-create (no ABA).
+  ``chunks(path, start, data)`` its bytes by offset. A write stores one chunk; an append
+  adds a chunk row and updates the metadata row (rewriting a blob would copy the whole
+  file per call), so it is O(1) in the file size and a ranged read seeks straight to
+  its first chunk. When the appended chunks outgrow the first one they are folded back
+  into one (amortized O(1)).
+* Every mutation is one ``BEGIN IMMEDIATE`` transaction (atomic across threads and
+  processes), in WAL mode with a busy timeout: readers never block writers, writers
+  queue. Versions are random 63-bit integers drawn per write (no ABA).
 * Each thread (and each process after a ``fork``) gets its own connection.
-* Calls are short and local, so the path store runs them inline on its event loop; there
-  (inside :func:`fsmemory.fs._nowait.no_wait`) a transaction that finds another
-  connection holding the write lock fails at once with
+* Inline on the path store's event loop (inside :func:`fsmemory.fs._nowait.no_wait`) a
+  transaction that finds the write lock held fails at once with
   :class:`~fsmemory.fs._nowait.WouldBlock` and the store repeats the call in a worker
-  thread, where it waits up to ``timeout``. A wait that runs out raises
-  :class:`~fsmemory.errors.LockTimeoutError`; any other SQLite failure
-  :class:`~fsmemory.errors.BackendError`.
+  thread, where it waits up to ``timeout`` (then
+  :class:`~fsmemory.errors.LockTimeoutError`; any other SQLite failure is a
+  :class:`~fsmemory.errors.BackendError`).
 
 There is no fsspec filesystem behind this root: :attr:`SqliteRoot.fs` is ``None``.
 """

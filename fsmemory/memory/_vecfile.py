@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json
 import mmap
 import os
@@ -93,6 +94,10 @@ _WIDEN_ROWS = 512
 _SIGN_AND_MAGNITUDE = -0x70000001  # 0x8FFFFFFF as an int32
 # A block of at least this many rows carries the sum of its vectors.
 SUM_ROWS = 256
+# Bytes of a block's body checked at a time (the pages of a mapped file are released
+# after each: see _Release).
+_CHECK_BYTES = 4 << 20
+_DONTNEED: int | None = getattr(mmap, "MADV_DONTNEED", None)
 
 
 @dataclass(frozen=True)
@@ -239,7 +244,7 @@ def _block_at(
     block_end = vectors_at + rows * row_bytes
     if block_end > end:
         return None, True
-    if zlib.crc32(view[pos + BLOCK_HEAD : block_end]) != body_crc:
+    if _body_crc(data, view, pos + BLOCK_HEAD, block_end) != body_crc:
         return None, False
     try:
         ids, joined, *more = json.loads(bytes(view[pos + BLOCK_HEAD : vectors_at]))
@@ -272,6 +277,20 @@ def _block_at(
     return Block(ids, digests, vectors_at, block_end, sums), False
 
 
+def _body_crc(data: Any, view: memoryview, start: int, end: int) -> int:
+    """CRC32 of ``data[start:end]``; a few MB at a time when ``data`` is a mapped file,
+    whose pages are released as they are checked (see :class:`_Release`)."""
+    if not isinstance(data, mmap.mmap) or _DONTNEED is None:
+        return zlib.crc32(view[start:end])
+    release = _Release(data, start)
+    crc = 0
+    for at in range(start, end, _CHECK_BYTES):
+        stop = min(at + _CHECK_BYTES, end)
+        crc = zlib.crc32(view[at:stop], crc)
+        release.upto(stop - start, whole=stop == end)
+    return crc
+
+
 def widen_rows(np: Any, bits: Any, wide: Any) -> Any:
     """The float16 rows ``bits`` (viewed as int16) as float32, in ``wide`` (an int32
     work array at least as large); returns the float32 view.
@@ -296,7 +315,9 @@ def widen_rows(np: Any, bits: Any, wide: Any) -> Any:
 def chunks(np: Any, matrix: Any, rows: Any = None) -> Any:
     """Yield ``(start, float32 rows)`` over the float16 ``matrix`` (only ``rows``, an
     ascending index array, when given), a few hundred rows widened at a time: a float32
-    copy of the whole matrix is twice its size. The yielded array is reused."""
+    copy of the whole matrix is twice its size. The yielded array is reused. When the
+    matrix lies in a mapped file, the pages read are released as the pass goes (see
+    :class:`_Release`)."""
     n, d = matrix.shape
     count = n if rows is None else len(rows)
     if not count:
@@ -304,9 +325,60 @@ def chunks(np: Any, matrix: Any, rows: Any = None) -> Any:
     size = min(count, _WIDEN_ROWS)
     wide = np.empty((size, d), dtype=np.int32)
     bits = matrix.view(np.int16)
+    release = _Release.of(np, matrix)
     for at in range(0, count, size):
         part = bits[at : at + size] if rows is None else bits[rows[at : at + size]]
         yield at, widen_rows(np, part, wide)
+        if release is not None:
+            last = at + part.shape[0] if rows is None else int(rows[at + part.shape[0] - 1]) + 1
+            release.upto(last * matrix.strides[0])
+    if release is not None:
+        release.upto(n * matrix.strides[0], whole=True)
+
+
+class _Release:
+    """Gives the pages of a mapped file back as a pass over part of it reads on: their
+    bytes stay in the page cache (a later pass maps them again at the cost of a minor
+    fault per few pages), but they stop counting in this process's resident memory, so
+    that reading a large vector file costs a window of it, not its size. Pages of the
+    mapping up to the end of what was read are released, never what the pass reads
+    next (releasing never changes what is read, only what it costs)."""
+
+    __slots__ = ("at", "done", "mapped")
+
+    def __init__(self, mapped: mmap.mmap, at: int) -> None:
+        self.mapped = mapped
+        self.at = at  # where the part starts in the mapping
+        self.done = at - at % mmap.PAGESIZE  # released up to here
+
+    @classmethod
+    def of(cls, np: Any, array: Any) -> _Release | None:
+        """One for the bytes of ``array`` when it is a view of a mapped file (on a
+        system whose mappings can give pages back), else None."""
+        owner = array
+        while isinstance(owner, np.ndarray):
+            owner = owner.base
+        if isinstance(owner, memoryview):
+            owner = owner.obj
+        if not isinstance(owner, mmap.mmap) or _DONTNEED is None or not len(array):
+            return None
+        start = np.frombuffer(owner, dtype=np.uint8, count=1).ctypes.data
+        return cls(owner, int(array.ctypes.data) - int(start))
+
+    def upto(self, end: int, whole: bool = False) -> None:
+        """Release the pages that the first ``end`` bytes of the part fill whole (and
+        the last one they touch too with ``whole``: the pass is over)."""
+        stop = self.at + end
+        if whole:
+            stop = min(stop + -stop % mmap.PAGESIZE, len(self.mapped))
+        elif stop - self.done < _CHECK_BYTES // 2:
+            return  # a call per few MB: each costs more than the pages it gives back
+        else:
+            stop -= stop % mmap.PAGESIZE
+        if stop > self.done and _DONTNEED is not None:
+            with contextlib.suppress(OSError, ValueError):  # advice only: the pages stay
+                self.mapped.madvise(_DONTNEED, self.done, stop - self.done)
+            self.done = stop
 
 
 def widen_dot(np: Any, matrix: Any, weights: Any, out: Any) -> None:

@@ -526,3 +526,57 @@ def test_the_widened_copy_and_the_widening_pass_score_alike(
     assert other is not None and other._wide is None
     _live2, vecs2 = other.live_rows(reader._index, reader._clock())
     assert np.allclose(other.dense_scores(qv, vecs2), with_copy, rtol=0, atol=1e-6)
+
+
+def _resident_kb(path: Path) -> int | None:
+    """Resident KB of this process's mappings of ``path`` (None without smaps)."""
+    smaps = Path("/proc/self/smaps")
+    if not smaps.exists():
+        return None
+    total, inside = 0, False
+    for line in smaps.read_text().splitlines():
+        fields = line.split()
+        if fields and "-" in fields[0] and len(fields) >= 5 and ":" in fields[3]:
+            inside = line.endswith(str(path))
+        elif inside and fields[:1] == ["Rss:"]:
+            total += int(fields[1])
+    return total
+
+
+def test_a_large_mapped_vector_file_is_checked_and_read_without_staying_resident(
+    tmp_path: Path,
+) -> None:
+    """A block larger than one checksum step (its CRC taken a few MB at a time) verifies,
+    a flipped byte deep in it does not, and neither the check nor a widening pass over
+    its mapped rows leaves the file's pages resident; the widened rows are exact."""
+    rng = np.random.default_rng(7)
+    rows, dim = 20000, 384  # 15 MB of float16: several steps of _CHECK_BYTES
+    assert rows * dim * 2 > 3 * _vecfile._CHECK_BYTES
+    vectors = (rng.standard_normal((rows, dim)) / 20).astype(np.float16)
+    ids = [f"e{i}" for i in range(rows)]
+    data = _vecfile.encode_header("big", dim) + _vecfile.encode_block(ids, bytes(8 * rows), vectors)
+    (tmp_path / "vectors").mkdir()
+    path = tmp_path / "vectors" / "big-384.f16v"
+    path.write_bytes(data)
+    from fsmemory.fs.local import LocalRoot
+
+    file = _vecfile.VectorFile(LocalRoot(str(tmp_path)), "vectors/big-384.f16v", "x", "big", dim)
+    (found,) = file.read_new()
+    assert found.ids == ids and file.needs_rewrite is None
+    before = _resident_kb(path)
+    if before is None:
+        pytest.skip("no /proc/self/smaps")
+    # The checksum pass read all 15 MB of it; what stays is a page or a few (the page
+    # cache may map 2 MB at a time).
+    assert before < 5 << 10
+    wide = np.empty((rows, dim), dtype=np.float32)
+    for at, part in _vecfile.chunks(np, found.vectors):
+        wide[at : at + len(part)] = part
+    assert np.array_equal(wide, vectors.astype(np.float32))
+    assert (_resident_kb(path) or 0) < 5 << 10
+    bad = bytearray(data)
+    bad[len(data) - 1000] ^= 0x10  # in the last checksum step
+    assert not _vecfile.scan_blocks(bytes(bad), _vecfile.HEADER_SIZE, len(bad), dim).blocks
+    path.write_bytes(bytes(bad))
+    reader = _vecfile.VectorFile(LocalRoot(str(tmp_path)), "vectors/big-384.f16v", "x", "big", dim)
+    assert reader.read_new() == [] and reader.needs_rewrite is not None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from operator import itemgetter
 from typing import Any, TypeVar
 
@@ -46,32 +46,53 @@ def top_accepted(
     """
     if not scores:
         return []
+
+    def run_keys(run: list[tuple[K, float]], score: float, last: bool, need: int) -> Iterator[K]:
+        group = _equal_scores(scores, run[0][1], score) if last else run
+        return _by_priority(group, priority, order, need)
+
     want = max(limit * 4, 16)
     while True:
         best = heapq.nlargest(want, scores.items(), key=itemgetter(1))
         complete = len(best) >= len(scores)
-        found: list[tuple[float, K]] = []
-        # Runs of equal rounded score, best first: every key outside ``best`` scores
-        # at most the last run's score, so only that run can continue beyond it.
-        at, size = 0, len(best)
-        while at < size:
-            score = round(best[at][1], 9)
-            end = at + 1
-            while end < size and round(best[end][1], 9) == score:
-                end += 1
-            last = end == size and not complete
-            group = _equal_scores(scores, best[at][1], score) if last else best[at:end]
-            for key in _by_priority(group, priority, order, limit - len(found)):
-                if accept(key):
-                    found.append((score, key))
-                    if len(found) == limit:
-                        return found
-            if last:
-                break
-            at = end
-        if complete:
+        found = _take(best, complete, limit, accept, run_keys)
+        if found is not None:
             return found
         want *= 4
+
+
+def _take(
+    best: list[tuple[K, float]],
+    complete: bool,
+    limit: int,
+    accept: Callable[[K], bool],
+    run_keys: Callable[[list[tuple[K, float]], float, bool, int], Iterable[K]],
+) -> list[tuple[float, K]] | None:
+    """The first ``limit`` accepted keys of ``best`` (``(key, score)``, best first) as
+    ``(score, key)``, taken run by run of equal rounded score; None when too few are
+    accepted and ``best`` is not ``complete`` (the caller widens it).
+
+    ``run_keys(run, score, last, need)`` gives the keys of ``run`` (a new list: a slice
+    of ``best``) in priority order. Every key outside ``best`` scores at most the last
+    run's score, so only that run can continue beyond it: ``last`` is true for it when
+    ``best`` is not ``complete``, and ``run_keys`` then gives the whole group of keys
+    of that score.
+    """
+    found: list[tuple[float, K]] = []
+    at, size = 0, len(best)
+    while at < size:
+        score = round(best[at][1], 9)
+        end = at + 1
+        while end < size and round(best[end][1], 9) == score:
+            end += 1
+        last = end == size and not complete
+        for key in run_keys(best[at:end], score, last, limit - len(found)):
+            if accept(key):
+                found.append((score, key))
+                if len(found) == limit:
+                    return found
+        at = end
+    return found if complete else None
 
 
 def _equal_scores(scores: Mapping[K, float], ref: float, score: float) -> list[tuple[K, float]]:
@@ -157,32 +178,20 @@ def top_of_array(
     """
     if keys is None:
         keys = np.flatnonzero(out)
+
+    def run_keys(
+        run: list[tuple[int, float]], score: float, last: bool, need: int
+    ) -> Iterator[int]:
+        group = _array_group(np, out, keys, run[0][1], score) if last else [k for k, _ in run]
+        return _keys_by_priority(np, group, priority, order, need)
+
     want = max(limit * 4, 16)
     while True:
         part = keys[best_first(np, out[keys], want)]
         complete = len(part) == len(keys)
         best = list(zip(part.tolist(), out[part].tolist(), strict=True))
-        found: list[tuple[float, int]] = []
-        at, size = 0, len(best)
-        while at < size:
-            score = round(best[at][1], 9)
-            end = at + 1
-            while end < size and round(best[end][1], 9) == score:
-                end += 1
-            last = end == size and not complete
-            if last:
-                group = _array_group(np, out, keys, best[at][1], score)
-            else:
-                group = [key for key, _ in best[at:end]]
-            for key in _keys_by_priority(np, group, priority, order, limit - len(found)):
-                if accept(key):
-                    found.append((score, key))
-                    if len(found) == limit:
-                        return found
-            if last:
-                break
-            at = end
-        if complete:
+        found = _take(best, complete, limit, accept, run_keys)
+        if found is not None:
             return found
         want *= 4
 

@@ -6,11 +6,15 @@ A **part** is the bytes of a small vector file: a header naming the embedder and
 dimension (its generation is zeros), then blocks. A delta carries, under its
 ``"derived"`` key (``{path: {"encoding": "zlib-base64", "content": ...}}``, which
 readers that do not know it ignore), one part per vector file that grew since the last
-sync: only the rows the snapshot does not hold yet, in one block. A fold's base carries,
-under the archive's ``"derived"`` key, one part per vector file with the rows of the
-base, of every delta folded and of the folder, each ``(entry id, text hash)`` once, and
-only those of live entries (a forgotten or expired entry's vector, or one made from a
-text since edited, is dropped).
+sync: only the rows the snapshot does not hold yet, in one block. A fold's base carries
+one part per vector file with the rows of the base, of every delta folded and of the
+folder, each ``(entry id, text hash)`` once, and only those of live entries (a forgotten
+or expired entry's vector, or one made from a text since edited, is dropped), in one
+block. The parts a fold encodes are :class:`~fsmemory.snapshot.archive.RawMember`: the
+base stores them as they are, binary members of a version-3 archive (see
+:mod:`fsmemory.snapshot.archive`; a version-2 base held them zlib-base64 under its
+``"derived"`` key, which is still read). A restore installs a base's block as it is
+(checked, not decoded or encoded again), the deltas' rows after it in one block.
 
 Nothing is trusted blindly: a part whose header does not verify or names another file
 than its path is skipped whole, and only blocks whose checksums hold are taken (see
@@ -39,7 +43,7 @@ from fsmemory.memory._vecfile import (
 )
 from fsmemory.memory._vectors import VECTOR_DIR, text_hash
 from fsmemory.memory.layout import log_date
-from fsmemory.snapshot.archive import unpack_derived
+from fsmemory.snapshot.archive import RawMember, unpack_derived
 
 __all__ = ["VectorFold", "VectorSync", "is_vector_file", "live_keys", "vector_parts"]
 
@@ -47,6 +51,9 @@ logger = get_logger(__name__)
 
 _SUFFIX = ".f16v"
 _ZERO_GENERATION = bytes(16)
+#: a block of this many rows or more, kept whole, is written again as it is (a smaller
+#: one is merged with its neighbours: a restored file stays a few blocks)
+WHOLE_ROWS = 256
 
 Key = tuple[str, str]
 
@@ -65,15 +72,36 @@ def is_vector_file(path: str) -> bool:
 
 
 @dataclass
+class _Run:
+    """Rows held from one verified block, in its order: the whole block as it is
+    (``block``, its vectors from ``vectors_at``) when every row of it was kept, else
+    the kept rows' vectors (``vectors``, a float16 array)."""
+
+    ids: list[str]
+    hashes: list[str]
+    block: memoryview | None = None
+    vectors_at: int = 0
+    vectors: Any = None
+
+    def array(self, dimension: int) -> Any:
+        """The rows' vectors as an (n, dimension) float16 array."""
+        if self.vectors is not None:
+            return self.vectors
+        import numpy as np
+
+        assert self.block is not None
+        count = len(self.ids) * dimension
+        return np.frombuffer(self.block, dtype="<f2", count=count, offset=self.vectors_at)
+
+
+@dataclass
 class _File:
     """The rows gathered for one vector file."""
 
     name: str
     dimension: int
     keys: dict[Key, None] = field(default_factory=dict)
-    ids: list[str] = field(default_factory=list)
-    hashes: list[str] = field(default_factory=list)
-    parts: list[Any] = field(default_factory=list)  # float16 arrays, row order
+    runs: list[_Run] = field(default_factory=list)
 
 
 class VectorFold:
@@ -89,7 +117,11 @@ class VectorFold:
         """Take the verified rows of ``data`` (a part or a whole vector file; blocks are
         read from ``start``) for ``path``, but those of ``known`` keys; returns where
         the verified blocks end (-1: skipped). A part whose header does not verify or
-        names another file than ``path`` is skipped whole."""
+        names another file than ``path`` is skipped whole.
+
+        A block whose rows are all taken is kept as it is (written again without being
+        encoded again); a block's start is known only while no damaged bytes precede
+        it, so after damage the rows taken are copied out."""
         if data is None or not is_vector_file(path):
             return -1
         header = read_header(data)
@@ -99,28 +131,45 @@ class VectorFold:
         held = self.files.get(path)
         if held is None:
             held = self.files[path] = _File(header.name, header.dimension)
-        import numpy as np
-
         scan = scan_blocks(data, start, len(data), held.dimension)
         if scan.skipped:
             logger.info("%d bytes of a vector part for %s do not verify", scan.skipped, path)
+        view = memoryview(data)
+        at = start  # where the next block starts, while no bytes were skipped
         for block in scan.blocks:
-            keep = []
+            begins, at = at, block.end
             hashes = block.hashes  # a property that decodes the whole block: read it once
-            for n, key in enumerate(zip(block.ids, hashes, strict=True)):
-                if key not in held.keys and (known is None or key not in known):
-                    held.keys[key] = None
-                    keep.append(n)
+            keep = self._fresh(held, list(zip(block.ids, hashes, strict=True)), known)
             if not keep:
                 continue
+            if len(keep) == len(block.ids) and not scan.skipped:
+                whole = view[begins : block.end]
+                held.runs.append(_Run(block.ids, hashes, whole, block.vectors_at - begins))
+                continue
+            import numpy as np
+
             count = len(block.ids) * held.dimension
             vectors = np.frombuffer(
                 data, dtype="<f2", count=count, offset=block.vectors_at
             ).reshape(-1, held.dimension)
-            held.parts.append(np.array(vectors[keep]))
-            held.ids += [block.ids[n] for n in keep]
-            held.hashes += [hashes[n] for n in keep]
+            ids = [block.ids[n] for n in keep]
+            held.runs.append(_Run(ids, [hashes[n] for n in keep], vectors=np.array(vectors[keep])))
         return scan.end
+
+    @staticmethod
+    def _fresh(held: _File, keys: list[Key], known: set[Key] | None) -> list[int]:
+        """The rows of ``keys`` neither held nor ``known`` (each key once), now held."""
+        if not held.keys and not known:
+            first = dict.fromkeys(keys)
+            if len(first) == len(keys):  # (the first block of a part: all new)
+                held.keys = first
+                return list(range(len(keys)))
+        keep = []
+        for n, key in enumerate(keys):
+            if key not in held.keys and (known is None or key not in known):
+                held.keys[key] = None
+                keep.append(n)
+        return keep
 
     def add_entries(self, entries: Mapping[str, object]) -> None:
         """Take the vector parts among derived ``entries`` (name -> entry as stored)."""
@@ -147,27 +196,55 @@ class VectorFold:
         held = self.files.get(path)
         return set() if held is None else set(held.keys)
 
-    def encode(self, path: str, dead: Dead | None = None) -> bytes | None:
-        """A part (header, one block) of the rows held for ``path`` (those ``dead``
-        says no live entry needs left out); None when none is left."""
+    def encode(self, path: str, dead: Dead | None = None) -> RawMember | None:
+        """A part (header, blocks) of the rows held for ``path``, in the order they
+        were taken; None when none is left.
+
+        Without ``dead``, blocks of at least :data:`WHOLE_ROWS` rows kept whole are
+        written as they are, the other rows between them as one block each (a restore:
+        a base's block is not encoded again, the deltas' rows after it go into one).
+        With ``dead``, the rows it says no live entry needs are left out and all the
+        others go into one block (a fold: a base's part stays one block, however many
+        deltas it took in)."""
+        held = self.files.get(path)
+        if held is None:
+            return None
+        out: list[bytes | memoryview] = [encode_header(held.name, held.dimension, _ZERO_GENERATION)]
+        loose: list[tuple[_Run, list[int]]] = []
+        for run in held.runs:
+            keys = zip(run.ids, run.hashes, strict=True)
+            rows = [n for n, key in enumerate(keys) if dead is None or dead.lives(key)]
+            if not rows:
+                continue
+            if dead is None and run.block is not None and len(run.ids) >= WHOLE_ROWS:
+                out += self._block(held, loose)
+                loose = []
+                out.append(run.block)
+            else:
+                loose.append((run, rows))
+        out += self._block(held, loose)
+        if len(out) == 1:
+            return None
+        return RawMember(b"".join(out))
+
+    @staticmethod
+    def _block(held: _File, loose: list[tuple[_Run, list[int]]]) -> list[bytes]:
+        """One block of the ``loose`` rows (none: no block)."""
+        if not loose:
+            return []
         import numpy as np
 
-        held = self.files.get(path)
-        if held is None or not held.ids:
-            return None
-        rows = [
-            n
-            for n, key in enumerate(zip(held.ids, held.hashes, strict=True))
-            if dead is None or dead.lives(key)
-        ]
-        if not rows:
-            return None
-        vectors = np.concatenate(held.parts) if len(held.parts) > 1 else held.parts[0]
-        if len(rows) < len(held.ids):
-            vectors = vectors[rows]
-        return encode_header(held.name, held.dimension, _ZERO_GENERATION) + encode_block(
-            [held.ids[n] for n in rows], [held.hashes[n] for n in rows], vectors
-        )
+        ids: list[str] = []
+        hashes: list[str] = []
+        arrays = []
+        for run, rows in loose:
+            vectors = run.array(held.dimension).reshape(-1, held.dimension)
+            whole = len(rows) == len(run.ids)
+            arrays.append(vectors if whole else vectors[rows])
+            ids += run.ids if whole else [run.ids[n] for n in rows]
+            hashes += run.hashes if whole else [run.hashes[n] for n in rows]
+        vectors = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
+        return [encode_block(ids, hashes, vectors)]
 
     def encode_all(self, dead: Dead | None = None) -> dict[str, bytes]:
         """Every file's part (see :meth:`encode`), by path."""

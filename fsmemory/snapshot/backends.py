@@ -46,6 +46,7 @@ from fsmemory.fs import StorageRoot, open_root
 from fsmemory.fs.errors import translated
 from fsmemory.fs.redis import redis_client
 from fsmemory.snapshot._head import HEAD_FORMAT, plan_fold, read_records
+from fsmemory.snapshot.archive import is_framed
 
 __all__ = [
     "DEFAULT_COMPACT_AFTER",
@@ -185,7 +186,8 @@ class FsspecBackend:
     """A snapshot at any fsspec URL: ``s3://bucket/users/123.snapshot``, ``gs://...``,
     ``redis://host:6379/0/users/123.snapshot``, ``memory://...``, or a local file path.
 
-    Objects: the head at the URL itself, and ``<url>.d/base-*.json`` /
+    Objects: the head at the URL itself, and ``<url>.d/base-*.json`` (``base-*.bin``:
+    a version-3 archive, see :mod:`fsmemory.snapshot.archive`) and
     ``<url>.d/delta/*.json`` beside it. A head that holds a seed (version 1) archive is
     read as a base with no deltas, so existing snapshots migrate on their next fold.
 
@@ -439,7 +441,8 @@ class FsspecBackend:
         the grace ago keep their time; a later fold removes them once they are older, so
         a reader that read any head of the last :data:`RETIRED_GRACE` seconds can still
         fetch what it names."""
-        base_name = f"base-{uuid.uuid4().hex}.json"
+        # (a version-3 archive is a binary frame, not JSON: named for what it holds)
+        base_name = f"base-{uuid.uuid4().hex}{'.bin' if is_framed(archive) else '.json'}"
         base_path = f"{self.objects}/{base_name}"
         self.root.write(base_path, archive)
         plan = plan_fold(expected, folded, base_name, self.clock(), RETIRED_GRACE)

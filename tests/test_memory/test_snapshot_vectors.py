@@ -20,7 +20,12 @@ from fsmemory.memory._delta import fold_state
 from fsmemory.memory._vecfile import HEADER_SIZE, read_header, scan_blocks
 from fsmemory.memory._vectravel import VectorFold
 from fsmemory.snapshot import FsspecBackend, pack_archive
-from fsmemory.snapshot.archive import encode_derived, unpack_archive_parts, unpack_derived
+from fsmemory.snapshot.archive import (
+    RawMember,
+    encode_derived,
+    unpack_archive_parts,
+    unpack_derived,
+)
 
 np = pytest.importorskip("numpy")
 
@@ -155,14 +160,12 @@ def _flip_in_blocks(url: str) -> None:
     backend = FsspecBackend(url)
     state = backend.load_state()
     assert state.base is not None
-    document = orjson.loads(state.base)
     path = f"vectors/fake-{DIM}.f16v"
-    part = bytearray(unpack_derived(document["derived"][path]) or b"")
+    files, stored = unpack_archive_parts(state.base)
+    derived = {k: unpack_derived(v) or b"" for k, v in stored.items()}
+    part = bytearray(derived[path])
     part[len(part) - 5] ^= 0x10  # a vector byte of the block
-    document["derived"][path] = encode_derived(bytes(part))
-    files, _ = unpack_archive_parts(state.base)
-    derived = {k: unpack_derived(v) or b"" for k, v in document["derived"].items()}
-    derived[path] = bytes(part)
+    derived[path] = RawMember(bytes(part))
     new = backend.save_base(pack_archive(files, derived), folded=[], expected=state)
     assert new is not None
 

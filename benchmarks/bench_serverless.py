@@ -20,7 +20,8 @@ start), and the two handlers alternate so that drift on the machine hits both al
   anyway; one calling an API may not).
 * with ``--compare CHECKOUT``: the same handler on the fsmemory of another checkout
   (e.g. a ``git worktree`` of an earlier commit), on a snapshot of its own seeded by
-  that version, alternating with the others in the same run.
+  that version, alternating with the others in the same run (and, unless
+  ``--no-embedder``, that checkout's handler with the embedder too).
 * boto3: ``GetObject`` of one JSON blob, ``json.loads``, append, ``json.dumps``,
   ``PutObject`` (two requests; no merge of concurrent writers: the last one wins).
 
@@ -38,16 +39,17 @@ compile), and in a shared work tree a module edited in the middle of a run would
 compiled by every invocation after the edit and by none before it. Installed packages
 (boto3, obstore, NumPy) have their bytecode.
 
-Printed: wall time per invocation (process start to exit, as the platform bills it),
-the time inside the process, requests per invocation and the max/median over the
-invocations in a row; bytes uploaded per invocation (median, mean, and the mean as a
-share of the base each invocation restored), the sequential round trips of the restore
-(the requests the handler's thread sent one after another, plus the most any fetching
-thread sent; and, by the clock, the longest chain of requests each sent after the
-previous one answered, which also counts a fetch whose thread started after another
-fetch's reply came back), the first ``recall()`` after the restore; then where
-fsmemory's time goes: each phase's median beside the slowest invocation's (with the
-time outside the process's own code: interpreter start and exit), every invocation's
+Printed: wall time per invocation (process start to exit, as the platform bills it), the
+time inside the process, the CPU time of the process (user + system, its threads
+included: steadier than the wall on a busy machine), requests per invocation and the
+max/median over the invocations in a row; bytes uploaded per invocation (median, mean,
+and the mean as a share of the base each invocation restored), the sequential round
+trips of the restore (the requests the handler's thread sent one after another, plus the
+most any fetching thread sent; and, by the clock, the longest chain of requests each
+sent after the previous one answered, which also counts a fetch whose thread started
+after another fetch's reply came back), the first ``recall()`` after the restore; then
+where fsmemory's time goes: each phase's median beside the slowest invocation's (with
+the time outside the process's own code: interpreter start and exit), every invocation's
 wall and restore time in order, the invocations that folded, and the median restore of
 the quarter of invocations with the fewest deltas waiting beside the quarter with the
 most (a restore fetches every waiting delta, one request each). With the embedder: its
@@ -402,13 +404,23 @@ def compile_bytecode(libs: list[str | None]) -> None:
     compileall.compile_file(Path(__file__).resolve(), quiet=1)
 
 
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes so far."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_worker(kind: str, cfg: dict[str, Any]) -> dict[str, Any]:
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), _children_cpu()
     out = subprocess.run(
         _worker_command(kind, cfg), check=True, capture_output=True, text=True, cwd=HERE
     )
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     result["wall_ms"] = _ms(time.perf_counter() - t)
+    # the worker's CPU (its threads included): steadier than the wall on a busy machine
+    result["cpu_ms"] = _ms(_children_cpu() - cpu)
     return result
 
 
@@ -421,6 +433,7 @@ def summarize(name: str, runs: list[dict[str, Any]]) -> list[str]:
         name,
         f"{med:.0f}",
         f"{statistics.median(inside):.0f}",
+        f"{statistics.median(r['cpu_ms'] for r in runs):.0f}" if "cpu_ms" in runs[0] else "-",
         f"{max(wall) / med:.2f}x",
         f"{statistics.median(req):.0f}",
         f"{max(req)}",
@@ -437,6 +450,10 @@ def table(header: list[str], rows: list[list[str]]) -> None:
 
 def _median_wall(runs: list[dict[str, Any]]) -> float:
     return float(statistics.median(r["wall_ms"] for r in runs))
+
+
+def _median_cpu(runs: list[dict[str, Any]]) -> float:
+    return float(statistics.median(r["cpu_ms"] for r in runs))
 
 
 def upload_rows(name: str, runs: list[dict[str, Any]]) -> list[str]:
@@ -500,8 +517,10 @@ def main() -> None:
         kinds.append("fsmemory-s3fs")
     if args.compare:
         kinds.append("fsmemory-before")
+        if not args.no_embedder:
+            kinds.append("fsmemory-embedder-before")
     kinds.append("boto3")
-    libs = {kind: args.compare if kind == "fsmemory-before" else None for kind in kinds}
+    libs = {kind: args.compare if kind.endswith("-before") else None for kind in kinds}
     service = start_moto()
     try:
         options = service.s3_storage_options()
@@ -514,7 +533,7 @@ def main() -> None:
                     "options": options,
                     "user": f"{USER}-{kind}",
                     "lib": libs[kind],
-                    "embedder": kind == "fsmemory-embedder",
+                    "embedder": kind in EMBEDDER_KINDS,
                 }
                 folder = Path(tmp) / f"seed-{kind}"
                 bases[kind] = seed(kind, {**cfg, "folder": str(folder)}, files, folder)
@@ -535,7 +554,7 @@ def main() -> None:
                         "options": {**options, **forced},
                         "user": f"{USER}-{kind}",
                         "lib": libs[kind],
-                        "embedder": kind == "fsmemory-embedder",
+                        "embedder": kind in EMBEDDER_KINDS,
                         "scratch": str(Path(tmp) / f"scratch-{kind}-{i}"),
                         "facts": [
                             {
@@ -564,7 +583,10 @@ NAMES = {
     "fsmemory-embedder": "fsmemory handler, with an embedder",
     "fsmemory-s3fs": "fsmemory handler, s3fs forced",
     "fsmemory-before": "fsmemory handler, --compare checkout",
+    "fsmemory-embedder-before": "fsmemory handler, with an embedder, --compare checkout",
 }
+#: the handlers built with an embedder, and the same handler without one (same checkout)
+EMBEDDER_KINDS = {"fsmemory-embedder": "fsmemory", "fsmemory-embedder-before": "fsmemory-before"}
 
 
 def _steady_saves(runs: list[dict[str, Any]]) -> list[int]:
@@ -574,9 +596,9 @@ def _steady_saves(runs: list[dict[str, Any]]) -> list[int]:
 
 def embedder_rows(runs: dict[str, list[dict[str, Any]]]) -> list[list[str]]:
     """The handler with an embedder beside the same handler without one."""
-    plain = runs["fsmemory"]
     rows = []
-    for kind in ("fsmemory", "fsmemory-embedder"):
+    for kind in ("fsmemory", *(k for k in EMBEDDER_KINDS if k in runs)):
+        plain = runs[EMBEDDER_KINDS.get(kind, "fsmemory")]
         got = runs[kind]
         emb = [r["embedded"] for r in got]
         wall = [r["wall_ms"] for r in got]
@@ -598,6 +620,8 @@ def embedder_rows(runs: dict[str, list[dict[str, Any]]]) -> list[list[str]]:
                 f"{statistics.median(wall):.0f}",
                 f"{max(wall) / statistics.median(wall):.2f}x",
                 f"{statistics.median(wall) / _median_wall(plain):.2f}x",
+                f"{statistics.median(r['cpu_ms'] for r in got):.0f}",
+                f"{_median_cpu(got) / _median_cpu(plain):.2f}x",
                 "yes" if all(r["numpy"] for r in got) else "no",
             ]
         )
@@ -644,6 +668,7 @@ def report(kinds: list[str], runs: dict[str, list[dict[str, Any]]]) -> None:
         "handler",
         "wall ms (median)",
         "in-process ms",
+        "CPU ms (median)",
         "max/median wall",
         "requests/invocation",
         "max requests",
@@ -688,6 +713,8 @@ def report(kinds: list[str], runs: dict[str, list[dict[str, Any]]]) -> None:
                 "wall ms (median)",
                 "max/median wall",
                 "wall / without an embedder",
+                "CPU ms (median)",
+                "CPU / without an embedder",
                 "NumPy loaded",
             ],
             embedder_rows(runs),
@@ -717,6 +744,11 @@ def report(kinds: list[str], runs: dict[str, list[dict[str, Any]]]) -> None:
                 "with an embedder / without, wall (median)",
                 f"{_median_wall(emb_runs) / _median_wall(fs_runs):.2f}x",
                 "<= 1.3x",
+            ],
+            [
+                "with an embedder / without, CPU of the process (median)",
+                f"{_median_cpu(emb_runs) / _median_cpu(fs_runs):.2f}x",
+                "(the wall's target, on CPU)",
             ],
             [
                 "save of one new entry: bytes with an embedder - without (median)",

@@ -69,11 +69,13 @@ __all__ = [
     "VectorFile",
     "chunks",
     "column_sum",
+    "dot_rows",
     "encode_block",
     "encode_header",
     "parse_jsonl",
     "read_header",
     "scan_blocks",
+    "square_norms",
     "widen",
     "widen_dot",
 ]
@@ -291,7 +293,7 @@ def _body_crc(data: Any, view: memoryview, start: int, end: int) -> int:
     return crc
 
 
-def widen_rows(np: Any, bits: Any, wide: Any) -> Any:
+def widen_rows(np: Any, bits: Any, wide: Any, scaled: bool = True) -> Any:
     """The float16 rows ``bits`` (viewed as int16) as float32, in ``wide`` (an int32
     work array at least as large); returns the float32 view.
 
@@ -301,23 +303,27 @@ def widen_rows(np: Any, bits: Any, wide: Any) -> Any:
     it, which the mask clears), the shift moves exponent and mantissa to their float32
     places, and the product by 2**112 moves the exponent bias from 15 to 127 (a
     subnormal float16 becomes a normal float32; a power of two scales exactly, whatever
-    the sign)."""
+    the sign). Without ``scaled``, that last pass is left out: each value is then
+    exactly ``2**-112`` times the float16 (see :func:`widen_dot`, which scales the
+    other side of its products instead)."""
     k = bits.shape[0]
     w = wide[:k]
     np.copyto(w, bits, casting="safe")
     np.left_shift(w, 13, out=w)
     np.bitwise_and(w, _SIGN_AND_MAGNITUDE, out=w)
     f = w.view(np.float32)
-    f *= np.float32(2.0**112)
+    if scaled:
+        f *= np.float32(2.0**112)
     return f
 
 
-def chunks(np: Any, matrix: Any, rows: Any = None) -> Any:
+def chunks(np: Any, matrix: Any, rows: Any = None, scaled: bool = True) -> Any:
     """Yield ``(start, float32 rows)`` over the float16 ``matrix`` (only ``rows``, an
     ascending index array, when given), a few hundred rows widened at a time: a float32
     copy of the whole matrix is twice its size. The yielded array is reused. When the
     matrix lies in a mapped file, the pages read are released as the pass goes (see
-    :class:`_Release`)."""
+    :class:`_Release`). Without ``scaled``, the rows are ``2**-112`` times the vectors
+    (see :func:`widen_rows`)."""
     n, d = matrix.shape
     count = n if rows is None else len(rows)
     if not count:
@@ -328,7 +334,7 @@ def chunks(np: Any, matrix: Any, rows: Any = None) -> Any:
     release = _Release.of(np, matrix)
     for at in range(0, count, size):
         part = bits[at : at + size] if rows is None else bits[rows[at : at + size]]
-        yield at, widen_rows(np, part, wide)
+        yield at, widen_rows(np, part, wide, scaled)
         if release is not None:
             last = at + part.shape[0] if rows is None else int(rows[at + part.shape[0] - 1]) + 1
             release.upto(last * matrix.strides[0])
@@ -383,13 +389,42 @@ class _Release:
 
 def widen_dot(np: Any, matrix: Any, weights: Any, out: Any) -> None:
     """``out[:] = matrix @ weights`` for a float16 ``matrix`` (n, d) and float32
-    ``weights`` (d, k), in float32 (see :func:`chunks`)."""
+    ``weights`` (d, k), in float32 (see :func:`chunks`): the same floats as
+    :func:`dot_rows` of the widened matrix. The rows are widened without their last
+    pass and the weights multiplied by ``2**112`` instead: each product of a value and a
+    weight is then the same real number, rounded alike (weights of magnitude up to
+    ``2**15``; larger ones take the widening pass)."""
     rows = np.ascontiguousarray(weights.T)
-    for at, part in chunks(np, matrix):
-        # einsum runs in this thread: a BLAS product may start a thread pool, which
-        # costs more than it saves at this size and stalls on a busy machine. (Its
-        # "ij,jk" form with a narrow k is many times slower than "ij,kj".)
-        np.einsum("ij,kj->ik", part, rows, out=out[at : at + part.shape[0]])
+    scaled = not rows.size or float(np.abs(rows).max()) < 2.0**15
+    if scaled:
+        rows = rows * np.float32(2.0**112)
+    for at, part in chunks(np, matrix, scaled=not scaled):
+        dot_rows(np, part, rows, out[at : at + part.shape[0]])
+
+
+def dot_rows(np: Any, rows: Any, weights: Any, out: Any) -> None:
+    """``out[i, k] = rows[i] . weights[k]`` for float32 ``rows`` (n, d) and ``weights``
+    (k, d), each a dot product of its own (whatever the rows around it), in this
+    thread: ``np.vecdot`` (a BLAS dot per pair, of a length that never starts a thread
+    pool; a BLAS matrix product may start one, which costs more than it saves at this
+    size and stalls on a busy machine), or on NumPy 1.x the same sums with einsum."""
+    vecdot = getattr(np, "vecdot", None)
+    if vecdot is None:  # NumPy < 2 (its "ij,jk" form with a narrow k is many times slower)
+        np.einsum("ij,kj->ik", rows, weights, out=out)
+    elif weights.shape[0] == 1:
+        vecdot(rows, weights[0], out=out[:, 0])
+    else:
+        vecdot(rows[:, None, :], weights[None, :, :], out=out)
+
+
+def square_norms(np: Any, rows: Any, out: Any) -> None:
+    """``out[i] = rows[i] . rows[i]`` for float32 ``rows``, as :func:`dot_rows` takes
+    its dot products."""
+    vecdot = getattr(np, "vecdot", None)
+    if vecdot is None:
+        np.einsum("ij,ij->i", rows, rows, out=out)
+    else:
+        vecdot(rows, rows, out=out)
 
 
 def column_sum(np: Any, matrix: Any) -> Any:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from fsmemory.errors import require
 from fsmemory.memory._rank import top_accepted
-from fsmemory.memory._vecfile import chunks, widen, widen_dot
+from fsmemory.memory._vecfile import chunks, dot_rows, square_norms, widen, widen_dot
 from fsmemory.memory._vecrank import (
     CONTEXT_GAP,
     CONTEXT_SPAN,
@@ -108,12 +108,13 @@ class VectorScoring:
         wide = self._widened() if self._products else None
         self._products += 1
         if wide is not None:
-            out = np.einsum("ij,kj->ik", wide, np.ascontiguousarray(weights.T))
+            out = np.empty((n, weights.shape[1]), dtype=np.float32)
+            dot_rows(np, wide, np.ascontiguousarray(weights.T), out)
             known = len(self._sq_norms)
             if norms and known < n:
                 sq = np.empty(n, dtype=np.float32)
                 sq[:known] = self._sq_norms
-                np.einsum("ij,ij->i", wide[known:], wide[known:], out=sq[known:])
+                square_norms(np, wide[known:], sq[known:])
                 self._sq_norms = sq
             return out
         out = np.empty((n, weights.shape[1]), dtype=np.float32)
@@ -129,8 +130,8 @@ class VectorScoring:
                 continue
             for at, part in chunks(np, array):
                 k = part.shape[0]
-                np.einsum("ij,kj->ik", part, rows, out=out[start + at : start + at + k])
-                np.einsum("ij,ij->i", part, part, out=sq[start + at : start + at + k])
+                dot_rows(np, part, rows, out[start + at : start + at + k])
+                square_norms(np, part, sq[start + at : start + at + k])
         if known < n:
             self._sq_norms = sq
         return out

@@ -411,6 +411,29 @@ def test_float16_widening_is_exact() -> None:
     assert np.array_equal(wide.view(np.uint32), finite.astype(np.float32).view(np.uint32))
 
 
+def test_products_without_the_widening_scale_are_the_same_floats() -> None:
+    """widen_dot leaves the 2**112 of the widening out and scales the weights instead:
+    every score is the same float as the product of the exactly widened rows, subnormal
+    float16 values, tiny and large weights included, one column or several alike."""
+    rng = np.random.default_rng(3)
+    matrix = (rng.standard_normal((1500, 96)) / 20).astype(np.float16)
+    matrix[::7, ::5] = np.float16(3e-6)  # subnormal float16
+    matrix[1] = np.float16(-6e-8)
+    wide = _vecfile.widen(np, matrix)
+    for scale in (1.0, 1e-30, 1e6):  # 1e6: past 2**15, the weights are not scaled
+        weights = (rng.standard_normal((96, 2)) * scale).astype(np.float32)
+        out = np.empty((1500, 2), dtype=np.float32)
+        _vecfile.widen_dot(np, matrix, weights, out)
+        exact = np.empty((1500, 2), dtype=np.float32)
+        _vecfile.dot_rows(np, wide, np.ascontiguousarray(weights.T), exact)
+        assert np.array_equal(out, exact)
+        one = np.empty((1500, 1), dtype=np.float32)
+        _vecfile.widen_dot(np, matrix, weights[:, 1:], one)
+        assert np.array_equal(one[:, 0], exact[:, 1])
+        truth = matrix.astype(np.float64) @ weights.astype(np.float64)
+        assert np.allclose(out, truth, rtol=1e-5, atol=1e-6 * scale)
+
+
 def test_the_mean_from_a_block_sum_is_the_mean_of_the_vectors(tmp_path: Path) -> None:
     """A block of SUM_ROWS rows or more carries the sum of its vectors: a fresh reader
     takes the live entries' mean from it (less the rows that are not live), and gets

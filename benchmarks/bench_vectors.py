@@ -10,12 +10,13 @@ an embedder, and the raw floor: NumPy reading the same vector bytes from the sam
 and taking one product with a query (``np.fromfile`` + ``astype(float32) @ q``); and
 the highest peak resident memory of each (``VmHWM``, MB, after the first recall); and
 the median warm ``recall(limit=5)`` of the same process over 20 more queries (the
-query's embedding excluded). NumPy is imported before the clock starts, in every
-mode (an embedder's model has it loaded anyway): the time the import took in the
-hybrid processes is its own column (the first hybrid recall of a process that has not
-imported NumPy yet pays it). Each code version runs from
-its own source tree (``--code NAME=PATH``, put first on ``PYTHONPATH``), so the rows
-before and after a change are taken side by side in one run.
+query's embedding excluded), wall and CPU time, with the peak resident memory after
+them. NumPy is imported before the clock starts, in every mode (an embedder's model
+has it loaded anyway): the time the import took in the hybrid processes is its own
+column (the first hybrid recall of a process that has not imported NumPy yet pays
+it). Each code version runs from its own source tree (``--code NAME=PATH``, put first
+on ``PYTHONPATH``), so the rows before and after a change are taken side by side in one
+run.
 
 The memories are built once (``--cache``, reused by later runs): the entries are
 written without an embedder, then each code version embeds them all in one warm-up
@@ -129,18 +130,27 @@ def probe(folder: Path, mode: str) -> dict[str, float]:
     assert found
     rss = _rss_mb()
     warm: list[float] = []
+    warm_cpu: list[float] = []
     for text in WARM_QUERIES:
         before = embedder.spent_ms if embedder else 0.0
+        before_cpu = embedder.spent_cpu_ms if embedder else 0.0
+        c0 = time.process_time()
         t0 = time.perf_counter()
         km.recall(text, limit=5)
         warm.append(
             (time.perf_counter() - t0) * 1000 - (embedder.spent_ms - before if embedder else 0.0)
+        )
+        warm_cpu.append(
+            (time.process_time() - c0) * 1000
+            - (embedder.spent_cpu_ms - before_cpu if embedder else 0.0)
         )
     return {
         "ms": ms,
         "cpu_ms": cpu_ms,
         "rss_mb": rss,
         "warm_ms": statistics.median(warm),
+        "warm_cpu_ms": statistics.median(warm_cpu),
+        "warm_rss_mb": _rss_mb(),
         "numpy_ms": numpy_ms,
     }
 
@@ -256,9 +266,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         "| entries | code | hybrid ms | hybrid CPU ms | x floor | peak RSS MB | "
         "no embedder ms | no embedder RSS MB | floor ms | floor RSS MB | warm hybrid ms | "
-        "warm no embedder ms | numpy import ms |"
+        "warm hybrid CPU ms | peak RSS MB after warm | warm no embedder ms | "
+        "numpy import ms |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for size in sizes:
         plain = build(args.cache, size)
         folders = {name: prepare(args.cache, plain, name, Path(code), size) for name, code in codes}
@@ -293,7 +304,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"| {size:,} | {name} | {hybrid:.1f} | {cpu:.1f} | {hybrid / floor:.1f}x | "
                 f"{rss((name, 'hybrid')):.0f} | {med((name, 'plain')):.1f} | "
                 f"{rss((name, 'plain')):.0f} | {floor:.1f} | {rss(('floor', '')):.0f} | "
-                f"{warm_med((name, 'hybrid')):.1f} | {warm_med((name, 'plain')):.1f} | "
+                f"{warm_med((name, 'hybrid')):.1f} | "
+                f"{statistics.median(r['warm_cpu_ms'] for r in cells[(name, 'hybrid')]):.1f} | "
+                f"{max(r['warm_rss_mb'] for r in cells[(name, 'hybrid')]):.0f} | "
+                f"{warm_med((name, 'plain')):.1f} | "
                 f"{statistics.median(r['numpy_ms'] for r in cells[(name, 'hybrid')]):.1f} |",
                 flush=True,
             )

@@ -5,7 +5,6 @@ members costing embeddings, never an answer."""
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import struct
 import uuid
@@ -33,32 +32,12 @@ from fsmemory.snapshot.archive import (
 
 np = pytest.importorskip("numpy")
 
-DIM = 16
+from tests.test_memory.test_snapshot_vectors import DIM, CountingEmbedder  # noqa: E402
+
 PATH = f"vectors/fake-{DIM}.f16v"
 QUERIES = ["python", "garden music", "fact 7"]
 TOPICS = ["python", "coffee", "atlas", "deadline", "garden", "music", "travel"]
 FILES = {"MEMORY.md": b"# Agent Memory\n", "logs/2026-03-13.jsonl": b'{"id": "a"}\n'}
-
-
-class CountingEmbedder:
-    """Deterministic (a text's vector sums its words' seeded vectors); counts texts."""
-
-    name = "fake"
-    dimension = DIM
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-
-    def __call__(self, texts: Sequence[str]) -> list[list[float]]:
-        self.texts += texts
-        out = []
-        for text in texts:
-            vec = np.zeros(DIM)
-            for word in text.lower().split():
-                seed = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=4).digest())
-                vec += np.random.default_rng(seed).standard_normal(DIM)
-            out.append(vec.tolist())
-        return out
 
 
 def _text(i: int) -> str:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from fsmemory.agent._checks import check_optional_count
 from fsmemory.agent._context import StrategyContext
 from fsmemory.agent._events import Event
 from fsmemory.agent._policies import CONVERSATIONS_DIR, WORKING_MEMORY_PATH
@@ -84,9 +85,7 @@ class AggregateTrigger:
 
     def __post_init__(self) -> None:
         for name in ("every_n_turns", "every_n_events"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value < 1):
-                raise ValueError(f"{name} must be an int >= 1 or None")
+            check_optional_count(name, getattr(self, name))
 
     @property
     def fires_ever(self) -> bool:

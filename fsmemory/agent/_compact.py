@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from fsmemory.agent._checks import check_count, check_optional_count
 from fsmemory.agent._context import StrategyContext
 from fsmemory.agent._events import CompactionSummary, Event
 from fsmemory.agent._pairs import compaction_cut
@@ -76,9 +77,7 @@ class CompactTrigger:
         if self.max_events is None and self.max_tokens is None:
             raise ValueError("CompactTrigger needs max_events and/or max_tokens")
         for name in ("max_events", "max_tokens"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value < 1):
-                raise ValueError(f"{name} must be an int >= 1 or None")
+            check_optional_count(name, getattr(self, name))
         if not self.chars_per_token > 0:
             raise ValueError("chars_per_token must be > 0")
 
@@ -94,9 +93,9 @@ class CompactTrigger:
 
 
 def _check_target(target: object) -> int:
-    if not isinstance(target, int) or isinstance(target, bool) or target < 1:
+    if isinstance(target, bool):
         raise ValueError("target must be an int >= 1")
-    return target
+    return check_count("target", target)
 
 
 class _HeadCompact:

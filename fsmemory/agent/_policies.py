@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from fsmemory.agent._checks import check_count
 from fsmemory.agent._events import (
     Event,
     HaltEvent,
@@ -267,9 +268,7 @@ class EpisodicMemoryPolicy:
         header: str = "[Past Conversations]",
         store: KnowledgeStore | None = None,
     ) -> None:
-        if not isinstance(max_episodes, int) or max_episodes < 1:
-            raise ValueError("max_episodes must be an int >= 1")
-        self.max_episodes = max_episodes
+        self.max_episodes = check_count("max_episodes", max_episodes)
         self.transparent = transparent
         self.directory = directory.rstrip("/") or "/"
         self.header = header
@@ -414,9 +413,7 @@ class SlidingWindowPolicy:
     kind: PolicyKind = "reduction"
 
     def __init__(self, max_events: int = 50, transparent: bool = True) -> None:
-        if not isinstance(max_events, int) or max_events < 1:
-            raise ValueError("max_events must be an int >= 1")
-        self.max_events = max_events
+        self.max_events = check_count("max_events", max_events)
         self.transparent = transparent
 
     def __repr__(self) -> str:
@@ -474,8 +471,7 @@ class TokenBudgetPolicy:
         *,
         tokenizer: Callable[[str], int] | None = None,
     ) -> None:
-        if not isinstance(max_tokens, int) or max_tokens < 1:
-            raise ValueError("max_tokens must be an int >= 1")
+        max_tokens = check_count("max_tokens", max_tokens)
         if not chars_per_token > 0:
             raise ValueError("chars_per_token must be > 0")
         self.max_tokens = max_tokens

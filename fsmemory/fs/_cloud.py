@@ -73,8 +73,6 @@ class Cloud:
     """What a service supplies to :meth:`Cloud.open` (its routes, its predicate).
 
     Attributes:
-        service: its name in messages (``"S3"``).
-        bucket_word: what its URLs name first (``"bucket"``, ``"container"``).
         env: the variable giving the default ``client`` for a whole process.
         extra: the extra that installs the obstore route (``"s3"``).
         store_class: the ``obstore.store`` class of a bucket (``"S3Store"``).
@@ -87,10 +85,9 @@ class Cloud:
         aliases: other names of ``"obstore"`` accepted by ``client``.
         refusal_falls_back: when obstore refuses to build the store, take the fallback
             (logged) instead of raising obstore's error.
+        bucket_word: what its URLs name first (``"bucket"``, ``"container"``).
     """
 
-    service: str
-    bucket_word: str
     env: str
     extra: str
     store_class: str
@@ -100,6 +97,7 @@ class Cloud:
     fallback: str
     aliases: tuple[str, ...] = ()
     refusal_falls_back: bool = False
+    bucket_word: str = "bucket"
 
     @property
     def choices(self) -> tuple[str, ...]:
@@ -164,7 +162,8 @@ class Cloud:
         path = split_protocol(url)[1].strip("/")
         bucket = path.split("/", 1)[0]
         if not bucket:
-            raise InvalidPathError(f"{self.service} URLs need a {self.bucket_word}: {url!r}")
+            service = self.obstore_root.service
+            raise InvalidPathError(f"{service} URLs need a {self.bucket_word}: {url!r}")
         fallback = self.fallback_root
         logger = get_logger(fallback.__module__)
         if route.client == "obstore" and not obstore_usable():

@@ -427,7 +427,6 @@ class AdlfsRoot(FsspecRoot):
 
 
 AzureRoot.cloud = Cloud(
-    service="Azure Blob",
     bucket_word="container",
     env=CLIENT_ENV,
     extra="azure",

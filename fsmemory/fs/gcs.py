@@ -560,8 +560,6 @@ class GCSObstoreRoot(ObstoreRoot, GCSRoot):
 
 
 GCSRoot.cloud = Cloud(
-    service="GCS",
-    bucket_word="bucket",
     env=CLIENT_ENV,
     extra="gcs",
     store_class="GCSStore",

@@ -525,8 +525,6 @@ class S3fsRoot(S3Root):
 
 
 S3Root.cloud = Cloud(
-    service="S3",
-    bucket_word="bucket",
     env=CLIENT_ENV,
     extra="s3",
     store_class="S3Store",

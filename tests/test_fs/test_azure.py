@@ -168,6 +168,8 @@ def test_missing_container_is_named(azurite_service: AzuriteService, route: str)
     with pytest.raises(BucketNotFoundError, match="fsm-missing"):
         root.list("", recursive=True)
     with pytest.raises(BucketNotFoundError, match="fsm-missing"):
+        root.list_dirs("")
+    with pytest.raises(BucketNotFoundError, match="fsm-missing"):
         root.write("x.txt", b"1")
     with pytest.raises(BucketNotFoundError, match="fsm-missing"):
         root.append("log", b"1\n")

@@ -551,16 +551,21 @@ class VectorStore(VectorScoring):
         so (ASCII ids, the usual kind), else as strings."""
         mine = self._ids[at : at + end - start]
         packed = index.row_id_bytes(start, end)
-        if packed is not None:
-            joined = "".join(mine)
+        if packed is not None and mine:
+            # The ids joined by NUL: where the NULs fall says where each id ends, found
+            # by NumPy rather than by a len() per id (unless an id holds a NUL).
+            joined = "\0".join(mine)
             if joined.isascii():
                 np = _numpy()
                 blob, offsets = packed
-                if joined.encode("ascii") != blob:
-                    return False
-                ends = np.frombuffer(offsets, dtype=np.uintc).astype(np.int64)
-                sizes = np.fromiter(map(len, mine), dtype=np.int64, count=len(mine))
-                return bool(np.array_equal(np.diff(ends), sizes))
+                raw = joined.encode("ascii")
+                cuts = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) == 0)
+                if len(cuts) == len(mine) - 1:
+                    if raw.replace(b"\0", b"") != blob:
+                        return False
+                    ends = np.frombuffer(offsets, dtype=np.uintc).astype(np.int64)
+                    cuts -= np.arange(len(cuts))  # the length of the ids before each cut
+                    return bool(np.array_equal(cuts, ends[1:-1] - ends[0]))
         return mine == index.row_id_column(start, end)
 
     def _text_digests(self, index: MemoryIndex, n_rows: int) -> Any:

@@ -250,3 +250,47 @@ def test_the_widened_copy_is_made_by_the_second_product(tmp_path: Path) -> None:
     assert store._wide is not None  # the second product made the copy
     assert np.allclose(store.dense_scores(query, live[1]), passes, rtol=0, atol=1e-6)
     assert [e.id for e in fresh.recall("kitchen garden", limit=10)] == first
+
+
+class _PackedIds:
+    """The two views of an index's ids that matching reads: packed (bytes and offsets,
+    as a cached index holds them) and as strings."""
+
+    def __init__(self, ids: list[str]) -> None:
+        self.ids = ids
+
+    def row_id_bytes(self, start: int, end: int) -> tuple[bytes, Any]:
+        from array import array
+
+        raw = [i.encode() for i in self.ids]
+        offsets = array("I", [7])  # counted from where a longer column would start
+        for r in raw:
+            offsets.append(offsets[-1] + len(r))
+        return b"".join(raw[start:end]), offsets[start : end + 1]
+
+    def row_id_column(self, start: int, end: int) -> list[str]:
+        return self.ids[start:end]
+
+
+@pytest.mark.parametrize(
+    ("held", "indexed", "same"),
+    [
+        (["ab", "c", "def"], ["ab", "c", "def"], True),
+        (["ab", "c", "def"], ["a", "bc", "def"], False),  # the same bytes cut elsewhere
+        (["ab", "c", "def"], ["ab", "c", "deg"], False),
+        (["ab", "", "c"], ["ab", "c", ""], False),
+        (["a\0b", "c"], ["a\0b", "c"], True),  # a NUL in an id: compared as strings
+        (["a\0b", "c"], ["a", "\0bc"], False),
+        (["x"], ["x"], True),
+        (["é", "c"], ["é", "c"], True),  # not ASCII: compared as strings
+    ],
+)
+def test_ids_matched_in_order_compare_where_each_id_ends(
+    held: list[str], indexed: list[str], same: bool, tmp_path: Path
+) -> None:
+    from fsmemory.fs.local import LocalRoot
+
+    store = _vectors.VectorStore(LocalRoot(str(tmp_path)), WordEmbedder("w"))
+    store._ids = ["zz", *held]
+    index: Any = _PackedIds(["yy", "yy", *indexed])
+    assert store._same_ids(index, 2, 2 + len(indexed), 1) is same

@@ -484,6 +484,20 @@ def test_a_block_sum_of_the_wrong_shape_fails_to_verify(sums: object, valid: boo
     assert bool(_vecfile.scan_blocks(data, _vecfile.HEADER_SIZE, len(data), 4).skipped) is not valid
 
 
+@pytest.mark.parametrize(
+    ("ids", "valid"),
+    [(["x", "y"], True), (["x", 1], False), ([None, "y"], False), (["x", ["y"]], False)],
+    ids=["strings", "a-number", "null", "a-list"],
+)
+def test_a_block_whose_ids_are_not_all_strings_fails_to_verify(
+    ids: list[object], valid: bool
+) -> None:
+    block = _crafted_block([ids, "0" * 32], np.ones((2, 4)))
+    data = _vecfile.encode_header("h", 4) + block
+    found = _vecfile.scan_blocks(data, _vecfile.HEADER_SIZE, len(data), 4).blocks
+    assert bool(found) is valid
+
+
 def test_appends_to_a_file_another_writer_created_send_one_request_each(tmp_path: Path) -> None:
     folder = tmp_path / "m"
     _ids, path = _memory(folder, TEXTS[:1])  # another writer created the file

@@ -18,6 +18,7 @@ import pytest
 
 from fsmemory import KnowledgeMemory
 from fsmemory.errors import SnapshotError
+from fsmemory.memory import _index_cache
 from fsmemory.memory._vecfile import HEADER_SIZE, encode_block, encode_header
 from fsmemory.memory._vectravel import WHOLE_ROWS, Dead, VectorFold
 from fsmemory.snapshot import FsspecBackend, pack_archive, unpack_archive
@@ -230,6 +231,7 @@ def _folded(tmp_path: Path, url: str, n: int = 20) -> list[list[str]]:
     km = KnowledgeMemory(tmp_path / "w", backend=FsspecBackend(url), embedder=CountingEmbedder())
     for i in range(n):
         km.remember(_text(i))
+    km.recall("python")  # writes the index cache, where the folder is large enough
     folder = KnowledgeMemory(
         tmp_path / "w",
         backend=FsspecBackend(url),
@@ -246,7 +248,12 @@ def _restored(folder: Path, url: str) -> tuple[KnowledgeMemory, CountingEmbedder
     return KnowledgeMemory(folder, backend=FsspecBackend(url), embedder=embedder), embedder
 
 
-def test_a_base_carries_its_vectors_as_a_raw_member(tmp_path: Path) -> None:
+def test_a_base_carries_its_vectors_as_a_raw_member(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an index cache for a few entries, so that the base carries one beside the vectors
+    monkeypatch.setattr(_index_cache, "MIN_BYTES", 1024)
+    monkeypatch.setattr(_index_cache, "MIN_NEW_ROWS", 5)
     url = _url()
     expected = _folded(tmp_path, url)
     backend = FsspecBackend(url)
@@ -255,7 +262,10 @@ def test_a_base_carries_its_vectors_as_a_raw_member(tmp_path: Path) -> None:
     assert state.base_name is not None and state.base_name.endswith(".bin")
     _, derived = unpack_archive_parts(state.base)
     assert derived[PATH].encoding == "raw"
+    assert derived[_index_cache.CACHE_NAME].encoding == "zlib"
     restored, embedder = _restored(tmp_path / "r", url)
+    # the base's index cache was installed with the files
+    assert restored.root.read_cache(_index_cache.CACHE_NAME)
     assert [[e.id for e in restored.recall(q, limit=5)] for q in QUERIES] == expected
     assert embedder.texts == QUERIES  # no stored entry embedded again
 

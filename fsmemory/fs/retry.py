@@ -178,8 +178,8 @@ class RetryPolicy:
             except ConflictError:
                 if not (ambiguous or hidden_retries):
                     raise
-                landed = self._landed(probe, attempt, what)
-                if landed is not None:
+                holds, landed = attempt.look(probe, (False, ""), "write")
+                if holds:
                     logger.info("%s: an earlier try had landed although its reply was lost", what)
                     return landed
                 raise
@@ -224,37 +224,11 @@ class RetryPolicy:
             except Exception as exc:
                 if not is_transient(exc):
                     raise
-                try:
-                    found = attempt.within(find)
-                except KeyNotFoundError:
-                    found = -1
-                except BackendError:
-                    raise BackendError(
-                        f"{what}: gave up; the append may or may not have been applied: {exc}"
-                    ) from exc
+                found = attempt.look(find, -1, "append", exc)
                 if found >= 0:
                     logger.info("%s: the append landed although its reply was lost", what)
                     return found
                 attempt.failed(exc)
-
-    def _landed(
-        self, probe: Callable[[], tuple[bool, str]], attempt: _Attempts, what: str
-    ) -> str | None:
-        """The object's version when it holds this write, None when it does not.
-
-        Raises:
-            BackendError: the probe itself kept failing. The outcome is unknown, which is
-                not a conflict: a caller re-applying its change would apply it twice.
-        """
-        try:
-            holds, version = attempt.within(probe)
-        except KeyNotFoundError:
-            return None
-        except BackendError as exc:
-            raise BackendError(
-                f"{what}: gave up; the write may or may not have been applied: {exc}"
-            ) from exc
-        return version if holds else None
 
     def _resolve(
         self,
@@ -306,6 +280,27 @@ class _Attempts:
         )
         self.policy.sleep(pause)
         self.tries += 1
+
+    def look(
+        self, func: Callable[[], _T], missing: _T, change: str, cause: Exception | None = None
+    ) -> _T:
+        """``func()``, a read telling whether the ``change`` landed after a conflict or
+        failure, within the budget; ``missing`` when the object does not exist.
+
+        Raises:
+            BackendError: the read itself kept failing (naming ``cause``, else that
+                failure). The outcome is unknown, which is not a conflict: a caller
+                re-applying its change would apply it twice.
+        """
+        try:
+            return self.within(func)
+        except KeyNotFoundError:
+            return missing
+        except BackendError as exc:
+            failure = exc if cause is None else cause
+            raise BackendError(
+                f"{self.what}: gave up; the {change} may or may not have been applied: {failure}"
+            ) from failure
 
     def within(self, func: Callable[[], _T]) -> _T:
         """Run an idempotent helper call (a resolving read) with the remaining budget."""

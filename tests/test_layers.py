@@ -24,7 +24,7 @@ import fsmemory
 
 PACKAGE = Path(fsmemory.__file__).parent
 
-BASE = frozenset({"errors", "_jsonutil", "_lazy", "_log", "_speedups"})  # used by every layer
+BASE = frozenset({"errors", "_jsonutil", "_lazy", "_log", "_records", "_speedups"})  # every layer
 
 #: layer -> the layers it may import (besides itself and BASE).
 LAYERS: dict[str, frozenset[str]] = {
@@ -32,6 +32,7 @@ LAYERS: dict[str, frozenset[str]] = {
     "_jsonutil": frozenset(),
     "_lazy": frozenset(),  # lazy package exports
     "_log": frozenset(),  # loggers that import logging on first use
+    "_records": frozenset(),  # NamedTuple records defined without compiling annotations
     "_speedups": frozenset(),  # the one home of private dependency APIs
     "implementations": frozenset(),  # Plugins: our fsspec filesystems
     "sanitizers": frozenset(),  # pre-save hooks, run by memory/

@@ -10,11 +10,13 @@ the embedder and the dimension, then appended blocks of rows, each row an entry 
 hash of the text it was made from and the vector as float16, each block with CRC32
 checksums. A vector serves an entry only when both its id and the hash of its text
 match (a log line a person fixed is embedded again). On a local folder the file is
-memory-mapped; elsewhere it is read in one request, and what was appended since in one
-more. A block that does not verify (a flipped byte, a block torn by a killed writer)
-is never served, and a file whose header is damaged or names another embedder or
-dimension is not read at all: the entries concerned are embedded again and the file is
-written again whole (only if nobody appended meanwhile). Two models never share a file;
+memory-mapped (a pass over it gives the pages it has read back as it goes: a few MB of
+the file count in resident memory, not its size); elsewhere it is read in one request,
+and what was appended since in one more. A block that does not verify (a flipped
+byte, a block torn by a killed writer) is never served, and a file whose header is
+damaged or names another embedder or dimension is not read at all: the entries
+concerned are embedded again and the file is written again whole (only if nobody
+appended meanwhile). Two models never share a file;
 a file may be deleted at any time: entries without a vector are embedded again, in
 batches of ``embed_batch_size`` texts, by the next ``recall()``. The JSONL file older
 versions wrote (``<name>-<dimension>.jsonl``) is converted once, when the binary file is

@@ -227,8 +227,14 @@ def _exact_names_class() -> Any:
     by ``#``, or ending in ``?``, loses the ``?`` -- the bytes of ``notes?`` would go to
     the blob ``notes``, of ``a?#b`` to ``a#b``. A path with a protocol is still parsed
     by adlfs.
+
+    Raises:
+        MissingDependencyError: adlfs is not installed (``fsmemory[adlfs]``).
     """
-    from adlfs import AzureBlobFileSystem
+    try:
+        from adlfs import AzureBlobFileSystem
+    except ImportError as exc:
+        raise MissingDependencyError("adlfs", "adlfs") from exc
 
     def _strip_protocol(klass: Any, path: Any) -> Any:
         if isinstance(path, str) and "://" not in path:
@@ -403,17 +409,7 @@ class AdlfsRoot(FsspecRoot):
         with self._container_known():
             return super().write(path, data, if_version=if_version, create_only=create_only)
 
-    @staticmethod
-    def _fs_class() -> Any:
-        """adlfs's filesystem taking bare paths as names (:func:`_exact_names_class`).
-
-        Raises:
-            MissingDependencyError: adlfs is not installed (``fsmemory[adlfs]``).
-        """
-        try:
-            return _exact_names_class()
-        except ImportError as exc:
-            raise MissingDependencyError("adlfs", "adlfs") from exc
+    _fs_class = staticmethod(_exact_names_class)
 
     def read_range(self, path: str, start: int, end: int | None = None) -> bytes:
         """See :meth:`FsspecRoot.read_range`; a range past the end reads as ``b""``."""

@@ -284,7 +284,11 @@ def _gcsfs_class(*, experimental: bool | None = None) -> Any:
 
 def _single_try_class(experimental: bool | None = None) -> Any:
     """A subclass of the gcsfs class whose HTTP requests are tried once (our retry policy
-    retries them); the gcsfs class itself when its retry wrapper cannot be undone."""
+    retries them); the gcsfs class itself when its retry wrapper cannot be undone.
+
+    Raises:
+        MissingDependencyError: gcsfs is not installed (``pip install 'fsmemory[gcsfs]'``).
+    """
     base = _gcsfs_class(experimental=experimental)
     inner = getattr(base._request, "__wrapped__", None)
     if inner is None:  # pragma: no cover - a gcsfs without the retry decorator
@@ -363,14 +367,7 @@ class GCSRoot(BucketRoot):
     #: which client sends this root's requests: ``"obstore"`` or ``"gcsfs"``
     client: ClassVar[str] = "gcsfs"
 
-    @staticmethod
-    def _fs_class() -> Any:
-        """gcsfs's filesystem, tried once per request (see the module docs).
-
-        Raises:
-            MissingDependencyError: gcsfs is not installed (``pip install 'fsmemory[gcsfs]'``).
-        """
-        return _single_try_class()
+    _fs_class = staticmethod(_single_try_class)
 
     @staticmethod
     def _configure(opts: dict[str, Any]) -> None:

@@ -109,7 +109,11 @@ _ENV_IGNORED = ("AWS_LAMBDA_", "AWS_XRAY_")
 
 def _single_try_class() -> Any:
     """A subclass of ``s3fs.S3FileSystem`` whose requests are tried once (``retries`` is
-    a class attribute in s3fs, not a constructor argument); our retry policy retries."""
+    a class attribute in s3fs, not a constructor argument); our retry policy retries.
+
+    Raises:
+        MissingDependencyError: s3fs is not installed (``pip install 'fsmemory[s3fs]'``).
+    """
     try:
         import s3fs
     except ImportError as exc:
@@ -330,14 +334,7 @@ class S3Root(BucketRoot):
     #: which client sends this root's requests: ``"obstore"`` or ``"s3fs"``
     client: ClassVar[str] = "s3fs"
 
-    @staticmethod
-    def _fs_class() -> Any:
-        """s3fs's filesystem, tried once per request (see the module docs).
-
-        Raises:
-            MissingDependencyError: s3fs is not installed (``pip install 'fsmemory[s3fs]'``).
-        """
-        return _single_try_class()
+    _fs_class = staticmethod(_single_try_class)
 
     @staticmethod
     def _configure(opts: dict[str, Any]) -> None:

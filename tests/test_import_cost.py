@@ -4,7 +4,7 @@ the internal records it builds cheaply still behave as before.
 Python 3.11 compiles every generated method of a dataclass (``__init__``, ``__repr__``,
 ``__eq__``, and for a frozen one ``__setattr__``, ``__delattr__``, ``__hash__``) when
 the class is defined: about 2.5M instructions for a mutable one and 3.5M for a frozen
-one, in a first line of about 215M. So the first line defines dataclasses only where
+one, in a first line of about 200M. So the first line defines dataclasses only where
 users see them; internal immutable records are NamedTuples and internal mutable state
 plain slotted classes (benchmarks/run.py measures the line).
 """
@@ -21,19 +21,15 @@ from pathlib import Path
 import pytest
 
 import fsmemory
-from fsmemory.fs.base import FileInfo
+from fsmemory.fs.base import Capabilities, FileInfo, Versioned
 from fsmemory.memory import _settings
 from fsmemory.memory._tail import FileCursor, Verified, read_verified
+from fsmemory.memory.entry import RememberResult
 from fsmemory.memory.markdown import Fact, MemoryDocument, parse_memory_md
 
-#: the dataclasses a user meets (returned by the memory or handed to a storage root)
-PUBLIC_DATACLASSES = {
-    "fsmemory.fs.base.Capabilities",
-    "fsmemory.fs.base.FileInfo",
-    "fsmemory.fs.base.Versioned",
-    "fsmemory.memory.entry.KnowledgeEntry",
-    "fsmemory.memory.entry.RememberResult",
-}
+#: the dataclasses a user meets (the storage roots' FileInfo, Versioned and Capabilities
+#: and the memory's RememberResult are NamedTuples: immutable records, cheaper to define)
+PUBLIC_DATACLASSES = {"fsmemory.memory.entry.KnowledgeEntry"}
 
 DATACLASSES_BUILT = """
 import dataclasses, json, sys
@@ -82,6 +78,33 @@ def test_each_memory_document_starts_with_its_own_sections() -> None:
     assert parsed.last_category == "prefs"
     with pytest.raises(AttributeError):
         first.extra = 1  # type: ignore[attr-defined]  # slotted: no stray attributes
+
+
+def test_the_public_records_keep_their_fields_keywords_and_immutability() -> None:
+    info = FileInfo(path="a.md", size=3, mtime=None, token="t")
+    assert (info.path, info.size, info.mtime, info.token) == ("a.md", 3, None, "t")
+    assert info == FileInfo("a.md", 3, None, "t") and hash(info) == hash(
+        FileInfo("a.md", 3, None, "t")
+    )
+    assert info != FileInfo("a.md", 4, None, "t")
+    versioned = Versioned(data=b"x", version="1")
+    assert (versioned.data, versioned.version) == (b"x", "1")
+    caps = Capabilities(conditional_write=True, native_append=False)
+    assert (caps.atomic_write, caps.ranged_read, caps.watch, caps.cheap_lock, caps.local_io) == (
+        True,
+        True,
+        False,
+        False,
+        False,
+    )
+    result = RememberResult(id="", stored=False, rejected_by="duplicate")
+    assert (result.id, result.stored, result.rejected_by) == ("", False, "duplicate")
+    assert RememberResult("x", True) == RememberResult(id="x", stored=True, rejected_by=None)
+    for record, name in ((info, "size"), (versioned, "data"), (caps, "watch"), (result, "id")):
+        with pytest.raises(AttributeError):
+            setattr(record, name, 1)
+        with pytest.raises(AttributeError):
+            record.extra = 1  # type: ignore[union-attr]
 
 
 def test_a_file_cursor_keeps_its_fields_and_defaults() -> None:

@@ -14,9 +14,9 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from fsmemory._records import NamedTuple
 from fsmemory.errors import (
     ConflictError,
     FsMemoryError,
@@ -40,9 +40,8 @@ __all__ = [
 _T = TypeVar("_T")
 
 
-@dataclass(frozen=True, slots=True)
-class FileInfo:
-    """What a listing or ``stat`` tells about one file.
+class FileInfo(NamedTuple):
+    """What a listing or ``stat`` tells about one file (an immutable record).
 
     Attributes:
         path: root-relative path.
@@ -58,17 +57,16 @@ class FileInfo:
     token: str
 
 
-@dataclass(frozen=True, slots=True)
-class Versioned:
-    """File content together with the version token to pass to a compare-and-swap."""
+class Versioned(NamedTuple):
+    """File content together with the version token to pass to a compare-and-swap (an
+    immutable record)."""
 
     data: bytes
     version: str
 
 
-@dataclass(frozen=True, slots=True)
-class Capabilities:
-    """What a storage root can do natively.
+class Capabilities(NamedTuple):
+    """What a storage root can do natively (an immutable record).
 
     Attributes:
         conditional_write: compare-and-swap and create-only writes are enforced by the

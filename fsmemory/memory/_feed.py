@@ -19,10 +19,11 @@ from collections import Counter
 from datetime import UTC, datetime
 from itertools import compress, repeat
 from operator import itemgetter, methodcaller
-from typing import Any, NamedTuple
+from typing import Any
 
 from fsmemory import _jsonutil
 from fsmemory._log import get_logger
+from fsmemory._records import NamedTuple
 from fsmemory.fs.base import FileInfo, StorageRoot
 from fsmemory.memory._claims import HIDDEN, NEVER, PERSISTENT, Key, expiry_us, fact_keys
 from fsmemory.memory._fields import IndexFields

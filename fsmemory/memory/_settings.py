@@ -23,9 +23,10 @@ merged file.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 from fsmemory import _jsonutil
+from fsmemory._records import NamedTuple
 from fsmemory.errors import InvalidInputError
 from fsmemory.fs.base import StorageRoot
 from fsmemory.memory.layout import SETTINGS_FILE

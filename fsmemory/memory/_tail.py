@@ -20,8 +20,8 @@ When a new listing shows the file changed:
 from __future__ import annotations
 
 import zlib
-from typing import NamedTuple
 
+from fsmemory._records import NamedTuple
 from fsmemory.fs.base import FileInfo, StorageRoot
 
 __all__ = ["TAIL", "FileCursor", "Verified", "must_read_whole", "read_appended", "read_verified"]

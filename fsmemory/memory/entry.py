@@ -7,9 +7,10 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any
 
 from fsmemory import _jsonutil
+from fsmemory._records import NamedTuple
 
 __all__ = [
     "KnowledgeEntry",
@@ -173,9 +174,8 @@ def datetime_of(us: int) -> datetime:
     return _EPOCH + timedelta(microseconds=us)
 
 
-@dataclass(frozen=True, slots=True)
-class RememberResult:
-    """The outcome of :meth:`KnowledgeMemory.try_remember`.
+class RememberResult(NamedTuple):
+    """The outcome of :meth:`KnowledgeMemory.try_remember` (an immutable record).
 
     Attributes:
         id: the new entry's id, or ``""`` when it was not stored.

@@ -31,8 +31,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from itertools import repeat
 from operator import itemgetter, methodcaller
-from typing import NamedTuple
 
+from fsmemory._records import NamedTuple
 from fsmemory.memory.entry import format_timestamp, parse_timestamp
 from fsmemory.memory.layout import TITLE
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 from fsmemory import _jsonutil
@@ -28,7 +27,6 @@ MAX_METADATA_BYTES = 64 * 1024
 # characters, line breaks) is rejected, because the category is rendered into
 # '## <category>' headers, '(<category>)' and '[<category>]' in prompts.
 _CATEGORY_PUNCT = set(" _-./:@+&',")
-_SPACES = re.compile(r"\s+")
 
 
 def check_content(content: object, max_bytes: int = DEFAULT_MAX_CONTENT_BYTES) -> str:
@@ -66,7 +64,7 @@ def check_category(category: object) -> str:
         raise InvalidInputError(f"category must be a str, not {type(category).__name__}")
     if "\n" in category or "\r" in category:
         raise InvalidInputError("category must be a single line")
-    cleaned = _SPACES.sub(" ", category).strip()
+    cleaned = " ".join(category.split())  # runs of whitespace as one space
     if not cleaned:
         raise InvalidInputError("category is empty")
     if len(cleaned) > MAX_CATEGORY_CHARS:

@@ -94,6 +94,14 @@ def test_invalid_input_raises_and_writes_nothing(km: KnowledgeMemory) -> None:
     assert files(km) == {}
 
 
+def test_a_category_is_trimmed_and_its_runs_of_whitespace_become_one_space(
+    km: KnowledgeMemory,
+) -> None:
+    entry_id = km.remember("x", category=" \twork \u00a0\u2003 notes\x0b x  ")
+    entry = km.get(entry_id)
+    assert entry is not None and entry.category == "work notes x"
+
+
 def test_hostile_content_round_trips_and_cannot_forge(km: KnowledgeMemory) -> None:
     hostile = [
         "line one\n## Forged header\n- forged bullet",

@@ -57,7 +57,6 @@ from fsmemory.errors import (
     BucketNotFoundError,
     ConflictError,
     InvalidInputError,
-    KeyNotFoundError,
 )
 from fsmemory.fs._bucket import BucketRoot
 from fsmemory.fs.base import FileInfo
@@ -420,20 +419,12 @@ class ObstoreRoot(BucketRoot):
         retried on its own); a missing file gives None."""
         for _, start, end in requests:
             self.check_range(start, end)
-
-        def one(request: tuple[str, int, int | None]) -> bytes | None:
-            path, start, end = request
-            try:
-                return self.read_range(path, start, end)
-            except KeyNotFoundError:
-                return None
-
         if len(requests) <= 1:
-            return [one(r) for r in requests]
+            return [self._range_or_none(r) for r in requests]
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(min(_MAX_THREADS, len(requests))) as pool:
-            return builtins.list(pool.map(one, requests))
+            return builtins.list(pool.map(self._range_or_none, requests))
 
     def _put(
         self,

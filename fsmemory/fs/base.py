@@ -226,13 +226,14 @@ class StorageRoot(ABC):
         Raises:
             ValueError: a negative offset.
         """
-        out: builtins.list[bytes | None] = []
-        for path, start, end in requests:
-            try:
-                out.append(self.read_range(path, start, end))
-            except KeyNotFoundError:
-                out.append(None)
-        return out
+        return [self._range_or_none(request) for request in requests]
+
+    def _range_or_none(self, request: tuple[str, int, int | None]) -> bytes | None:
+        """:meth:`read_range` of ``(path, start, end)``; None when the file is missing."""
+        try:
+            return self.read_range(*request)
+        except KeyNotFoundError:
+            return None
 
     @abstractmethod
     def stat(self, path: str) -> FileInfo | None:

@@ -360,17 +360,12 @@ class FsspecRoot(StorageRoot):
                     on_error="return",
                 )
         results = dict(zip(batch, found, strict=True))
-        for i, (path, start, end) in enumerate(requests):
+        for i, request in enumerate(requests):
             data = results.get(i)
             if isinstance(data, bytes):
                 out[i] = data
-                continue
-            if isinstance(data, FileNotFoundError):
-                continue
-            try:
-                out[i] = self.read_range(path, start, end)
-            except KeyNotFoundError:
-                continue
+            elif not isinstance(data, FileNotFoundError):
+                out[i] = self._range_or_none(request)
         return out
 
     @idempotent

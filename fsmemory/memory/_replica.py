@@ -95,6 +95,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import zlib
 from collections import Counter, OrderedDict
@@ -112,7 +113,7 @@ from fsmemory.memory._delta import DELTA_FORMAT, apply_delta, fold_state, merge_
 from fsmemory.memory._delta import Folder as _Folder
 from fsmemory.memory._delta import is_utf8 as _is_utf8
 from fsmemory.memory._delta import make_delta as _delta
-from fsmemory.memory._vecfile import HEADER_SIZE, encode_header, read_header
+from fsmemory.memory._vecfile import HEADER_SIZE, read_header
 from fsmemory.memory._vectors import is_derived
 from fsmemory.memory.layout import MEMORY_FILE, log_date
 from fsmemory.memory.markdown import decode_md, outline
@@ -206,6 +207,10 @@ class SnapshotReplica:
             folds, and install a base's cache when restoring into an empty folder (see
             "Derived files" above); False: never read or write it (as
             ``KnowledgeMemory(index_cache=False)``).
+        numpy_soon: the memory has an embedder, so its first use imports NumPy (its
+            vectors are scored, a new entry's embedded): a cold restore starts that
+            import in a background thread while the snapshot downloads (see
+            :func:`_import_numpy`). False (default): NumPy is never imported here.
 
     Raises:
         InvalidInputError: a bad option.
@@ -219,6 +224,7 @@ class SnapshotReplica:
         on_corrupt: OnCorrupt = "raise",
         compact_after: int | None = None,
         index_cache: bool = True,
+        numpy_soon: bool = False,
     ) -> None:
         if on_corrupt not in ("raise", "reset"):
             raise ValueError("on_corrupt must be 'raise' or 'reset'")
@@ -230,6 +236,7 @@ class SnapshotReplica:
         # two-method backends upload the whole folder on every save: no cache rides along
         self.index_cache = index_cache and not isinstance(self.backend, _WholeSnapshot)
         self.vectors = not isinstance(self.backend, _WholeSnapshot)
+        self.numpy_soon = numpy_soon
         if compact_after is None:
             compact_after = getattr(self.backend, "compact_after", DEFAULT_COMPACT_AFTER)
         self.compact_after = check_compact_after(compact_after)
@@ -296,6 +303,10 @@ class SnapshotReplica:
             return self.backend.load_state(), {}, {}
 
     def _restore_cold(self) -> None:
+        if self.numpy_soon and "numpy" not in sys.modules:
+            # its wall time overlaps the downloads (they release the GIL); the first use
+            # of NumPy waits for the import to finish (the import lock)
+            threading.Thread(target=_import_numpy, name="fsmemory-import-numpy").start()
         for _ in range(10):
             state, remote, derived = self._load(None)
             self._state = state
@@ -437,22 +448,35 @@ class SnapshotReplica:
 
     def _install_vectors(self, fold: vt.VectorFold) -> None:
         """Write the vector files of ``fold`` into the (empty) folder: a fresh header,
-        then one block of the rows that verified; each reader checks them again."""
+        then the blocks of the rows that verified; each reader checks them again.
+
+        On a root whose appends are native (a local folder), the header is written
+        (replacing any file there) and the blocks appended to it: the bytes are the
+        same, without the version digest a whole write computes over megabytes of
+        vectors (a file cut short by a crash keeps its whole blocks, as a vector file
+        whose append was cut does)."""
         self._vec.synced.clear()
         self._vec.keys = {p: fold.keys(p) for p in fold.files}
         for path in sorted(fold.files):
+            generation = os.urandom(16)
             try:
-                part = fold.encode(path)
-                if part is None:
+                pieces = fold.pieces(path, generation=generation)
+                if pieces is None:
                     continue
-                generation = os.urandom(16)
-                held = fold.files[path]
-                data = encode_header(held.name, held.dimension, generation) + part[HEADER_SIZE:]
-                self.root.write(path, data)
+                if self.root.capabilities.native_append:
+                    blocks = b"".join(pieces[1:])
+                    self.root.write(path, bytes(pieces[0]))
+                    at = self.root.append(path, blocks)
+                    # rows another writer appended first are read by the next save
+                    size = HEADER_SIZE + len(blocks) if at == HEADER_SIZE else HEADER_SIZE
+                else:
+                    data = b"".join(pieces)
+                    self.root.write(path, data)
+                    size = len(data)
             except Exception as exc:  # derived data: what is missing is embedded again
                 logger.warning("vectors of %s not installed (%s)", path, exc)
                 continue
-            self._vec.synced[path] = (generation, len(data))
+            self._vec.synced[path] = (generation, size)
 
     def _vector_changes(self) -> tuple[dict[str, Any], dict[str, tuple[bytes, int]], vt.VectorFold]:
         """The vector parts a delta carries now (path -> derived entry): per vector file
@@ -793,3 +817,17 @@ def _memo_bytes(memo: _Memo) -> int:
 
 def _names(state: SnapshotState) -> list[str]:
     return [name for name, _ in state.deltas]
+
+
+def _import_numpy() -> None:
+    """Import NumPy (run in a thread of its own while a restore downloads, for a memory
+    with an embedder: the import its first use does anyway, earlier). A failed import
+    is left alone: the module that failed is not in ``sys.modules`` (NumPy missing:
+    nothing is), so the first use imports it again and raises
+    :class:`~fsmemory.errors.MissingDependencyError` as it does without this thread.
+    The thread is not a daemon: a process that exits meanwhile waits for the import to
+    finish instead of stopping it halfway."""
+    try:
+        import numpy  # noqa: F401
+    except Exception as exc:  # the first use raises it again
+        logger.debug("NumPy not imported ahead of its first use: %s", exc)

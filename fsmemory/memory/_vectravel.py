@@ -25,7 +25,7 @@ match. A damaged part costs embeddings, never an answer.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -206,14 +206,27 @@ class VectorFold:
         With ``dead``, the rows it says no live entry needs are left out and all the
         others go into one block (a fold: a base's part stays one block, however many
         deltas it took in)."""
+        pieces = self.pieces(path, dead)
+        return None if pieces is None else RawMember(b"".join(pieces))
+
+    def pieces(
+        self, path: str, dead: Dead | None = None, generation: bytes = _ZERO_GENERATION
+    ) -> list[bytes | memoryview] | None:
+        """What :meth:`encode` joins: the header (of ``generation``), then the blocks
+        (a block kept whole is the view of the bytes it was read from); None when no
+        row is left."""
         held = self.files.get(path)
         if held is None:
             return None
-        out: list[bytes | memoryview] = [encode_header(held.name, held.dimension, _ZERO_GENERATION)]
-        loose: list[tuple[_Run, list[int]]] = []
+        out: list[bytes | memoryview] = [encode_header(held.name, held.dimension, generation)]
+        loose: list[tuple[_Run, Sequence[int]]] = []
         for run in held.runs:
-            keys = zip(run.ids, run.hashes, strict=True)
-            rows = [n for n, key in enumerate(keys) if dead is None or dead.lives(key)]
+            rows: Sequence[int]
+            if dead is None:
+                rows = range(len(run.ids))
+            else:
+                keys = zip(run.ids, run.hashes, strict=True)
+                rows = [n for n, key in enumerate(keys) if dead.lives(key)]
             if not rows:
                 continue
             if dead is None and run.block is not None and len(run.ids) >= WHOLE_ROWS:
@@ -223,12 +236,10 @@ class VectorFold:
             else:
                 loose.append((run, rows))
         out += self._block(held, loose)
-        if len(out) == 1:
-            return None
-        return RawMember(b"".join(out))
+        return None if len(out) == 1 else out
 
     @staticmethod
-    def _block(held: _File, loose: list[tuple[_Run, list[int]]]) -> list[bytes]:
+    def _block(held: _File, loose: list[tuple[_Run, Sequence[int]]]) -> list[bytes]:
         """One block of the ``loose`` rows (none: no block)."""
         if not loose:
             return []
@@ -240,7 +251,7 @@ class VectorFold:
         for run, rows in loose:
             vectors = run.array(held.dimension).reshape(-1, held.dimension)
             whole = len(rows) == len(run.ids)
-            arrays.append(vectors if whole else vectors[rows])
+            arrays.append(vectors if whole else vectors[list(rows)])
             ids += run.ids if whole else [run.ids[n] for n in rows]
             hashes += run.hashes if whole else [run.hashes[n] for n in rows]
         vectors = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]

@@ -40,6 +40,32 @@ EMBEDDER = textwrap.dedent(
             return out
     """
 )
+# run in the child processes: a restore, with the names of the threads it started
+RESTORED = textwrap.dedent(
+    """
+    import threading
+
+    def restored(folder, url, embedder):
+        from fsmemory import KnowledgeMemory
+        from fsmemory.snapshot import FsspecBackend
+
+        started = []
+        start = threading.Thread.start
+
+        def recorded(thread):
+            started.append(thread)
+            start(thread)
+
+        threading.Thread.start = recorded
+        try:
+            km = KnowledgeMemory(folder, backend=FsspecBackend(url), embedder=embedder)
+        finally:
+            threading.Thread.start = start
+        for thread in started:
+            thread.join()
+        return km, [thread.name for thread in started]
+    """
+)
 _space: dict[str, Any] = {}
 exec(EMBEDDER, _space)
 Embedder: Any = _space["Embedder"]
@@ -106,7 +132,7 @@ def test_a_restore_replaces_a_vector_file_left_in_the_folder(tmp_path: Path) -> 
 
 
 def _child(script: str, *args: str) -> dict[str, Any]:
-    code = EMBEDDER + textwrap.dedent(script)
+    code = EMBEDDER + RESTORED + textwrap.dedent(script)
     out = subprocess.run(
         [sys.executable, "-c", code, *args],
         capture_output=True,
@@ -121,24 +147,10 @@ def _child(script: str, *args: str) -> dict[str, Any]:
 
 
 RESTORE = """
-import json, sys, threading
-from fsmemory import KnowledgeMemory
-from fsmemory.snapshot import FsspecBackend
+import json, sys
 
 embedder = Embedder() if sys.argv[3] == "embedder" else None
-started = []
-start = threading.Thread.start
-
-def recorded(thread):
-    started.append(thread)
-    start(thread)
-
-threading.Thread.start = recorded
-km = KnowledgeMemory(sys.argv[1], backend=FsspecBackend(sys.argv[2]), embedder=embedder)
-threading.Thread.start = start
-for thread in started:
-    thread.join()
-started = [t.name for t in started]
+km, started = restored(sys.argv[1], sys.argv[2], embedder)
 loaded = "numpy" in sys.modules
 found = [e.content for e in km.recall("fact 7 about topic 7", limit=3)]
 print(json.dumps({"started": started, "numpy": loaded, "found": found}))
@@ -164,7 +176,7 @@ def test_a_restore_without_an_embedder_never_imports_numpy(tmp_path: Path) -> No
 
 
 MISSING = """
-import importlib.abc, json, sys, threading
+import importlib.abc, json, sys
 
 class NoNumpy(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
@@ -173,22 +185,9 @@ class NoNumpy(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, NoNumpy())
-from fsmemory import KnowledgeMemory, MissingDependencyError
-from fsmemory.snapshot import FsspecBackend
+from fsmemory import MissingDependencyError
 
-started = []
-start = threading.Thread.start
-
-def recorded(thread):
-    started.append(thread)
-    start(thread)
-
-threading.Thread.start = recorded
-km = KnowledgeMemory(sys.argv[1], backend=FsspecBackend(sys.argv[2]), embedder=Embedder())
-threading.Thread.start = start
-for thread in started:
-    thread.join()
-started = [t.name for t in started]
+km, started = restored(sys.argv[1], sys.argv[2], Embedder())
 try:
     km.recall("fact 7")
     error = None

@@ -20,7 +20,8 @@ operation                       requests
 ``list`` / ``list_dirs``        1 listing request per 1000 keys, never cached
 ``delete``                      1 ``HEAD`` + 1 ``DELETE``
 ``delete_many``/``delete_tree`` the service's batch delete (S3: 1000 keys a request)
-``list_with_cache``             the listing and the cache ``GET`` sent together
+``list_with_cache``             the listing, the cache ``GET`` and the ``GET`` of each
+                                file of ``fetch_with_listing`` sent together
 ==============================  =====================================================
 
 Errors become fsmemory's (:func:`map_error`, reading the HTTP status from obstore's
@@ -298,6 +299,10 @@ class ObstoreRoot(BucketRoot):
         #: callables told ``(operation, "bucket/key")`` before each obstore call (request
         #: counts in tests: a listing counts once per 1000 keys, a batch delete once)
         self.observers = [] if observers is None else observers
+        # Files to read with the next list_with_cache, and what was read of them
+        # (see fetch_with_listing): path -> bytes, or None for a missing file.
+        self._fetch_next: dict[str, None] = {}
+        self._fetched: dict[str, bytes | None] = {}
         super().__init__(None, root, url=url, retry=retry, fs_factory=fs_factory)
         _mark_used()
         _LIVE.add(self)
@@ -464,6 +469,20 @@ class ObstoreRoot(BucketRoot):
         """The change token of a listed object or of ``stat``: its version."""
         return self._version(info)
 
+    def fetch_with_listing(self, path: str) -> None:
+        """Read ``path`` with the next :meth:`list_with_cache` (its ``GET`` sent with
+        the listing and the cache's); :meth:`take_fetched` hands its bytes out once."""
+        self._key(path)  # validated now, not on the listing's thread
+        self._fetch_next[path] = None
+
+    def take_fetched(self, path: str) -> tuple[bytes | None] | None:
+        """What :meth:`list_with_cache` read of ``path`` (see
+        :meth:`~fsmemory.fs.base.StorageRoot.take_fetched`), handed out once."""
+        try:
+            return (self._fetched.pop(path),)
+        except KeyError:
+            return None
+
     def list_with_cache(
         self,
         name: str,
@@ -471,29 +490,46 @@ class ObstoreRoot(BucketRoot):
         want: Callable[[builtins.list[FileInfo]], bool] | None = None,
     ) -> tuple[builtins.list[FileInfo], _T | None]:
         """The listing and the cache file ``name`` in one round trip: the cache's
-        ``GET`` runs on a thread while this one lists; ``load`` runs on the cache as
+        ``GET`` runs on a thread while this one lists (and so does the ``GET`` of each
+        file asked for by :meth:`fetch_with_listing`); ``load`` runs on the cache as
         soon as the listing is in. A cache file that exists is loaded whatever ``want``
         says; a missing one costs that one ``GET`` (404). A failed cache read is no
-        cache (logged); a failed listing raises as :meth:`list` does."""
+        cache (logged); a failed read of an asked-for file leaves it to be read later
+        (logged); a failed listing raises as :meth:`list` does."""
         with cache_paths():
             cache_key = self._key(self._cache_path(name))
-        box: dict[str, Any] = {}
+        asked = builtins.list(self._fetch_next)
+        self._fetch_next.clear()
+        box: dict[str | None, Any] = {}
 
-        def fetch() -> None:
+        def fetch(slot: str | None, key: str) -> None:
             try:
-                box["data"] = self._get(cache_key)[0]
+                box[slot] = self._get(key)[0]
             except BaseException as exc:
-                box["error"] = exc
+                box[slot] = exc
 
-        thread = threading.Thread(target=fetch, name="fsmemory-cache-get", daemon=True)
-        thread.start()
+        threads = [
+            threading.Thread(target=fetch, args=(slot, key), name="fsmemory-get", daemon=True)
+            for slot, key in [(None, cache_key), *((p, self._key(p)) for p in asked)]
+        ]
+        for thread in threads:
+            thread.start()
         try:
             listing = self.list("", recursive=True)
         finally:
-            thread.join()
-        error = box.get("error")
-        if error is None:
-            return listing, load(box["data"])
+            for thread in threads:
+                thread.join()
+        for path in asked:
+            got = box[path]
+            if isinstance(got, bytes):
+                self._fetched[path] = got
+            elif isinstance(got, FileNotFoundError):
+                self._fetched[path] = None
+            else:
+                logger.info("%r of %s not read ahead: %s", path, self, got)
+        error = box[None]
+        if not isinstance(error, BaseException):
+            return listing, load(error)
         if not isinstance(error, FileNotFoundError | OSError | BackendError | ConflictError):
             raise error
         if not isinstance(error, FileNotFoundError):

@@ -452,6 +452,23 @@ class StorageRoot(ABC):
             return listing, None
         return listing, None if data is None else load(data)
 
+    def fetch_with_listing(self, path: str) -> None:  # noqa: B027 - optional hook
+        """Ask that the next :meth:`list_with_cache` read the file ``path`` too, on a
+        root that sends requests at once (the obstore roots: it travels with the
+        listing); :meth:`take_fetched` then hands its bytes out once. Here, a no-op:
+        nothing is read ahead (a local folder maps its files where they lie).
+
+        For derived files only (such as a vector file): the bytes are as old as the
+        listing, and whoever takes them checks them as it checks any read.
+        """
+
+    def take_fetched(self, path: str) -> tuple[bytes | None] | None:
+        """What :meth:`list_with_cache` read of ``path`` on request of
+        :meth:`fetch_with_listing`, handed out once and then forgotten: ``(bytes,)``,
+        ``(None,)`` when the file was missing, or None when it was not read ahead
+        (always None here)."""
+        return None
+
     def write_cache(self, name: str, data: bytes) -> None:
         """Replace the cache file ``name`` with ``data`` (one whole-object write)."""
         with cache_paths():

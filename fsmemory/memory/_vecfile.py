@@ -530,12 +530,16 @@ class VectorFile:
         self.largest = 0  # rows in the largest
         self.needs_rewrite: str | None = None  # why the file must be written again
         self.exists = False  # the file was found, or created, by this instance
+        # The last read took the copy the root read ahead with its listing (see
+        # StorageRoot.fetch_with_listing): as old as that listing.
+        self.read_ahead = False
 
     # -- reading ---------------------------------------------------------------------
     def read_new(self) -> list[Rows]:
         """The rows of the blocks appended since the last read (the whole file at the
         first read, or after another writer wrote it whole). Sets
         :attr:`needs_rewrite` when the file cannot be served as it is."""
+        self.read_ahead = False
         if self.end < 0:
             return self._read_whole()
         first, rest = self.root.read_ranges(
@@ -604,10 +608,16 @@ class VectorFile:
         return out
 
     def _open(self) -> Any:
-        """The file's bytes: memory-mapped (read only) on a local folder (a symlink
-        or a folder leading out of the root is not followed: the root's own read then
-        answers), else read in one request; None when there is no file."""
+        """The file's bytes: the copy the root read ahead with its listing when there
+        is one (checked as any read is), else memory-mapped (read only) on a local
+        folder (a symlink or a folder leading out of the root is not followed: the
+        root's own read then answers), else read in one request; None when there is no
+        file."""
         root = self.root
+        ahead = root.take_fetched(self.path)
+        if ahead is not None:
+            self.read_ahead = True
+            return ahead[0]
         # Not on Windows: a mapped file can be neither replaced nor deleted there.
         if isinstance(root, LocalRoot) and os.name != "nt":
             full = root.full_path(self.path)
@@ -682,6 +692,7 @@ class VectorFile:
         """Append one block of these rows (creating the file first when this instance
         has not seen it; returns the rows that creation converted from the legacy
         file). Concurrent appends each land whole: every root appends atomically."""
+        self.root.take_fetched(self.path)  # older than this append: read afresh
         converted = None
         if not self.exists:
             converted = self.create()

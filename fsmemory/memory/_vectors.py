@@ -190,6 +190,8 @@ class VectorStore(VectorScoring):
         self._live: tuple[int, Any, Any] = (-1, None, None)
         self._init_scoring()
         self.calls = 0
+        if self.dimension is not None:  # the file is read with the root's first listing
+            root.fetch_with_listing(self.path)
 
     @property
     def path(self) -> str:
@@ -470,7 +472,8 @@ class VectorStore(VectorScoring):
 
     def load(self) -> None:
         """Read the vectors appended to the file since the last load (by any writer):
-        the whole file at the first load (memory-mapped on a local folder, one read
+        the whole file at the first load (memory-mapped on a local folder; on a root
+        that sends requests at once, the copy read with its first listing; one read
         elsewhere), then what was appended, in one request. A file that cannot be
         served as it is (damaged bytes, a foreign or damaged header, too many blocks)
         is written again whole from the rows held and those that verify."""
@@ -616,7 +619,9 @@ class VectorStore(VectorScoring):
         live = index.live_mask(np, now)
         served = live & (self._vec_of[:n] >= 0)
         if np.count_nonzero(served) != np.count_nonzero(live):
-            if not loaded:
+            file = self._file
+            if not loaded or (file is not None and file.read_ahead):
+                # (a copy read ahead with the listing may predate vectors stored since)
                 self.load()
                 self._sync_rows(index)
             todo = np.flatnonzero(live & (self._vec_of[:n] < 0)).tolist()

@@ -22,17 +22,11 @@ from fsmemory.memory import _vecfile
 
 from .conftest import backend_location
 from .test_embedder import WordEmbedder, fresh_vocabulary  # noqa: F401 (autouse)
+from .test_vectors_file import TEXTS, _embedded
 
 pytest.importorskip("numpy")
 pytestmark = pytest.mark.s3
 
-TEXTS = [
-    "apples ripen in the orchard",
-    "the violin needs new strings",
-    "marathon training starts monday",
-    "tea tastes best at sunrise",
-    "the river floods every spring",
-]
 VECTORS = "vectors/file-128.f16v"
 #: added before every obstore call: long beside a thread's start-up, so requests sent
 #: together overlap and requests sent one after another do not
@@ -73,11 +67,6 @@ class Calls:
     def of(self, path: str) -> list[tuple[str, str]]:
         """``(thread, call)`` of the calls on ``path``."""
         return [(thread, call) for _, thread, call in self.calls if call.endswith("/" + path)]
-
-
-def _embedded(embedder: WordEmbedder) -> list[str]:
-    """Texts embedded other than queries (every query here has two words)."""
-    return sorted(t for b in embedder.batches for t in b if len(t.split()) > 2)
 
 
 @pytest.fixture

@@ -18,8 +18,8 @@ start), and the two handlers alternate so that drift on the machine hits both al
   the vectors). Hybrid recall needs NumPy, and the worker does not import it ahead: the
   handler's process pays its import inside the invocation's wall time (an embedder
   running a local model has it loaded anyway; one calling an API may not), where
-  fsmemory does it (a restore with an embedder starts it in a thread while the snapshot
-  downloads); what is left of it after the restore is timed as a phase of its own.
+  fsmemory does it; what is left of it after the restore (all of it, unless the restore
+  imported it) is timed as a phase of its own.
 * with ``--compare CHECKOUT``: the same handler on the fsmemory of another checkout
   (e.g. a ``git worktree`` of an earlier commit), on a snapshot of its own seeded by
   that version, alternating with the others in the same run (and, unless
@@ -238,12 +238,11 @@ def fsmemory_worker(cfg: dict[str, Any]) -> dict[str, Any]:
         phases["restore"] = time.perf_counter() - t
         if embedder is not None:
             # hybrid recall needs NumPy: the import the handler waits for after the
-            # restore (none when the restore imported it, or a thread started by the
-            # restore finished importing it), still inside the invocation
+            # restore (none when the restore imported it), still inside the invocation
             t = time.perf_counter()
             import numpy  # noqa: F401
 
-            phases["import NumPy: left after the restore"] = time.perf_counter() - t
+            phases["import NumPy (after the restore)"] = time.perf_counter() - t
         replica = memory._replica
         assert replica is not None
         (observed,) = spans

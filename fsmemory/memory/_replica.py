@@ -95,7 +95,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import threading
 import zlib
 from collections import Counter, OrderedDict
@@ -207,10 +206,6 @@ class SnapshotReplica:
             folds, and install a base's cache when restoring into an empty folder (see
             "Derived files" above); False: never read or write it (as
             ``KnowledgeMemory(index_cache=False)``).
-        numpy_soon: the memory has an embedder, so its first use imports NumPy (its
-            vectors are scored, a new entry's embedded): a cold restore starts that
-            import in a background thread while the snapshot downloads (see
-            :func:`_import_numpy`). False (default): NumPy is never imported here.
 
     Raises:
         InvalidInputError: a bad option.
@@ -224,7 +219,6 @@ class SnapshotReplica:
         on_corrupt: OnCorrupt = "raise",
         compact_after: int | None = None,
         index_cache: bool = True,
-        numpy_soon: bool = False,
     ) -> None:
         if on_corrupt not in ("raise", "reset"):
             raise ValueError("on_corrupt must be 'raise' or 'reset'")
@@ -236,7 +230,6 @@ class SnapshotReplica:
         # two-method backends upload the whole folder on every save: no cache rides along
         self.index_cache = index_cache and not isinstance(self.backend, _WholeSnapshot)
         self.vectors = not isinstance(self.backend, _WholeSnapshot)
-        self.numpy_soon = numpy_soon
         if compact_after is None:
             compact_after = getattr(self.backend, "compact_after", DEFAULT_COMPACT_AFTER)
         self.compact_after = check_compact_after(compact_after)
@@ -303,10 +296,6 @@ class SnapshotReplica:
             return self.backend.load_state(), {}, {}
 
     def _restore_cold(self) -> None:
-        if self.numpy_soon and "numpy" not in sys.modules:
-            # its wall time overlaps the downloads (they release the GIL); the first use
-            # of NumPy waits for the import to finish (the import lock)
-            threading.Thread(target=_import_numpy, name="fsmemory-import-numpy").start()
         for _ in range(10):
             state, remote, derived = self._load(None)
             self._state = state
@@ -817,17 +806,3 @@ def _memo_bytes(memo: _Memo) -> int:
 
 def _names(state: SnapshotState) -> list[str]:
     return [name for name, _ in state.deltas]
-
-
-def _import_numpy() -> None:
-    """Import NumPy (run in a thread of its own while a restore downloads, for a memory
-    with an embedder: the import its first use does anyway, earlier). A failed import
-    is left alone: the module that failed is not in ``sys.modules`` (NumPy missing:
-    nothing is), so the first use imports it again and raises
-    :class:`~fsmemory.errors.MissingDependencyError` as it does without this thread.
-    The thread is not a daemon: a process that exits meanwhile waits for the import to
-    finish instead of stopping it halfway."""
-    try:
-        import numpy  # noqa: F401
-    except Exception as exc:  # the first use raises it again
-        logger.debug("NumPy not imported ahead of its first use: %s", exc)

@@ -239,7 +239,6 @@ class KnowledgeMemory:
                 on_corrupt=on_corrupt_snapshot,
                 compact_after=snapshot_compact_after,
                 index_cache=index_cache,
-                numpy_soon=self._vectors is not None,
             )
             self._replica.restore()
 

@@ -305,16 +305,36 @@ def unpack_derived(entry: object) -> bytes | None:
             return bytes(entry.data)
         if entry.encoding != "zlib":
             return None
-        try:
-            return zlib.decompress(entry.data)
-        except (zlib.error, ValueError):
-            return None
+        return _inflate(entry.data)
     if not isinstance(entry, Mapping) or entry.get("encoding") != _DERIVED_ENCODING:
         return None
     content = entry.get("content")
     if not isinstance(content, str):
         return None
     try:
-        return zlib.decompress(base64.b64decode(content.encode("ascii"), validate=True))
-    except (binascii.Error, UnicodeEncodeError, zlib.error, ValueError):
+        data = base64.b64decode(content.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError, ValueError):
         return None
+    return _inflate(data)
+
+
+#: A derived entry inflates to at most this many times its compressed size (plus
+#: :data:`INFLATE_SLACK`): caches fsmemory writes stay far below it (vector parts barely
+#: compress, an index cache by a few times), and a hostile stream that would inflate
+#: past it (zlib reaches about 1000:1) is no cache instead of gigabytes in memory.
+INFLATE_RATIO = 64
+INFLATE_SLACK = 1 << 20
+
+
+def _inflate(data: bytes | memoryview) -> bytes | None:
+    """``zlib.decompress(data)`` within :data:`INFLATE_RATIO`; None for a damaged
+    stream, one that does not end, or one that would inflate past the bound."""
+    limit = INFLATE_RATIO * len(data) + INFLATE_SLACK
+    inflater = zlib.decompressobj()
+    try:
+        out = inflater.decompress(data, limit)
+    except (zlib.error, ValueError):
+        return None
+    if inflater.unconsumed_tail or not inflater.eof:
+        return None
+    return out

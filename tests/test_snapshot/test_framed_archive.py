@@ -24,8 +24,11 @@ from fsmemory.memory._vectravel import WHOLE_ROWS, Dead, VectorFold
 from fsmemory.snapshot import FsspecBackend, pack_archive, unpack_archive
 from fsmemory.snapshot.archive import (
     FRAME_MAGIC,
+    INFLATE_RATIO,
+    INFLATE_SLACK,
     Member,
     RawMember,
+    encode_derived,
     is_framed,
     unpack_archive_parts,
     unpack_derived,
@@ -182,6 +185,20 @@ def test_an_unreadable_member_is_no_cache() -> None:
     )
     _, derived = unpack_archive_parts(frame)
     assert [unpack_derived(derived[k]) for k in "abc"] == [None, None, None]
+
+
+def test_a_derived_entry_that_would_inflate_past_its_bound_is_no_cache() -> None:
+    # zlib reaches about 1000:1: a few hundred KB of stream would be hundreds of MB
+    bomb = zlib.compress(bytes(INFLATE_SLACK + INFLATE_RATIO * 200_000), 9)
+    assert len(bomb) < 200_000
+    fits = zlib.compress(bytes(INFLATE_RATIO * 1000), 9)  # well within its bound
+    stored = encode_derived(bytes(64 * 1024 * 1024))  # a version-2 entry, base64 text
+    assert unpack_derived(Member("zlib", memoryview(bomb))) is None
+    assert unpack_derived(stored) is None
+    assert unpack_derived(Member("zlib", memoryview(fits))) == bytes(INFLATE_RATIO * 1000)
+    cut = zlib.compress(b"cache " * 100)[:-4]  # a stream that does not end
+    assert unpack_derived(Member("zlib", memoryview(cut))) is None
+    assert unpack_derived(encode_derived(b"cache " * 100)) == b"cache " * 100
 
 
 def test_a_damaged_or_foreign_raw_part_serves_no_row() -> None:

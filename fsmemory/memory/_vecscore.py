@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from fsmemory.errors import require
 from fsmemory.memory._rank import top_accepted
-from fsmemory.memory._vecfile import chunks, dot_rows, square_norms, widen, widen_dot
+from fsmemory.memory._vecmath import chunks, dot_rows, square_norms, widen, widen_dot
 from fsmemory.memory._vecrank import (
     CONTEXT_GAP,
     CONTEXT_SPAN,

@@ -21,7 +21,7 @@ import pytest
 
 from fsmemory import EmbedderError, KnowledgeMemory
 from fsmemory.errors import InvalidInputError
-from fsmemory.memory import _vecfile, _vecscore, _vectors
+from fsmemory.memory import _vecfile, _vecmath, _vecscore, _vectors
 
 from .test_embedder import WordEmbedder, fresh_vocabulary  # noqa: F401 (autouse)
 
@@ -407,7 +407,7 @@ def test_float16_widening_is_exact() -> None:
     bits = np.arange(1 << 16, dtype=np.uint16)
     values = bits.view(np.float16)
     finite = values[np.isfinite(values)].reshape(-1, 8)
-    wide = _vecfile.widen(np, finite)
+    wide = _vecmath.widen(np, finite)
     assert np.array_equal(wide.view(np.uint32), finite.astype(np.float32).view(np.uint32))
 
 
@@ -419,16 +419,16 @@ def test_products_without_the_widening_scale_are_the_same_floats() -> None:
     matrix = (rng.standard_normal((1500, 96)) / 20).astype(np.float16)
     matrix[::7, ::5] = np.float16(3e-6)  # subnormal float16
     matrix[1] = np.float16(-6e-8)
-    wide = _vecfile.widen(np, matrix)
+    wide = _vecmath.widen(np, matrix)
     for scale in (1.0, 1e-30, 1e6):  # 1e6: past 2**15, the weights are not scaled
         weights = (rng.standard_normal((96, 2)) * scale).astype(np.float32)
         out = np.empty((1500, 2), dtype=np.float32)
-        _vecfile.widen_dot(np, matrix, weights, out)
+        _vecmath.widen_dot(np, matrix, weights, out)
         exact = np.empty((1500, 2), dtype=np.float32)
-        _vecfile.dot_rows(np, wide, np.ascontiguousarray(weights.T), exact)
+        _vecmath.dot_rows(np, wide, np.ascontiguousarray(weights.T), exact)
         assert np.array_equal(out, exact)
         one = np.empty((1500, 1), dtype=np.float32)
-        _vecfile.widen_dot(np, matrix, weights[:, 1:], one)
+        _vecmath.widen_dot(np, matrix, weights[:, 1:], one)
         assert np.array_equal(one[:, 0], exact[:, 1])
         truth = matrix.astype(np.float64) @ weights.astype(np.float64)
         assert np.allclose(out, truth, rtol=1e-5, atol=1e-6 * scale)
@@ -588,7 +588,7 @@ def test_a_large_mapped_vector_file_is_checked_and_read_without_staying_resident
     its mapped rows leaves the file's pages resident; the widened rows are exact."""
     rng = np.random.default_rng(7)
     rows, dim = 20000, 384  # 15 MB of float16: several steps of _CHECK_BYTES
-    assert rows * dim * 2 > max(3 * _vecfile._CHECK_BYTES, _vecfile._RELEASE_BYTES)
+    assert rows * dim * 2 > max(3 * _vecmath.CHECK_BYTES, _vecmath.RELEASE_BYTES)
     vectors = (rng.standard_normal((rows, dim)) / 20).astype(np.float16)
     ids = [f"e{i}" for i in range(rows)]
     data = _vecfile.encode_header("big", dim) + _vecfile.encode_block(ids, bytes(8 * rows), vectors)
@@ -607,7 +607,7 @@ def test_a_large_mapped_vector_file_is_checked_and_read_without_staying_resident
     # cache may map 2 MB at a time).
     assert before < 5 << 10
     wide = np.empty((rows, dim), dtype=np.float32)
-    for at, part in _vecfile.chunks(np, found.vectors):
+    for at, part in _vecmath.chunks(np, found.vectors):
         wide[at : at + len(part)] = part
     assert np.array_equal(wide, vectors.astype(np.float32))
     assert (_resident_kb(path) or 0) < 5 << 10

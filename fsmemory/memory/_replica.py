@@ -94,7 +94,6 @@ last writer wins, as in the seed.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import zlib
 from collections import Counter, OrderedDict
@@ -436,36 +435,19 @@ class SnapshotReplica:
         return fold
 
     def _install_vectors(self, fold: vt.VectorFold) -> None:
-        """Write the vector files of ``fold`` into the (empty) folder: a fresh header,
-        then the blocks of the rows that verified; each reader checks them again.
-
-        On a root whose appends are native (a local folder), the header is written
-        (replacing any file there) and the blocks appended to it: the bytes are the
-        same, without the version digest a whole write computes over megabytes of
-        vectors (a file cut short by a crash keeps its whole blocks, as a vector file
-        whose append was cut does)."""
+        """Write the vector files of ``fold`` into the (empty) folder
+        (:meth:`~fsmemory.memory._vectravel.VectorFold.install`): a fresh header, then
+        the blocks of the rows that verified; each reader checks them again."""
         self._vec.synced.clear()
         self._vec.keys = {p: fold.keys(p) for p in fold.files}
         for path in sorted(fold.files):
-            generation = os.urandom(16)
             try:
-                pieces = fold.pieces(path, generation=generation)
-                if pieces is None:
-                    continue
-                if self.root.capabilities.native_append:
-                    blocks = b"".join(pieces[1:])
-                    self.root.write(path, bytes(pieces[0]))
-                    at = self.root.append(path, blocks)
-                    # rows another writer appended first are read by the next save
-                    size = HEADER_SIZE + len(blocks) if at == HEADER_SIZE else HEADER_SIZE
-                else:
-                    data = b"".join(pieces)
-                    self.root.write(path, data)
-                    size = len(data)
+                installed = fold.install(self.root, path)
             except Exception as exc:  # derived data: what is missing is embedded again
                 logger.warning("vectors of %s not installed (%s)", path, exc)
                 continue
-            self._vec.synced[path] = (generation, size)
+            if installed is not None:
+                self._vec.synced[path] = installed
 
     def _vector_changes(self) -> tuple[dict[str, Any], dict[str, tuple[bytes, int]], vt.VectorFold]:
         """The vector parts a delta carries now (path -> derived entry): per vector file

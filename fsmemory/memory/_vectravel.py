@@ -25,10 +25,11 @@ match. A damaged part costs embeddings, never an answer.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fsmemory import _jsonutil
 from fsmemory._log import get_logger
@@ -44,6 +45,9 @@ from fsmemory.memory._vecfile import (
 from fsmemory.memory._vectors import VECTOR_DIR, text_hash
 from fsmemory.memory.layout import log_date
 from fsmemory.snapshot.archive import RawMember, unpack_derived
+
+if TYPE_CHECKING:
+    from fsmemory.fs.base import StorageRoot
 
 __all__ = ["VectorFold", "VectorSync", "is_vector_file", "live_keys", "vector_parts"]
 
@@ -237,6 +241,28 @@ class VectorFold:
                 loose.append((run, rows))
         out += self._block(held, loose)
         return None if len(out) == 1 else out
+
+    def install(self, root: StorageRoot, path: str) -> tuple[bytes, int] | None:
+        """Write the vector file ``path`` of this fold into ``root`` (a restore's empty
+        folder), under a new generation: ``(generation, size written)``, or None when
+        no row is left. On a root whose appends are native (a local folder) the header
+        is written (replacing any file there) and the blocks appended to it: the same
+        bytes, without the version digest a whole write computes over megabytes of
+        vectors (a file cut short by a crash keeps its whole blocks, as a vector file
+        whose append was cut does)."""
+        generation = os.urandom(16)
+        pieces = self.pieces(path, generation=generation)
+        if pieces is None:
+            return None
+        if root.capabilities.native_append:
+            blocks = b"".join(pieces[1:])
+            root.write(path, bytes(pieces[0]))
+            at = root.append(path, blocks)
+            # rows another writer appended first are read by the next save
+            return generation, HEADER_SIZE + len(blocks) if at == HEADER_SIZE else HEADER_SIZE
+        data = b"".join(pieces)
+        root.write(path, data)
+        return generation, len(data)
 
     @staticmethod
     def _block(held: _File, loose: list[tuple[_Run, Sequence[int]]]) -> list[bytes]:

@@ -527,13 +527,13 @@ class ObstoreRoot(BucketRoot):
                 self._fetched[path] = None
             else:
                 logger.info("%r of %s not read ahead: %s", path, self, got)
-        error = box[None]
-        if not isinstance(error, BaseException):
-            return listing, load(error)
-        if not isinstance(error, FileNotFoundError | OSError | BackendError | ConflictError):
-            raise error
-        if not isinstance(error, FileNotFoundError):
-            logger.info("cache file %r of %s not read: %s", name, self, error)
+        cached = box[None]  # the cache file's bytes, or what its GET raised
+        if not isinstance(cached, BaseException):
+            return listing, load(cached)
+        if not isinstance(cached, FileNotFoundError | OSError | BackendError | ConflictError):
+            raise cached
+        if not isinstance(cached, FileNotFoundError):
+            logger.info("cache file %r of %s not read: %s", name, self, cached)
         return listing, None
 
     # -- BucketRoot hooks --------------------------------------------------------------

@@ -207,6 +207,8 @@ class KnowledgeMemory:
         self.index_cache = index_cache
         self._cache_checked = not index_cache
         self._cache_rows = 0  # rows of the index the cache file holds
+        # per-row values derived from the rows (text hashes) the cache file holds
+        self._cache_derived: frozenset[str] = frozenset()
         self._cache_loaded = False  # the index was filled from the cache file
         self._facts_file = FactsFile(self.root, self._index)
         self._lock = threading.RLock()
@@ -595,23 +597,29 @@ class KnowledgeMemory:
             self._index.reset()
             return False
         self._cache_rows = self._index.rows
+        self._cache_derived = frozenset(self._index.derived)
         self._cache_loaded = True
         return True
 
     def _save_index_cache(self) -> None:
-        """Persist the index once it holds enough rows the cache file does not (or the
-        loaded cache turned out damaged: it is replaced)."""
+        """Persist the index once it holds enough rows the cache file does not, or
+        per-row values derived from them that the loaded cache file lacked (the text
+        hashes of hybrid recall, computed for every row when a cache written without
+        them is loaded: written once, so the next fresh process need not), or when the
+        loaded cache turned out damaged (it is replaced)."""
         index = self._index
         if index.cache_damaged:
             index.cache_damaged = self._cache_loaded = False
             self._cache_rows = -_index_cache.MIN_NEW_ROWS
+        derived_new = self._cache_loaded and not self._cache_derived.issuperset(index.derived)
         if (
             self.index_cache
             and index.ranked
-            and index.rows - self._cache_rows >= _index_cache.MIN_NEW_ROWS
+            and (index.rows - self._cache_rows >= _index_cache.MIN_NEW_ROWS or derived_new)
             and _index_cache.worth_it(self._listing)
         ):
             self._cache_rows = index.rows
+            self._cache_derived = frozenset(index.derived)
             _index_cache.save(self.root, index)
 
     def refresh(self) -> None:

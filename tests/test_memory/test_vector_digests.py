@@ -81,6 +81,33 @@ def test_the_index_cache_carries_the_text_hashes(
     assert len(counted) == 300
 
 
+def test_a_cache_written_without_text_hashes_gets_them_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted: list[str]
+) -> None:
+    # A cache written by a process without an embedder (or by an older version)
+    # carries no text hashes: the first process with an embedder hashes every row and
+    # writes the cache again once; the next fresh process hashes none.
+    monkeypatch.setattr(_index_cache, "MIN_BYTES", 0)
+    plain = KnowledgeMemory(tmp_path)
+    for i in range(300):
+        plain.remember(_text(i))
+    plain.recall("kitchen garden", limit=5)
+    cache = tmp_path / ".fsmemory-cache.index"
+    assert "derived_text_hash" not in _index_cache.decode(cache.read_bytes())[1]
+    first = KnowledgeMemory(tmp_path, embedder=WordEmbedder("dig"))
+    got = _ranked(first, QUERIES)
+    assert len(counted) == 300  # no hashes in the cache: every row hashed
+    blobs = _index_cache.decode(cache.read_bytes())[1]
+    assert len(blobs["derived_text_hash"]) == 8 * 300  # written again, with them
+    written = cache.read_bytes()
+    _ranked(first, QUERIES)
+    assert cache.read_bytes() == written  # once: later recalls leave the cache alone
+    counted.clear()
+    second = KnowledgeMemory(tmp_path, embedder=WordEmbedder("dig"))
+    assert _ranked(second, QUERIES) == got
+    assert counted == []
+
+
 def test_a_same_length_edit_is_embedded_again_despite_the_cached_hashes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted: list[str]
 ) -> None:

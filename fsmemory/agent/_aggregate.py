@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from fsmemory.agent._checks import check_optional_count
+from fsmemory.agent._checks import check_count, check_optional_count
 from fsmemory.agent._context import StrategyContext
 from fsmemory.agent._events import Event
 from fsmemory.agent._policies import CONVERSATIONS_DIR, WORKING_MEMORY_PATH
@@ -157,10 +157,8 @@ class WorkingMemoryAggregate(_SummaryAggregate):
         max_attempts: int = 5,
     ) -> None:
         super().__init__(summarize, prompt, max_transcript_chars)
-        if max_attempts < 1:
-            raise ValueError("max_attempts must be >= 1")
         self.path = path
-        self.max_attempts = max_attempts
+        self.max_attempts = check_count("max_attempts", max_attempts)
 
     def __repr__(self) -> str:
         return f"WorkingMemoryAggregate(path={self.path!r})"

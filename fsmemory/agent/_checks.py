@@ -6,7 +6,7 @@ __all__ = ["check_count", "check_optional_count"]
 
 
 def check_count(name: str, value: object) -> int:
-    """``value`` when it is an int >= 1.
+    """``value`` when it is an int >= 1 (not a bool).
 
     Raises:
         ValueError: naming ``name``, for anything else.
@@ -15,7 +15,7 @@ def check_count(name: str, value: object) -> int:
 
 
 def check_optional_count(name: str, value: object) -> int | None:
-    """``value`` when it is None or an int >= 1.
+    """``value`` when it is None or an int >= 1 (not a bool).
 
     Raises:
         ValueError: naming ``name``, for anything else.
@@ -24,6 +24,7 @@ def check_optional_count(name: str, value: object) -> int | None:
 
 
 def _checked(name: str, value: object, alternative: str) -> int:
-    if not isinstance(value, int) or value < 1:
+    # a bool is an int to Python, never a count to a caller
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ValueError(f"{name} must be an int >= 1{alternative}")
     return value

@@ -92,12 +92,6 @@ class CompactTrigger:
         return self.max_tokens is not None and self.estimate_tokens(chars) > self.max_tokens
 
 
-def _check_target(target: object) -> int:
-    if isinstance(target, bool):
-        raise ValueError("target must be an int >= 1")
-    return check_count("target", target)
-
-
 class _HeadCompact:
     """What both compactions share: keep the last ``target`` events (the cut moves
     earlier rather than separate a kept tool result from its call), put what stands
@@ -105,7 +99,7 @@ class _HeadCompact:
     log (unless ``persist`` is off)."""
 
     def __init__(self, target: int, persist: bool) -> None:
-        self.target = _check_target(target)
+        self.target = check_count("target", target)
         self.persist = persist
 
     def __repr__(self) -> str:

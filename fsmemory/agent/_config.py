@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from fsmemory.agent._aggregate import AggregateStrategy, AggregateTrigger
 from fsmemory.agent._bootstrap import DefaultBootstrap, StoreBootstrap
@@ -14,6 +15,8 @@ from fsmemory.agent._compact import DEFAULT_COMPACT_TRIGGER_EVENTS, CompactStrat
 from fsmemory.store import FsspecKnowledgeStore, KnowledgeStore
 
 __all__ = ["KnowledgeConfig"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -133,10 +136,9 @@ class KnowledgeConfig:
     @property
     def effective_compact_trigger(self) -> CompactTrigger | None:
         """The trigger compaction runs with (the documented default when omitted)."""
-        if self.compact is None:
-            return None
-        if self.compact_trigger is not None:
-            return self.compact_trigger
+        return _trigger_of(self.compact, self.compact_trigger, self._default_compact_trigger)
+
+    def _default_compact_trigger(self) -> CompactTrigger:
         target = getattr(self.compact, "target", None)
         if isinstance(target, int) and not isinstance(target, bool) and target > 0:
             return CompactTrigger(max_events=2 * target)
@@ -145,11 +147,9 @@ class KnowledgeConfig:
     @property
     def effective_aggregate_trigger(self) -> AggregateTrigger | None:
         """The trigger aggregation runs with (``on_end=True`` when omitted)."""
-        if self.aggregate is None:
-            return None
-        if self.aggregate_trigger is not None:
-            return self.aggregate_trigger
-        return AggregateTrigger(on_end=True)
+        return _trigger_of(
+            self.aggregate, self.aggregate_trigger, functools.partial(AggregateTrigger, on_end=True)
+        )
 
     @property
     def effective_bootstrap(self) -> StoreBootstrap:
@@ -158,3 +158,11 @@ class KnowledgeConfig:
         if self.bootstrap is not None:
             return self.bootstrap
         return DefaultBootstrap(mention_tool=self.expose_tool)
+
+
+def _trigger_of(strategy: object, given: T | None, default: Callable[[], T]) -> T | None:
+    """When a strategy runs: never without ``strategy`` (None), else on the ``given``
+    trigger, or on ``default()`` when none was given."""
+    if strategy is None:
+        return None
+    return given if given is not None else default()

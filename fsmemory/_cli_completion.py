@@ -105,14 +105,75 @@ def _cases(top: _Command, commands: list[_Command]) -> _Cases:
     )
 
 
+@dataclass(frozen=True)
+class _Dialect:
+    """How bash or zsh spells the steps both scripts take: find the command among the
+    words before the cursor (stepping over the values of top-level options), then
+    complete an option's choices, a file name, nothing, or the command's words.
+
+    ``{words}`` in ``choose`` and ``offer`` stands for the words offered.
+    """
+
+    indent: str  # one level of indentation
+    loop: str  # the ``for`` over the words before the cursor
+    word: str  # the word at ``i``
+    skip: str  # step over an option's value
+    choose: str  # offer an option's choices
+    files: str  # offer file names
+    free: str  # offer nothing (a free value)
+    offer: str  # offer what may follow ``fsmemory``, or a command's options and choices
+    other: str  # the last branch on an unknown command ("" for none)
+
+
+#: Each field of :class:`_Dialect` as bash and as zsh spell it.
+_SPELLINGS: dict[str, tuple[str, str]] = {
+    "indent": ("    ", "  "),
+    "loop": ("for ((i = 1; i < COMP_CWORD; i++)); do", "for (( i = 2; i < CURRENT; i++ )); do"),
+    "word": ("${COMP_WORDS[i]}", "${words[i]}"),
+    "skip": ("((i++))", "(( i++ ))"),
+    "choose": (
+        'COMPREPLY=($(compgen -W "{words}" -- "$cur")); return 0',
+        "compadd -- {words}; return",
+    ),
+    "files": ('COMPREPLY=($(compgen -f -- "$cur")); return 0', "_files; return"),
+    "free": ("return 0", "return"),
+    "offer": ('words="{words}"', "compadd -- {words}"),
+    "other": ("*) return 0", ""),
+}
+_BASH, _ZSH = (_Dialect(**{k: both[i] for k, both in _SPELLINGS.items()}) for i in (0, 1))
+
+
+def _dispatch(cases: _Cases, shell: _Dialect) -> str:
+    """The body both scripts share, in ``shell``'s words (see :class:`_Dialect`)."""
+    one, two, three = shell.indent, shell.indent * 2, shell.indent * 3
+    lines = [
+        one + shell.loop,
+        f'{two}case "{shell.word}" in',
+        f"{three}{cases.top_valued}) {shell.skip} ;;",
+        f"{three}-*) ;;",
+        f'{three}*) cmd="{shell.word}"; break ;;',
+        f"{two}esac",
+        f"{one}done",
+        f'{one}case "$cmd:$prev" in',
+        *(f'{two}"{key}") {shell.choose.format(words=words)} ;;' for key, words in cases.choices),
+        f"{one}esac",
+        f'{one}case "$prev" in',
+        f"{two}{cases.files}) {shell.files} ;;",
+        f"{two}{cases.free}) {shell.free} ;;",
+        f"{one}esac",
+        f'{one}case "$cmd" in',
+        f'{two}"") {shell.offer.format(words=cases.top_words)} ;;',
+        *(
+            f"{two}{name}) {shell.offer.format(words=words)} ;;"
+            for name, words in cases.command_words
+        ),
+        *([f"{two}{shell.other} ;;"] if shell.other else []),
+        f"{one}esac",
+    ]
+    return "\n".join(lines)
+
+
 def _bash(cases: _Cases) -> str:
-    choices = "\n".join(
-        f'        "{key}") COMPREPLY=($(compgen -W "{words}" -- "$cur")); return 0 ;;'
-        for key, words in cases.choices
-    )
-    commands = "\n".join(
-        f'        {name}) words="{words}" ;;' for name, words in cases.command_words
-    )
     return f"""\
 # bash completion for fsmemory; load it with: source <(fsmemory completion bash)
 _fsmemory() {{
@@ -121,25 +182,7 @@ _fsmemory() {{
     cur="${{COMP_WORDS[COMP_CWORD]}}"
     prev="${{COMP_WORDS[COMP_CWORD-1]}}"
     cmd=""
-    for ((i = 1; i < COMP_CWORD; i++)); do
-        case "${{COMP_WORDS[i]}}" in
-            {cases.top_valued}) ((i++)) ;;
-            -*) ;;
-            *) cmd="${{COMP_WORDS[i]}}"; break ;;
-        esac
-    done
-    case "$cmd:$prev" in
-{choices}
-    esac
-    case "$prev" in
-        {cases.files}) COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
-        {cases.free}) return 0 ;;
-    esac
-    case "$cmd" in
-        "") words="{cases.top_words}" ;;
-{commands}
-        *) return 0 ;;
-    esac
+{_dispatch(cases, _BASH)}
     COMPREPLY=($(compgen -W "$words" -- "$cur"))
 }}
 complete -o default -F _fsmemory fsmemory
@@ -147,36 +190,13 @@ complete -o default -F _fsmemory fsmemory
 
 
 def _zsh(cases: _Cases) -> str:
-    choices = "\n".join(
-        f'    "{key}") compadd -- {words}; return ;;' for key, words in cases.choices
-    )
-    commands = "\n".join(
-        f"    {name}) compadd -- {words} ;;" for name, words in cases.command_words
-    )
     return f"""\
 #compdef fsmemory
 # zsh completion for fsmemory; load it with: source <(fsmemory completion zsh)
 # (after compinit), or save it as _fsmemory in a folder of $fpath.
 _fsmemory() {{
   local cmd="" prev="${{words[CURRENT-1]}}" i
-  for (( i = 2; i < CURRENT; i++ )); do
-    case "${{words[i]}}" in
-      {cases.top_valued}) (( i++ )) ;;
-      -*) ;;
-      *) cmd="${{words[i]}}"; break ;;
-    esac
-  done
-  case "$cmd:$prev" in
-{choices}
-  esac
-  case "$prev" in
-    {cases.files}) _files; return ;;
-    {cases.free}) return ;;
-  esac
-  case "$cmd" in
-    "") compadd -- {cases.top_words} ;;
-{commands}
-  esac
+{_dispatch(cases, _ZSH)}
 }}
 if [[ "${{zsh_eval_context[-1]}}" == loadautofunc ]]; then
   _fsmemory "$@"

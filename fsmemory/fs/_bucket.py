@@ -15,9 +15,9 @@ costs one bucket request; when the bucket is missing every call raises
 from __future__ import annotations
 
 import builtins
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from fsmemory.errors import BucketNotFoundError, InvalidPathError, KeyNotFoundError
 from fsmemory.fs.base import Capabilities, FileInfo, Versioned
@@ -26,7 +26,10 @@ from fsmemory.fs.generic import FsspecRoot, _mtime
 from fsmemory.fs.paths import validate_path
 from fsmemory.fs.retry import idempotent
 
-__all__ = ["BucketRoot", "client_subclass"]
+if TYPE_CHECKING:
+    from fsmemory.fs._cloud import Cloud
+
+__all__ = ["BucketRoot", "RoutedRoot", "client_subclass"]
 
 _T = TypeVar("_T")
 
@@ -296,6 +299,38 @@ class BucketRoot(FsspecRoot):
             self._forget_cached(self.root)
 
     _create_exclusive = FsspecRoot._create_with_put
+
+
+class RoutedRoot(BucketRoot):
+    """A bucket root of a service served by obstore or by its fsspec client: the base of
+    S3's and GCS's roots and of Azure's obstore root, whose :meth:`from_url` opens the
+    route the service's :class:`~fsmemory.fs._cloud.Cloud` (class attribute ``cloud``)
+    picks. (In a forked child an obstore root changes its class to the fallback's:
+    no class here may add ``__slots__``.)
+    """
+
+    #: the service's routes and their predicate
+    cloud: ClassVar[Cloud]
+    #: which client sends this root's requests: ``"obstore"`` or the fallback's name
+    #: (``"s3fs"``, ``"gcsfs"``)
+    client: ClassVar[str]
+
+    @classmethod
+    def from_url(cls, url: str, options: Mapping[str, Any] | None = None) -> Any:
+        """Open ``url`` with the fallback client's storage options (s3fs's, gcsfs's or
+        adlfs's) plus ``retry`` (:meth:`~fsmemory.fs.generic.FsspecRoot.from_url`) and
+        ``client``: ``"auto"`` (default), ``"obstore"`` or the fallback's name (the
+        service's ``FSMEMORY_*_CLIENT`` variable sets the default). Which configuration
+        takes which route: the service's module docs.
+
+        Raises:
+            InvalidInputError: a malformed ``retry`` or ``client`` option, or
+                ``client="obstore"`` with a configuration only the fallback can serve.
+            InvalidPathError: the URL names no bucket or container.
+            MissingDependencyError: the route's package is not installed (the service's
+                extra for obstore, the fallback's own extra for it).
+        """
+        return cls.cloud.open(url, options)
 
 
 def _valid_name(name: str) -> bool:

@@ -40,7 +40,6 @@ __all__ = [
     "client_options",
     "env_value",
     "foreign_environment",
-    "routed_from_url",
     "same_file",
     "shared_store",
 ]
@@ -73,31 +72,39 @@ class Cloud:
     """What a service supplies to :meth:`Cloud.open` (its routes, its predicate).
 
     Attributes:
-        env: the variable giving the default ``client`` for a whole process.
-        extra: the extra that installs the obstore route (``"s3"``).
-        store_class: the ``obstore.store`` class of a bucket (``"S3Store"``).
+        extra: the extra that installs the obstore route (``"s3"``); it names the
+            variable giving the default ``client`` for a whole process too
+            (:attr:`env`).
         route: the predicate: ``route(url, options, environ)`` -> :class:`Route`
             (``options`` without ``retry`` and ``client``).
-        obstore_root: the obstore route's root class.
+        obstore_root: the obstore route's root class (its ``store_class`` names the
+            ``obstore.store`` class of a bucket).
         fallback_root: the fallback route's root class (also what an obstore root
-            becomes in a forked child).
-        fallback: the fallback client's name (a value of ``client``).
+            becomes in a forked child); its ``client`` is the fallback client's name.
         aliases: other names of ``"obstore"`` accepted by ``client``.
         refusal_falls_back: when obstore refuses to build the store, take the fallback
             (logged) instead of raising obstore's error.
         bucket_word: what its URLs name first (``"bucket"``, ``"container"``).
     """
 
-    env: str
     extra: str
-    store_class: str
     route: Callable[[str, dict[str, Any], Mapping[str, str]], Route]
     obstore_root: type[ObstoreRoot]
     fallback_root: type[FsspecRoot]
-    fallback: str
     aliases: tuple[str, ...] = ()
     refusal_falls_back: bool = False
     bucket_word: str = "bucket"
+
+    @property
+    def env(self) -> str:
+        """The variable giving the default ``client`` (``FSMEMORY_S3_CLIENT``)."""
+        return f"FSMEMORY_{self.extra.upper()}_CLIENT"
+
+    @property
+    def fallback(self) -> str:
+        """The fallback client's name (a value of ``client``: ``"s3fs"``)."""
+        # every fallback root class names its client (s3fs, gcsfs, adlfs)
+        return str(self.fallback_root.client)  # type: ignore[attr-defined]
 
     @property
     def choices(self) -> tuple[str, ...]:
@@ -170,7 +177,7 @@ class Cloud:
             route = Route(self.fallback, "a process forked after obstore was used")
         if route.client == "obstore":
             try:
-                store, observers = shared_store(self.store_class, bucket, route)
+                store, observers = shared_store(self.obstore_root.store_class, bucket, route)
             except ImportError as exc:
                 if forced or not _installed(self.fallback):
                     raise MissingDependencyError("obstore", self.extra) from exc
@@ -203,30 +210,6 @@ class Cloud:
         return fallback(
             fs, full, url=url, retry=policy, fs_factory=_fs_factory(fallback, url, opts)
         )
-
-
-def _from_url(cls: Any, url: str, options: Mapping[str, Any] | None = None) -> Any:
-    """Open ``url`` with the fallback client's storage options (s3fs's, gcsfs's or
-    adlfs's) plus ``retry`` (:meth:`~fsmemory.fs.generic.FsspecRoot.from_url`) and
-    ``client``: ``"auto"`` (default), ``"obstore"`` or the fallback's name (the service's
-    ``FSMEMORY_*_CLIENT`` variable sets the default). Which configuration takes which
-    route: the service's module docs.
-
-    Raises:
-        InvalidInputError: a malformed ``retry`` or ``client`` option, or
-            ``client="obstore"`` with a configuration only the fallback can serve.
-        InvalidPathError: the URL names no bucket or container.
-        MissingDependencyError: the route's package is not installed (the service's
-            extra for obstore, the fallback's own extra for it).
-    """
-    return cls.cloud.open(url, options)
-
-
-#: the ``from_url`` of a service's root classes, which name their :class:`Cloud` in the
-#: class attribute ``cloud``. Not a mixin class: an obstore root changes its class to the
-#: fallback's in a forked child, which Python refuses between classes whose bases differ
-#: in layout.
-routed_from_url = classmethod(_from_url)
 
 
 def client_options(connect: float, total: float, endpoint: str | None) -> dict[str, Any]:

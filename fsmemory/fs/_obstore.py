@@ -269,6 +269,8 @@ class ObstoreRoot(BucketRoot):
 
     #: which client sends the requests (see ``S3Root.client``)
     client: ClassVar[str] = "obstore"
+    #: the ``obstore.store`` class of a bucket (``"S3Store"``)
+    store_class: ClassVar[str]
     #: the user-metadata key of the marker a conditional write carries
     write_marker: ClassVar[str] = WRITE_MARKER
     #: extra keyword arguments of every ``obstore.put``

@@ -37,8 +37,8 @@ from fsmemory.errors import (
     KeyNotFoundError,
     MissingDependencyError,
 )
-from fsmemory.fs._bucket import client_subclass
-from fsmemory.fs._cloud import Cloud, Route, client_options, routed_from_url
+from fsmemory.fs._bucket import RoutedRoot, client_subclass
+from fsmemory.fs._cloud import Cloud, Route, client_options
 from fsmemory.fs._obstore import (
     ObstoreConnectionError,
     ObstoreRoot,
@@ -60,9 +60,6 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
-
-#: the environment variable giving the default of the ``client`` storage option
-CLIENT_ENV = "FSMEMORY_AZURE_CLIENT"
 
 #: seconds one request may take as a whole on the obstore route, and to connect
 REQUEST_TIMEOUT = 30.0
@@ -175,7 +172,7 @@ def _route(url: str, options: Mapping[str, Any], environ: Mapping[str, str]) -> 
     )
 
 
-class AzureRoot(ObstoreRoot):
+class AzureRoot(ObstoreRoot, RoutedRoot):
     """A prefix in an Azure Blob container (``az://container/prefix``) with native
     compare-and-swap through obstore (:class:`~fsmemory.fs._obstore.ObstoreRoot`).
 
@@ -187,8 +184,7 @@ class AzureRoot(ObstoreRoot):
     """
 
     service = "Azure Blob"
-    cloud: ClassVar[Cloud]
-    from_url = routed_from_url  # type: ignore[assignment]
+    store_class: ClassVar[str] = "AzureStore"
 
     # -- writes: the marker under a name Azure accepts, one Put Blob each ---------------
     write_marker = WRITE_MARKER
@@ -282,6 +278,8 @@ class AdlfsRoot(FsspecRoot):
     """
 
     capabilities = Capabilities(conditional_write=True, native_append=False)
+    #: which client sends this root's requests (``AzureRoot.client``: ``"obstore"``)
+    client: ClassVar[str] = "adlfs"
     # aiohttp resends a PUT once on a dropped kept-alive connection: probe every conflict
     _hidden_retries = True
     _marks_writes = True
@@ -424,13 +422,12 @@ class AdlfsRoot(FsspecRoot):
 
 AzureRoot.cloud = Cloud(
     bucket_word="container",
-    env=CLIENT_ENV,
     extra="azure",
-    store_class="AzureStore",
     route=_route,
     obstore_root=AzureRoot,
     fallback_root=AdlfsRoot,
-    fallback="adlfs",
 )
+#: the environment variable giving the default of the ``client`` storage option
+CLIENT_ENV = AzureRoot.cloud.env
 #: which client serves a URL with these options (see the module docs)
 resolve_route = AzureRoot.cloud.resolve

@@ -42,24 +42,14 @@ import orjson
 
 from fsmemory._log import get_logger
 from fsmemory.errors import BackendError, ConflictError, MissingDependencyError
-from fsmemory.fs._bucket import BucketRoot, client_subclass
-from fsmemory.fs._cloud import (
-    Cloud,
-    Route,
-    client_options,
-    env_value,
-    foreign_environment,
-    routed_from_url,
-)
+from fsmemory.fs._bucket import RoutedRoot, client_subclass
+from fsmemory.fs._cloud import Cloud, Route, client_options, env_value, foreign_environment
 from fsmemory.fs._obstore import ObstoreRoot, unquote_etag
 from fsmemory.fs.errors import conditional_write
 
 __all__ = ["CLIENT_ENV", "GCSObstoreRoot", "GCSRoot", "GcsfsRoot", "resolve_route"]
 
 logger = get_logger(__name__)
-
-#: the environment variable giving the default of the ``client`` storage option
-CLIENT_ENV = "FSMEMORY_GCS_CLIENT"
 
 #: gcsfs's switch for its experimental zonal-bucket support (we default it to "false")
 ZB_HNS_ENV = "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"
@@ -354,7 +344,7 @@ def _multipart_body(name: str, data: bytes) -> tuple[bytes, str]:
     return body, boundary
 
 
-class GCSRoot(BucketRoot):
+class GCSRoot(RoutedRoot):
     """A prefix in a GCS bucket (``gs://bucket/prefix``) with native compare-and-swap.
 
     :meth:`from_url` returns one of the two routes (see the module docs):
@@ -362,11 +352,15 @@ class GCSRoot(BucketRoot):
     """
 
     service = "GCS"
-    cloud: ClassVar[Cloud]
-    from_url = routed_from_url  # type: ignore[assignment]
-    #: which client sends this root's requests: ``"obstore"`` or ``"gcsfs"``
-    client: ClassVar[str] = "gcsfs"
 
+
+class GcsfsRoot(GCSRoot):
+    """The gcsfs route of :class:`GCSRoot` (GCS's JSON API): ``fs`` is a
+    ``gcsfs.GCSFileSystem`` whose requests are tried once; every primitive is one
+    request issued through gcsfs's ``_call`` (so credentials and the endpoint work
+    exactly as in gcsfs). The constructor arguments are :class:`BucketRoot`'s."""
+
+    client: ClassVar[str] = "gcsfs"
     _fs_class = staticmethod(_single_try_class)
 
     @staticmethod
@@ -377,13 +371,6 @@ class GCSRoot(BucketRoot):
             opts["requests_timeout"] = aiohttp.ClientTimeout(
                 total=None, sock_connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT
             )
-
-
-class GcsfsRoot(GCSRoot):
-    """The gcsfs route of :class:`GCSRoot` (GCS's JSON API): ``fs`` is a
-    ``gcsfs.GCSFileSystem`` whose requests are tried once; every primitive is one
-    request issued through gcsfs's ``_call`` (so credentials and the endpoint work
-    exactly as in gcsfs). The constructor arguments are :class:`BucketRoot`'s."""
 
     def _media_url(self, key: str, generation: str | None = None) -> str:
         pin = f"&generation={generation}" if generation else ""
@@ -520,6 +507,7 @@ class GCSObstoreRoot(ObstoreRoot, GCSRoot):
     ETag (the MD5 of the content) without quotes.
     """
 
+    store_class: ClassVar[str] = "GCSStore"
     put_options: ClassVar[Mapping[str, Any]] = {"use_multipart": False}
     # GCS's XML API has no batch delete
     delete_threads: ClassVar[int | None] = _DELETE_CONCURRENCY
@@ -557,14 +545,13 @@ class GCSObstoreRoot(ObstoreRoot, GCSRoot):
 
 
 GCSRoot.cloud = Cloud(
-    env=CLIENT_ENV,
     extra="gcs",
-    store_class="GCSStore",
     route=_route,
     obstore_root=GCSObstoreRoot,
     fallback_root=GcsfsRoot,
-    fallback="gcsfs",
     refusal_falls_back=True,
 )
+#: the environment variable giving the default of the ``client`` storage option
+CLIENT_ENV = GCSRoot.cloud.env
 #: which client serves a URL with these options (see the module docs)
 resolve_route = GCSRoot.cloud.resolve

@@ -38,14 +38,13 @@ from typing import Any, ClassVar
 
 from fsmemory._log import get_logger
 from fsmemory.errors import MissingDependencyError
-from fsmemory.fs._bucket import BucketRoot, client_subclass
+from fsmemory.fs._bucket import RoutedRoot, client_subclass
 from fsmemory.fs._cloud import (
     Cloud,
     Route,
     client_options,
     env_value,
     foreign_environment,
-    routed_from_url,
     shared_store,
 )
 from fsmemory.fs._obstore import (
@@ -71,9 +70,6 @@ __all__ = [
 ]
 
 logger = get_logger(__name__)
-
-#: the environment variable giving the default of the ``client`` storage option
-CLIENT_ENV = "FSMEMORY_S3_CLIENT"
 
 #: ``DeleteObjects`` takes at most this many keys per request.
 _DELETE_BATCH = 1000
@@ -321,7 +317,7 @@ def bucket_region(
     return region if _REGION_NAME.fullmatch(region) else None
 
 
-class S3Root(BucketRoot):
+class S3Root(RoutedRoot):
     """A prefix in an S3 bucket (``s3://bucket/prefix``) with native compare-and-swap.
 
     :meth:`from_url` returns one of the two routes (see the module docs):
@@ -329,19 +325,6 @@ class S3Root(BucketRoot):
     """
 
     service = "S3"
-    cloud: ClassVar[Cloud]
-    from_url = routed_from_url  # type: ignore[assignment]
-    #: which client sends this root's requests: ``"obstore"`` or ``"s3fs"``
-    client: ClassVar[str] = "s3fs"
-
-    _fs_class = staticmethod(_single_try_class)
-
-    @staticmethod
-    def _configure(opts: dict[str, Any]) -> None:
-        # One retry layer (ours): the client's would resend conditional writes blindly.
-        config = dict(opts.get("config_kwargs") or {})
-        config.setdefault("retries", {"total_max_attempts": 1, "mode": "standard"})
-        opts["config_kwargs"] = config
 
 
 class S3ObstoreRoot(ObstoreRoot, S3Root):
@@ -355,6 +338,7 @@ class S3ObstoreRoot(ObstoreRoot, S3Root):
     """
 
     route: Route
+    store_class: ClassVar[str] = "S3Store"
 
     def __init__(self, store: Any, root: str, **kwargs: Any) -> None:
         self._region_lock = threading.Lock()
@@ -384,16 +368,25 @@ class S3ObstoreRoot(ObstoreRoot, S3Root):
             )
             _REGIONS[key] = region
             self.route = replace(self.route, config={**config, "region": region})
-            self.store = shared_store("S3Store", self.bucket, self.route)[0]
+            self.store = shared_store(self.store_class, self.bucket, self.route)[0]
             return True
 
 
 class S3fsRoot(S3Root):
     """The s3fs route of :class:`S3Root`: ``fs`` is an ``s3fs.S3FileSystem``."""
 
+    client: ClassVar[str] = "s3fs"
     # aiohttp resends a PUT once on a dropped kept-alive connection (module docs).
     _hidden_retries: ClassVar[bool] = True
     _marks_writes = True
+    _fs_class = staticmethod(_single_try_class)
+
+    @staticmethod
+    def _configure(opts: dict[str, Any]) -> None:
+        # One retry layer (ours): the client's would resend conditional writes blindly.
+        config = dict(opts.get("config_kwargs") or {})
+        config.setdefault("retries", {"total_max_attempts": 1, "mode": "standard"})
+        opts["config_kwargs"] = config
 
     def _split(self, full: str) -> tuple[str, str]:
         bucket, key, _ = self.fs.split_path(full)
@@ -522,12 +515,11 @@ class S3fsRoot(S3Root):
 
 
 S3Root.cloud = Cloud(
-    env=CLIENT_ENV,
     extra="s3",
-    store_class="S3Store",
     route=_route,
     obstore_root=S3ObstoreRoot,
     fallback_root=S3fsRoot,
-    fallback="s3fs",
     aliases=("builtin",),
 )
+#: the environment variable giving the default of the ``client`` storage option
+CLIENT_ENV = S3Root.cloud.env

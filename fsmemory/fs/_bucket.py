@@ -298,6 +298,7 @@ class BucketRoot(FsspecRoot):
         finally:
             self._forget_cached(self.root)
 
+    _put = FsspecRoot._put_native
     _create_exclusive = FsspecRoot._create_with_put
 
 

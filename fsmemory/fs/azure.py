@@ -42,11 +42,10 @@ from fsmemory.fs._cloud import Cloud, Route, client_options
 from fsmemory.fs._obstore import (
     ObstoreConnectionError,
     ObstoreRoot,
-    check_version,
     unquote_etag,
 )
 from fsmemory.fs.base import Capabilities, FileInfo, Versioned
-from fsmemory.fs.errors import conditional_write, http_status, translated
+from fsmemory.fs.errors import http_status, translated
 from fsmemory.fs.generic import FsspecRoot
 
 __all__ = [
@@ -311,15 +310,10 @@ class AdlfsRoot(FsspecRoot):
             data, etag = self._blob(full, get)
         return Versioned(data, unquote_etag(etag))
 
-    def _put(
-        self,
-        full: str,
-        path: str,
-        data: bytes,
-        if_version: str | None,
-        create: bool,
-        *,
-        marker: str | None = None,
+    _put = FsspecRoot._put_native
+
+    def _upload(
+        self, full: str, data: bytes, if_version: str | None, create: bool, marker: str | None
     ) -> str:
         """One ``Put Blob``, with ``If-None-Match: *`` or ``If-Match`` when asked, tagged
         with ``marker`` in the blob's metadata (beside the ``is_directory`` adlfs writes)."""
@@ -330,7 +324,6 @@ class AdlfsRoot(FsspecRoot):
         if if_version is not None:
             from azure.core import MatchConditions
 
-            check_version(if_version)
             options.update(etag=f'"{if_version}"', match_condition=MatchConditions.IfNotModified)
 
         async def upload(client: Any) -> Any:
@@ -341,9 +334,7 @@ class AdlfsRoot(FsspecRoot):
                     raise FileExistsError(full) from exc
                 raise
 
-        with conditional_write(path, if_version, create), translated(path):
-            result = self._blob(full, upload)
-        return unquote_etag((result or {}).get("etag"))
+        return unquote_etag((self._blob(full, upload) or {}).get("etag"))
 
     def _read_marker(self, full: str, path: str) -> tuple[str | None, str]:
         """The marker and ETag of the blob (one ``Get Blob Properties``)."""

@@ -34,6 +34,7 @@ __all__ = [
     "check_condition",
     "check_options",
     "check_range",
+    "check_version",
     "content_version",
 ]
 
@@ -105,6 +106,21 @@ def check_condition(if_version: str | None, create_only: bool) -> None:
     """The one rule for write conditions: at most one of them."""
     if create_only and if_version is not None:
         raise ValueError("pass if_version or create_only, not both")
+
+
+def check_version(version: str) -> None:
+    """The one rule for version tokens a request carries: none that no HTTP header may
+    carry (a control character such as CR or LF, or non-ASCII), refused before any
+    request: it can never match, and it must never reach a request as a header of its
+    own.
+
+    Raises:
+        InvalidInputError: such a token.
+    """
+    if not all(" " <= ch <= "~" for ch in version):
+        raise InvalidInputError(
+            f"if-match version token {version!r} holds characters no header may carry"
+        )
 
 
 def check_range(start: int, end: int | None) -> None:

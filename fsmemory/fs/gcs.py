@@ -45,7 +45,6 @@ from fsmemory.errors import BackendError, ConflictError, MissingDependencyError
 from fsmemory.fs._bucket import RoutedRoot, client_subclass
 from fsmemory.fs._cloud import Cloud, Route, client_options, env_value, foreign_environment
 from fsmemory.fs._obstore import ObstoreRoot, unquote_etag
-from fsmemory.fs.errors import conditional_write
 
 __all__ = ["CLIENT_ENV", "GCSObstoreRoot", "GCSRoot", "GcsfsRoot", "resolve_route"]
 
@@ -353,6 +352,10 @@ class GCSRoot(RoutedRoot):
 
     service = "GCS"
 
+    def _check_version(self, path: str, version: str) -> None:
+        """Generations are integers (:func:`_check_generation`)."""
+        _check_generation(path, version)
+
 
 class GcsfsRoot(GCSRoot):
     """The gcsfs route of :class:`GCSRoot` (GCS's JSON API): ``fs`` is a
@@ -402,9 +405,11 @@ class GcsfsRoot(GCSRoot):
         return (await self._download(key, None, gen))[0], gen
 
     # -- FsspecRoot hooks --------------------------------------------------------------
-    def _put(self, full: str, path: str, data: bytes, if_version: str | None, create: bool) -> str:
-        """One multipart upload, with ``ifGenerationMatch`` when conditional."""
-        _check_generation(path, if_version)
+    def _upload(
+        self, full: str, data: bytes, if_version: str | None, create: bool, marker: str | None
+    ) -> str:
+        """One multipart upload, with ``ifGenerationMatch`` when conditional (gcsfs
+        resends nothing: no marker)."""
         body, boundary = _multipart_body(self._split(full)[1], data)
 
         async def upload() -> dict[str, Any]:
@@ -419,14 +424,9 @@ class GcsfsRoot(GCSRoot):
             )
             return result
 
-        try:
-            with conditional_write(path, if_version, create), self._translated(path):
-                meta = self._run(upload)
-        finally:
-            self.fs.invalidate_cache(full)
-        generation = meta.get("generation")
+        generation = self._run(upload).get("generation")
         if generation is None:
-            raise BackendError(f"{path}: upload response carries no generation")
+            raise BackendError(f"{full}: upload response carries no generation")
         return str(generation)
 
     def _token(self, info: dict[str, Any]) -> str:
@@ -524,13 +524,8 @@ class GCSObstoreRoot(ObstoreRoot, GCSRoot):
             raise BackendError(f"{self.url}: GCS's reply carries no x-goog-generation")
         return str(version)
 
-    def _update_mode(self, path: str, version: str) -> dict[str, str]:
-        """``x-goog-if-generation-match: <version>``.
-
-        Raises:
-            ConflictError: a version that is no generation (it can never match).
-        """
-        _check_generation(path, version)
+    def _update_mode(self, version: str) -> dict[str, str]:
+        """``x-goog-if-generation-match: <version>``."""
         return {"version": version}
 
     def _token(self, info: dict[str, Any]) -> str:

@@ -25,7 +25,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any, ClassVar, TypeVar
 
 import orjson
@@ -42,9 +42,10 @@ from fsmemory.fs.base import (
     FileInfo,
     StorageRoot,
     Versioned,
+    check_version,
     content_version,
 )
-from fsmemory.fs.errors import translated
+from fsmemory.fs.errors import conditional_write, translated
 from fsmemory.fs.paths import RESERVED_PREFIX, is_reserved_name, validate_path
 from fsmemory.fs.retry import DEFAULT_RETRY, RetryPolicy, idempotent, policy_from_options
 
@@ -310,6 +311,48 @@ class FsspecRoot(StorageRoot):
             with translated(path):
                 self.fs.pipe_file(full, data)
         return content_version(data)
+
+    def _put_native(
+        self,
+        full: str,
+        path: str,
+        data: bytes,
+        if_version: str | None,
+        create: bool,
+        *,
+        marker: str | None = None,
+    ) -> str:
+        """:meth:`_put` of the roots with native conditional writes: one :meth:`_upload`
+        (its version checked first by :meth:`_check_version`), a failed condition
+        re-raised as the :class:`ConflictError` that says which."""
+        if if_version is not None:
+            self._check_version(path, if_version)
+        try:
+            with conditional_write(path, if_version, create), self._translated(path):
+                return self._upload(full, data, if_version, create, marker)
+        finally:
+            self._forget_cached(full)
+
+    def _upload(
+        self, full: str, data: bytes, if_version: str | None, create: bool, marker: str | None
+    ) -> str:
+        """One write of ``full`` (create-only when ``create``, over ``if_version`` when
+        given, ``marker`` in its metadata when given) on a root with native conditional
+        writes; its new version."""
+        raise NotImplementedError
+
+    def _check_version(self, path: str, version: str) -> None:
+        """Refuse a version token of ``path`` that can never match before any request
+        (here: one no header may carry, :func:`~fsmemory.fs.base.check_version`)."""
+        check_version(version)
+
+    def _translated(self, path: str) -> AbstractContextManager[None]:
+        """The backend's errors inside the block as fsmemory's (:func:`translated`)."""
+        return translated(path)
+
+    def _forget_cached(self, path: str) -> None:
+        """Drop what the filesystem may have cached about ``path`` after a change (here:
+        nothing)."""
 
     def _create_exclusive(self, full: str, data: bytes) -> bool:
         """Create ``full`` only if absent; True on success (writable roots only: their

@@ -51,12 +51,10 @@ from fsmemory.fs._obstore import (
     WRITE_MARKER,
     ObstoreRoot,
     WrongRegionError,
-    check_version,
     quote_etag,
     unquote_etag,
 )
 from fsmemory.fs.base import FileInfo
-from fsmemory.fs.errors import conditional_write
 from fsmemory.fs.generic import _mtime
 from fsmemory.fs.open import split_protocol
 
@@ -416,15 +414,8 @@ class S3fsRoot(S3Root):
 
     # -- FsspecRoot hooks --------------------------------------------------------------
 
-    def _put(
-        self,
-        full: str,
-        path: str,
-        data: bytes,
-        if_version: str | None,
-        create: bool,
-        *,
-        marker: str | None = None,
+    def _upload(
+        self, full: str, data: bytes, if_version: str | None, create: bool, marker: str | None
     ) -> str:
         """One ``PutObject``, conditional on ``If-Match``/``If-None-Match`` when asked,
         tagged with ``marker`` in its user metadata when given."""
@@ -432,16 +423,9 @@ class S3fsRoot(S3Root):
         if create:
             kwargs["IfNoneMatch"] = "*"
         if if_version is not None:
-            check_version(if_version)
             kwargs["IfMatch"] = quote_etag(if_version)
         key = self._split(full)[1]
-        try:
-            with conditional_write(path, if_version, create), self._translated(path):
-                resp = self.fs.call_s3(
-                    "put_object", Bucket=self.bucket, Key=key, Body=data, **kwargs
-                )
-        finally:
-            self._forget_cached(full)
+        resp = self.fs.call_s3("put_object", Bucket=self.bucket, Key=key, Body=data, **kwargs)
         return unquote_etag(resp["ETag"])
 
     def _read_marker(self, full: str, path: str) -> tuple[str | None, str]:

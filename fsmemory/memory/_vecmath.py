@@ -203,9 +203,19 @@ def column_sum(np: Any, matrix: Any) -> Any:
     return total
 
 
-def widen(np: Any, matrix: Any) -> Any:
-    """A float32 copy of the float16 ``matrix`` (exact)."""
-    out = np.empty(matrix.shape, dtype=np.float32)
-    for at, part in chunks(np, matrix):
-        out[at : at + part.shape[0]] = part
+def widen(np: Any, matrix: Any, out: Any = None) -> Any:
+    """The float16 ``matrix`` as float32 (exact): in ``out`` when given (a float32
+    array of its shape, filled in place a few hundred rows at a time, without a work
+    array), else in a new array. Returns the float32 array. The pages of a mapped
+    ``matrix`` are released as the pass reads on (see :class:`PageRelease`)."""
+    if out is None:
+        out = np.empty(matrix.shape, dtype=np.float32)
+    n = matrix.shape[0]
+    bits = matrix.view(np.int16)
+    release = PageRelease.of(np, matrix)
+    for at in range(0, n, _WIDEN_ROWS):
+        stop = min(at + _WIDEN_ROWS, n)
+        widen_rows(np, bits[at:stop], out[at:stop].view(np.int32))
+        if release is not None:
+            release.upto(stop * matrix.strides[0], whole=stop == n)
     return out

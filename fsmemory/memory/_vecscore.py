@@ -29,10 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = ["LEXICAL_WEIGHT", "VectorScoring"]
 
-# Up to this many bytes of float32, the vectors are also kept widened (filled by the
-# first product, which widens them anyway): a warm recall then takes one float32
-# product instead of widening every row again (about 21k vectors of 384 floats).
-_WIDE_BYTES = 32 << 20
 # Weight of the lexical score in the fusion (both scores are standardised first).
 LEXICAL_WEIGHT = 0.3
 # The mean of the vectors is shrunk by n / (n + this) toward 0: a few vectors say little
@@ -60,8 +56,10 @@ class VectorScoring:
         """The vectors as (first vector row, float16 array) pieces, in row order."""
         raise NotImplementedError
 
-    def _init_scoring(self) -> None:
-        """The derived state of an empty store."""
+    def _init_scoring(self, cache_bytes: int) -> None:
+        """The derived state of an empty store, which keeps a float32 copy of its
+        vectors while that takes at most ``cache_bytes`` (see :meth:`_widened`)."""
+        self._wide_limit = cache_bytes
         self._wide: Any = None  # float32 copy of the first _wide_rows (see _widened)
         self._wide_rows = 0
         self._products = 0  # products taken (see _product)
@@ -93,7 +91,7 @@ class VectorScoring:
         np = _numpy()
         out = np.empty((len(self._ids), self.dimension or 0), dtype=np.float32)
         for start, array in self._parts():
-            out[start : start + len(array)] = widen(np, array)
+            widen(np, array, out[start : start + len(array)])
         return out
 
     def _product(self, weights: Any, norms: bool = False) -> Any:
@@ -138,18 +136,18 @@ class VectorScoring:
 
     def _widened(self) -> Any:
         """Every vector as float32 (an (n, dimension) view), kept and extended as rows
-        are added, while that takes at most :data:`_WIDE_BYTES`; else None."""
+        are added, while that takes at most the store's cache bytes; else None. The
+        copy grows by an eighth at a time: rows added to a large memory copy it again
+        rarely and reserve little."""
         n, width = len(self._ids), self.dimension or 0
-        if n * width * 4 > _WIDE_BYTES:
+        if n * width * 4 > self._wide_limit:
             self._wide, self._wide_rows = None, 0
             return None
         np = _numpy()
         done, wide = self._wide_rows, self._wide
         if wide is None or wide.shape[0] < n:
-            grown = np.empty(
-                (min(max(n, 2 * done, 64), _WIDE_BYTES // 4 // max(width, 1)), width),
-                dtype=np.float32,
-            )
+            fits = self._wide_limit // 4 // max(width, 1)
+            grown = np.empty((min(max(n, done + done // 8, 64), fits), width), dtype=np.float32)
             if wide is not None:
                 grown[:done] = wide[:done]
             self._wide = wide = grown
@@ -157,8 +155,7 @@ class VectorScoring:
             end = start + len(array)
             if end > done:
                 skip = max(done - start, 0)
-                for at, part in chunks(np, array[skip:]):
-                    wide[start + skip + at : start + skip + at + part.shape[0]] = part
+                widen(np, array[skip:], wide[start + skip : end])
         self._wide_rows = n
         return wide[:n]
 

@@ -61,7 +61,10 @@ from fsmemory._speedups import blake2b
 from fsmemory.errors import EmbedderError, require
 from fsmemory.fs.base import StorageRoot
 from fsmemory.memory._rank import query_terms, words
-from fsmemory.memory._settings import DEFAULT_EMBED_BATCH  # (defined there, still exported here)
+from fsmemory.memory._settings import (  # (defined there, still exported here)
+    DEFAULT_EMBED_BATCH,
+    DEFAULT_VECTOR_CACHE_BYTES,
+)
 from fsmemory.memory._vecfile import Rows, VectorFile
 from fsmemory.memory._vecrank import (
     CONTEXT_GAP,
@@ -139,6 +142,10 @@ class VectorStore(VectorScoring):
         root: the memory root.
         embedder: the batched embedding function.
         context: rank with context (see :meth:`fused_scores`).
+        batch_size: how many texts one embedder call is given.
+        cache_bytes: the most bytes a float32 copy of the vectors, kept between recalls
+            from the second on, may take (0: none; every recall widens the float16
+            rows a few hundred at a time).
     """
 
     def __init__(
@@ -148,11 +155,14 @@ class VectorStore(VectorScoring):
         *,
         context: bool = True,
         batch_size: int = DEFAULT_EMBED_BATCH,
+        cache_bytes: int = DEFAULT_VECTOR_CACHE_BYTES,
     ) -> None:
         if not callable(embedder):
             raise TypeError("embedder must be callable: texts -> vectors")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError("embed_batch_size must be a positive int")
+        if isinstance(cache_bytes, bool) or not isinstance(cache_bytes, int) or cache_bytes < 0:
+            raise ValueError("vector_cache_bytes must be an int >= 0")
         self.root = root
         self.embedder = embedder
         self.context = context
@@ -188,7 +198,7 @@ class VectorStore(VectorScoring):
         self._next_vec = 0
         # The live rows last found (see live_rows): (row epoch, rows, vector rows).
         self._live: tuple[int, Any, Any] = (-1, None, None)
-        self._init_scoring()
+        self._init_scoring(cache_bytes)
         self.calls = 0
         if self.dimension is not None:  # the file is read with the root's first listing
             root.fetch_with_listing(self.path)

@@ -21,7 +21,7 @@ import pytest
 
 from fsmemory import EmbedderError, KnowledgeMemory
 from fsmemory.errors import InvalidInputError
-from fsmemory.memory import _vecfile, _vecmath, _vecscore, _vectors
+from fsmemory.memory import _vecfile, _vecmath, _vectors
 
 from .test_embedder import WordEmbedder, fresh_vocabulary  # noqa: F401 (autouse)
 
@@ -540,29 +540,71 @@ def test_a_vector_file_reached_through_a_symlink_out_of_the_root_is_not_read(
     assert _embedded(embedder) == sorted(TEXTS)  # nothing read from outside
 
 
-def test_the_widened_copy_and_the_widening_pass_score_alike(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Small memories keep a float32 copy of their vectors for warm recalls; larger
-    ones widen a few hundred rows per product: the scores are the same floats."""
+def test_the_widened_copy_and_the_widening_pass_score_alike(tmp_path: Path) -> None:
+    """A memory keeps a float32 copy of its vectors for warm recalls (made by the
+    second recall, extended as entries come); one whose copy would pass
+    ``vector_cache_bytes`` widens a few hundred rows per product: the scores are the
+    same floats, before and after new entries."""
     folder = tmp_path / "m"
     km = KnowledgeMemory(folder, embedder=WordEmbedder("file"))
     for i in range(300):
         km.remember(f"note {i} {TEXTS[i % 5]}")
     queries = ["violin strings", "tea sunrise", "river floods spring", "apples"]
-    widened = {q: [e.id for e in km.recall(q, limit=10)] for q in queries}
     store = km._vectors
-    assert store is not None and store._wide is not None
+    assert store is not None
+    km.recall("first", limit=1)
+    assert store._wide is None  # a process that recalls once makes no copy
+    widened = {q: [e.id for e in km.recall(q, limit=10)] for q in queries}
+    assert store._wide is not None and store._wide_rows == 300
     qv = store.embed(["violin strings"])[0]
     _live, vecs = store.live_rows(km._index, km._clock())
     with_copy = store.dense_scores(qv, vecs)
-    monkeypatch.setattr(_vecscore, "_WIDE_BYTES", 0)
-    reader, _embedder = _reader(folder)
-    assert {q: [e.id for e in reader.recall(q, limit=10)] for q in queries} == widened
-    other = reader._vectors
-    assert other is not None and other._wide is None
-    _live2, vecs2 = other.live_rows(reader._index, reader._clock())
-    assert np.allclose(other.dense_scores(qv, vecs2), with_copy, rtol=0, atol=1e-6)
+
+    def without_copy() -> tuple[dict[str, list[str]], object]:
+        reader = KnowledgeMemory(folder, embedder=WordEmbedder("file"), vector_cache_bytes=0)
+        ranked = {q: [e.id for e in reader.recall(q, limit=10)] for q in queries}
+        other = reader._vectors
+        assert other is not None and other._wide is None
+        _live2, vecs2 = other.live_rows(reader._index, reader._clock())
+        return ranked, other.dense_scores(qv, vecs2)
+
+    ranked, scores = without_copy()
+    assert ranked == widened
+    assert np.allclose(scores, with_copy, rtol=0, atol=1e-6)
+    for i in range(40):  # the copy grows with the memory
+        km.remember(f"later {i} {TEXTS[(i + 2) % 5]} strings")
+    grown = {q: [e.id for e in km.recall(q, limit=10)] for q in queries}
+    assert store._wide is not None and store._wide_rows == 340
+    _live, vecs = store.live_rows(km._index, km._clock())
+    ranked, scores = without_copy()
+    assert ranked == grown
+    assert np.allclose(scores, store.dense_scores(qv, vecs), rtol=0, atol=1e-6)
+
+
+def test_a_memory_past_the_vector_cache_bytes_keeps_no_copy(tmp_path: Path) -> None:
+    """The copy is kept only while it fits (300 vectors of 128 floats: 153,600 bytes);
+    past that, the recall widens the rows again and ranks as an instance without it."""
+    folder = tmp_path / "m"
+    km = KnowledgeMemory(folder, embedder=WordEmbedder("file"), vector_cache_bytes=153_600)
+    for i in range(300):
+        km.remember(f"note {i} {TEXTS[i % 5]}")
+    store = km._vectors
+    assert store is not None and store.dimension == 128
+    first = [e.id for e in km.recall("violin strings", limit=10)]
+    assert [e.id for e in km.recall("violin strings", limit=10)] == first
+    assert store._wide is not None and store._wide_rows == 300
+    km.remember("one more note about violin strings")
+    after = [e.id for e in km.recall("violin strings", limit=10)]
+    assert store._wide is None
+    reader = KnowledgeMemory(folder, embedder=WordEmbedder("file"), vector_cache_bytes=0)
+    assert [e.id for e in reader.recall("violin strings", limit=10)] == after
+
+
+@pytest.mark.parametrize("size", [-1, True, 1.5, "1", None, 2**70 * -1])
+def test_vector_cache_bytes_is_checked(size: object, tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match="vector_cache_bytes"):
+        KnowledgeMemory(tmp_path / "m", embedder=WordEmbedder(), vector_cache_bytes=size)  # type: ignore[arg-type]
+    assert not (tmp_path / "m").exists() or not any((tmp_path / "m").iterdir())
 
 
 def _resident_kb(path: Path) -> int | None:

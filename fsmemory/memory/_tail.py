@@ -6,15 +6,12 @@ that must never trust a stale prefix (the index), a CRC-32 of every consumed byt
 
 When a new listing shows the file changed:
 
-* :func:`read_verified` (the index's rule) fetches the whole file and compares the
-  CRC-32 of its first ``parsed_upto`` bytes with the cursor's: equal, and only the bytes
-  after the cursor are new; different (an edit in place, even one that kept the length,
-  a truncation, a file of another history), and the caller parses the bytes it was
-  handed as the whole file. Reading the prefix is the price of the proof; parsing it
-  again is what it saves.
-* :func:`read_appended` (tail-checked, for readers that hold no checksum) fetches the
-  bytes from just before the cursor and checks that the remembered tail is still there.
-  A same-length edit before the tail goes unseen: use it only where that is acceptable.
+:func:`read_verified` fetches the whole file and compares the CRC-32 of its first
+``parsed_upto`` bytes with the cursor's: equal, and only the bytes after the cursor are
+new; different (an edit in place, even one that kept the length, a truncation, a file of
+another history), and the caller parses the bytes it was handed as the whole file.
+Reading the prefix is the price of the proof; parsing it again is what it saves. (A
+check of the last :data:`TAIL` bytes alone would miss a same-length edit before them.)
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ import zlib
 from fsmemory._records import NamedTuple
 from fsmemory.fs.base import FileInfo, StorageRoot
 
-__all__ = ["TAIL", "FileCursor", "Verified", "must_read_whole", "read_appended", "read_verified"]
+__all__ = ["TAIL", "FileCursor", "Verified", "must_read_whole", "read_verified"]
 
 #: Bytes before the cursor that must be unchanged for an append to be trusted.
 TAIL = 64
@@ -154,47 +151,3 @@ def read_verified(
     if whole_lines:
         body = body[: body.rfind(b"\n") + 1]
     return Verified(body, True, upto + len(body), data)
-
-
-def read_appended(
-    root: StorageRoot,
-    cursor: FileCursor | None,
-    info: FileInfo,
-    *,
-    grows_only: bool = True,
-    whole_lines: bool = True,
-) -> tuple[bytes, int] | None:
-    """The bytes appended to ``info.path`` since ``cursor``, or None to read it whole
-    (tail-checked only: see the module's docstring; the index uses
-    :func:`read_verified`).
-
-    Args:
-        root: where the file lives.
-        cursor: the reader's position (None: never read, so read it whole).
-        info: the file's entry in a fresh listing.
-        grows_only: the file is append-only (a daily log): every append makes it
-            longer, so a change that does not (a shrink, an edit in place) is a rewrite,
-            and None. False (MEMORY.md, any file that may be rewritten): a same-size
-            change is a rewrite too, so None.
-        whole_lines: return only complete lines (up to the last line break); the rest
-            is left for the next read. False: every appended byte.
-
-    Returns:
-        ``(new bytes, offset after them)``, or None when the file must be read whole
-        (never read, shrunk, rewritten, the tail changed, or the file vanished).
-    """
-    if cursor is None or must_read_whole(root, cursor, info, grows_only=grows_only):
-        return None
-    if info.size == cursor.parsed_upto:
-        return (b"", cursor.parsed_upto) if grows_only else None
-    start = cursor.parsed_upto - len(cursor.tail)
-    try:
-        data = root.read_range(info.path, start)
-    except FileNotFoundError:
-        return None
-    if data[: len(cursor.tail)] != cursor.tail:
-        return None
-    body = data[len(cursor.tail) :]
-    if whole_lines:
-        body = body[: body.rfind(b"\n") + 1]
-    return body, cursor.parsed_upto + len(body)

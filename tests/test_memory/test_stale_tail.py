@@ -11,7 +11,7 @@ import pytest
 
 from fsmemory import open_root
 from fsmemory.fs.base import FileInfo, StorageRoot
-from fsmemory.memory._tail import TAIL, FileCursor, read_appended, read_verified
+from fsmemory.memory._tail import TAIL, FileCursor, read_verified
 
 LOG = "logs/2026-03-13.jsonl"
 BODY = b"".join(
@@ -68,16 +68,15 @@ def test_a_same_length_edit_anywhere_before_the_cursor_is_seen(
     assert got.data in (None, bytes(edited) + b'{"n":20}\n')  # None: the listing told
 
 
-def test_the_tail_check_alone_misses_what_the_checksum_sees(root: StorageRoot) -> None:
-    """The old reader (kept for callers that hold no checksum) is fooled by an edit
-    before its 64-byte tail; read_verified is not."""
+def test_an_edit_the_tail_alone_would_miss_is_seen(root: StorageRoot) -> None:
+    """An edit before the cursor's last TAIL bytes leaves them as they were (a check of
+    the tail alone is fooled); the checksum sees it."""
     cur = _cursor(root)
     edited = BODY.replace(b'"n":3,', b'"n":9,')
     _in_place(root, edited + b'{"n":20}\n')
     info = root.stat(LOG)
     assert info is not None
-    if not root.rewritten(cur.info, info):
-        assert read_appended(root, cur, info) == (b'{"n":20}\n', len(BODY) + 9)
+    assert edited != BODY and edited[len(BODY) - TAIL :] == cur.tail
     assert not read_verified(root, cur, info).appended
 
 

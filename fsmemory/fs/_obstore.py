@@ -451,16 +451,13 @@ class ObstoreRoot(BucketRoot):
         except KeyError:
             return None
 
-    def list_with_cache(
-        self,
-        name: str,
-        load: Callable[[bytes], _T],
-        want: Callable[[builtins.list[FileInfo]], bool] | None = None,
-    ) -> tuple[builtins.list[FileInfo], _T | None]:
-        """The listing and the cache file ``name`` in one round trip: the cache's
-        ``GET`` runs on a thread while this one lists (and so does the ``GET`` of each
-        file asked for by :meth:`fetch_with_listing`); ``load`` runs on the cache as
-        soon as the listing is in. A cache file that exists is loaded whatever ``want``
+    def _list_and_read_cache(
+        self, name: str, want: Callable[[builtins.list[FileInfo]], bool] | None
+    ) -> tuple[builtins.list[FileInfo], bytes | BaseException | None]:
+        """The listing and the cache file ``name`` in one round trip (for
+        :meth:`list_with_cache`): the cache's ``GET`` runs on a thread while this one
+        lists (and so does the ``GET`` of each file asked for by
+        :meth:`fetch_with_listing`). A cache file that exists is read whatever ``want``
         says; a missing one costs that one ``GET`` (404). A failed cache read is no
         cache (logged); a failed read of an asked-for file leaves it to be read later
         (logged); a failed listing raises as :meth:`list` does."""
@@ -496,13 +493,11 @@ class ObstoreRoot(BucketRoot):
             else:
                 logger.info("%r of %s not read ahead: %s", path, self, got)
         cached = box[None]  # the cache file's bytes, or what its GET raised
-        if not isinstance(cached, BaseException):
-            return listing, load(cached)
-        if not isinstance(cached, FileNotFoundError | OSError | BackendError | ConflictError):
+        if isinstance(cached, BaseException) and not isinstance(
+            cached, OSError | BackendError | ConflictError
+        ):
             raise cached
-        if not isinstance(cached, FileNotFoundError):
-            logger.info("cache file %r of %s not read: %s", name, self, cached)
-        return listing, None
+        return listing, cached
 
     # -- BucketRoot hooks --------------------------------------------------------------
     def _list_all(

@@ -458,15 +458,26 @@ class StorageRoot(ABC):
         Raises:
             Whatever :meth:`list` raises; ``load``'s own exceptions.
         """
+        listing, cached = self._list_and_read_cache(name, want)
+        if not isinstance(cached, BaseException):
+            return listing, None if cached is None else load(cached)
+        if not isinstance(cached, FileNotFoundError):
+            _logger().info("cache file %r of %s not read: %s", name, self, cached)
+        return listing, None
+
+    def _list_and_read_cache(
+        self, name: str, want: Callable[[builtins.list[FileInfo]], bool] | None
+    ) -> tuple[builtins.list[FileInfo], bytes | BaseException | None]:
+        """The whole root's listing and what reading the cache file ``name`` gave: its
+        bytes, None (no such file, or not read because ``want`` said so), or the error
+        that kept it from being read (no cache: :meth:`list_with_cache` logs it)."""
         listing = self.list("", recursive=True)
         if want is not None and not want(listing):
             return listing, None
         try:
-            data = self.read_cache(name)
+            return listing, self.read_cache(name)
         except (OSError, FsMemoryError) as exc:
-            _logger().info("cache file %r of %s not read: %s", name, self, exc)
-            return listing, None
-        return listing, None if data is None else load(data)
+            return listing, exc
 
     def fetch_with_listing(self, path: str) -> None:  # noqa: B027 - optional hook
         """Ask that the next :meth:`list_with_cache` read the file ``path`` too, on a

@@ -105,7 +105,15 @@ class BucketRoot(FsspecRoot):
         raise NotImplementedError
 
     async def _bucket_exists(self) -> bool:
-        """Whether the bucket exists (one request)."""
+        """Whether the bucket exists: :meth:`_head_bucket` found it."""
+        try:
+            await self._head_bucket()
+        except FileNotFoundError:
+            return False
+        return True
+
+    async def _head_bucket(self) -> None:
+        """One request about the bucket; raises FileNotFoundError when it is missing."""
         raise NotImplementedError
 
     async def _get_versioned(self, key: str) -> tuple[bytes, str]:

@@ -2,8 +2,9 @@
 filesystem (s3fs, gcsfs, adlfs).
 
 A service describes itself once in a :class:`Cloud` (its predicate: can obstore serve
-this configuration exactly as the fsspec client would resolve it; its store class and
-its two root classes), and :meth:`Cloud.open` decides the rest the same way for all:
+this configuration exactly as the fsspec client would resolve it; its two root classes,
+which name its store class and its fallback client), and :meth:`Cloud.open` decides the
+rest the same way for all:
 
 * the storage option ``client``, or the service's ``FSMEMORY_*_CLIENT`` variable, forces
   a route (forcing obstore where it cannot serve raises saying why);

@@ -467,12 +467,8 @@ class GcsfsRoot(GCSRoot):
             return data[start:end]
         return data[start - lo :]
 
-    async def _bucket_exists(self) -> bool:
-        try:
-            await self.fs._call("GET", "b/{}", self.bucket, json_out=True)
-        except FileNotFoundError:
-            return False
-        return True
+    async def _head_bucket(self) -> None:
+        await self.fs._call("GET", "b/{}", self.bucket, json_out=True)
 
     # -- StorageRoot -------------------------------------------------------------------
     async def _delete_object(self, key: str) -> None:

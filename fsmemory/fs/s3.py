@@ -467,12 +467,8 @@ class S3fsRoot(S3Root):
         # A server that ignores Range sends the whole object (200, no Content-Range).
         return data[start:end] if whole else data
 
-    async def _bucket_exists(self) -> bool:
-        try:
-            await self._call("head_bucket")
-        except FileNotFoundError:
-            return False
-        return True
+    async def _head_bucket(self) -> None:
+        await self._call("head_bucket")
 
     async def _delete_object(self, key: str) -> None:
         """``HeadObject`` (S3 deletes missing keys silently) then ``DeleteObject``."""

@@ -4,8 +4,10 @@
 form :mod:`fsmemory.memory._index_cache` stores) and :meth:`IndexState.load_state`
 rebuilds an equal index from them. A cache-loaded index keeps entry ids and contents
 as bytes (:class:`_Strings`) until a row is read, and builds the parts only changes and
-other reads need (id lookup, files' rows, MEMORY.md's facts and claims) on first use
-(:class:`_OnFirstUse`, ``_LAZY``).
+other reads need (id lookup, files' rows, the timeline, MEMORY.md's facts and claims) on
+first use (:class:`_OnFirstUse`, ``_LAZY``). What those parts are built from is checked
+on load; row lists stored as runs or bit sets by their counts and bounds, not row by
+row (:func:`_rows_of`).
 
 :class:`IndexState` is a part of :class:`~fsmemory.memory._index.MemoryIndex` (a
 mixin), as :class:`~fsmemory.memory._claims.Claims` is: the index owns the rows.
@@ -18,7 +20,7 @@ from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from itertools import accumulate, chain, pairwise, repeat
+from itertools import accumulate, chain, compress, pairwise, repeat
 from typing import Any
 
 import orjson
@@ -120,23 +122,68 @@ class _OnFirstUse:
             raise AttributeError(self._name) from None
 
 
+class _BitRows:
+    """A row list of the index cache stored as bit sets, one per stretch of ascending
+    rows (see :func:`_bits_of`): checked when loaded (a count and a bound per stretch,
+    no row read), made into rows when first needed."""
+
+    __slots__ = ("_count", "_parts")
+
+    def __init__(self, parts: list[tuple[int, bytes | memoryview]], count: int) -> None:
+        self._parts, self._count = parts, count
+
+    def __len__(self) -> int:
+        return self._count
+
+    def rows(self) -> array[int]:
+        """The rows, in their stored order."""
+        out = array("I")
+        for first, data in self._parts:
+            flags = b"".join(map(_BIT_FLAGS.__getitem__, data))
+            out.extend(compress(range(first, first + len(flags)), flags))
+        return out
+
+
+#: A row list as stored: plain, as runs (a ``range`` for one run) or as bit sets.
+_Rows = Sequence[int] | _BitRows
+#: Each byte value's eight bits, lowest first, as eight bytes of 0 or 1.
+_BIT_FLAGS = [bytes((b >> i) & 1 for i in range(8)) for b in range(256)]
+
+
+def _listed(rows: _Rows) -> Sequence[int]:
+    """A stored row list as a sequence of rows."""
+    return rows.rows() if isinstance(rows, _BitRows) else rows
+
+
+#: MEMORY.md's sections as the index cache stores them, checked: category, number of
+#: bullets, the texts of bullets not stored as a row number and their places, expiry
+#: times (None: no bullet has one).
+_MdSection = tuple[str, int, list[str], list[int], list[datetime | None] | None]
+
+
 class _ColdParts:
     """What a cache-loaded index builds its lazy fields from (see ``_LAZY``)."""
 
-    __slots__ = ("claimed", "claimed_texts", "file_paths", "file_rows", "file_sizes", "row_of")
+    __slots__ = (
+        "claimed",
+        "claimed_texts",
+        "file_paths",
+        "file_rows",
+        "file_sizes",
+        "md_refs",
+        "md_sections",
+        "row_of",
+        "tl_row",
+        "tl_stamp",
+    )
 
-    def __init__(
-        self,
-        row_of: Sequence[int],
-        file_paths: list[str],
-        file_sizes: array[int],
-        file_rows: Sequence[int],
-        claimed: Sequence[int],
-        claimed_texts: list[str | None],
-    ) -> None:
-        self.row_of = row_of
-        self.file_paths, self.file_sizes, self.file_rows = file_paths, file_sizes, file_rows
-        self.claimed, self.claimed_texts = claimed, claimed_texts
+    def __init__(self, cols: _Columns, file_paths: list[str]) -> None:
+        self.row_of, self.file_paths = cols.row_of, file_paths
+        self.file_sizes, self.file_rows = cols.file_sizes, cols.file_rows
+        self.claimed, self.claimed_texts = cols.claimed, cols.claimed_texts
+        self.tl_row, self.tl_stamp = cols.tl_row, cols.tl_stamp
+        self.md_sections: list[_MdSection] | None = None
+        self.md_refs: _Rows = ()
 
 
 #: Fields a cache-loaded index builds on first use, and what builds them.
@@ -147,6 +194,8 @@ _LAZY = {
     "_n_claimed": "_build_claims",
     "_fact_counts": "_build_fact_counts",
     "_doc": "_load_doc",
+    "_tl_stamp": "_build_timeline",
+    "_tl_row": "_build_timeline",
 }
 
 
@@ -174,9 +223,8 @@ class IndexState(IndexFields):
         if ranker is not None and not ranker.verify():
             ranker = self._ranked()  # rebuilt from the rows
         meta = self._meta_state()
-        blobs = self._text_blobs()
-        meta["encoded"], row_blobs = self._row_blobs()
-        blobs.update(row_blobs)
+        meta["encoded"], blobs = self._row_blobs()
+        blobs.update(self._text_blobs(meta["encoded"]))
         if ranker is not None:
             rank_meta, rank_blobs = ranker.state()
             meta["ranker"] = rank_meta
@@ -206,65 +254,88 @@ class IndexState(IndexFields):
             "ranker": None,
         }
 
-    def _text_blobs(self) -> dict[str, bytes]:
+    def _text_blobs(self, encoded: dict[str, Any]) -> dict[str, bytes]:
         """The texts of :meth:`state`: entry ids and contents packed, MEMORY.md's
-        bullets and the claims' texts as JSON (read only when first needed)."""
+        bullets and the claims' texts (read only when first needed).
+
+        A bullet whose text is the content of the record it claims (most bullets) is
+        stored as that row's number, in one row list (``md_refs``) for all sections, and
+        only the other texts as JSON with their places (``md_sections``); likewise a
+        claim's text only where it is not its row's content (``claimed_other``: JSON
+        ``[place in claimed, text]`` pairs). A load then checks row numbers in bulk.
+        """
         contents = self._contents
         ids, ids_off = _pack(self._ids)
         texts, texts_off = _pack(contents)
-        # A bullet whose text is the content of the record it claims is stored as that
-        # row's number (most bullets): the text is written once and shared on load.
         same = {key: row for row, key in self._claimed.items() if key[1] == contents[row]}
-        sections = [
-            [cat, [same.get((cat, f.text, expiry_us(f)), f.text) for f in facts], _expiries(facts)]
-            for cat, facts in self._doc.sections.items()
-        ]
-        claimed_texts = [
-            None if key[1] == contents[row] else key[1] for row, key in self._claimed.items()
+        sections: list[list[Any]] = []
+        refs: list[int] = []
+        for cat, facts in self._doc.sections.items():
+            own: list[str] = []
+            places: list[int] = []
+            for at, fact in enumerate(facts):
+                row = same.get((cat, fact.text, expiry_us(fact)))
+                if row is None:
+                    own.append(fact.text)
+                    places.append(at)
+                else:
+                    refs.append(row)
+            sections.append([cat, len(facts), own, places, _expiries(facts)])
+        other = [
+            [at, key[1]]
+            for at, (row, key) in enumerate(self._claimed.items())
+            if key[1] != contents[row]
         ]
         return {
             "ids": ids,
             "ids_off": ids_off,
             "contents": texts,
             "contents_off": texts_off,
-            "sections": orjson.dumps(sections),
-            "claimed_texts": orjson.dumps(claimed_texts),
+            "md_sections": orjson.dumps(sections),
+            "md_refs": _rows_blob("md_refs", refs, encoded),
+            "claimed_other": orjson.dumps(other),
         }
 
     def _row_blobs(self) -> tuple[dict[str, Any], dict[str, bytes]]:
         """The columns and row lists of :meth:`state`, and how they are encoded.
 
         Row lists are stored as runs of consecutive rows where that is much smaller (a
-        memory indexed in one go: one run each), and columns a load can rebuild for less
-        than their bytes cost are left out: fewer bytes to fetch, fewer rows to check on
-        load.
+        memory indexed in one go: one run each), else as bit sets of ascending rows
+        where that is much smaller (see :func:`_bits_of`), and columns a load can
+        rebuild for less than their bytes cost are left out: fewer bytes to fetch, fewer
+        rows to check on load. Category codes take a byte each when they fit in one.
         """
-        runs: list[str] = []
+        encoded: dict[str, Any] = {"runs": [], "bits": {}}
         code = {name: i for i, name in enumerate(self._interned)}
-        tl_row = _rows_blob("tl_row", self._tl_row, runs)
-        tl_from_created = "tl_row" in runs and self._tl_stamp == _gather(
+        tl_row = _rows_blob("tl_row", self._tl_row, encoded)
+        tl_from_created = "tl_row" in encoded["runs"] and self._tl_stamp == _gather(
             self._created, self._tl_row
         )
         expires = self._expires
         fill = expires[0] if expires and expires.count(expires[0]) == len(expires) else None
+        codes = map(code.__getitem__, self._cats)
         blobs = {
-            "cats": array("I", map(code.__getitem__, self._cats)).tobytes(),
             "created": self._created.tobytes(),
             "importance": self._importance.tobytes(),
             "flags": bytes(self._flags),
-            "row_of": _rows_blob("row_of", self._row_of.values(), runs),
+            "row_of": _rows_blob("row_of", self._row_of.values(), encoded),
             "file_sizes": array("q", map(len, self._file_rows.values())).tobytes(),
             "file_rows": _rows_blob(
-                "file_rows", chain.from_iterable(self._file_rows.values()), runs
+                "file_rows", chain.from_iterable(self._file_rows.values()), encoded
             ),
             "tl_row": tl_row,
-            "claimed": _rows_blob("claimed", self._claimed, runs),
+            "claimed": _rows_blob("claimed", self._claimed, encoded),
         }
+        if len(code) <= 256:
+            blobs["cat_codes"] = bytes(codes)
+        else:
+            blobs["cats"] = array("I", codes).tobytes()
         if fill is None:
             blobs["expires"] = expires.tobytes()
         if not tl_from_created:
             blobs["tl_stamp"] = self._tl_stamp.tobytes()
-        return {"runs": runs, "tl_stamp": tl_from_created, "expires": fill}, blobs
+        encoded.update(tl_stamp=tl_from_created, expires=fill)
+        return encoded, blobs
 
     def load_state(self, meta: dict[str, Any], blobs: dict[str, bytes | memoryview]) -> None:
         """Replace everything with a :meth:`state` (``ValueError`` when it does not hold
@@ -298,10 +369,15 @@ class IndexState(IndexFields):
             or not cols.fit(n)
         ):
             raise ValueError("columns of different lengths or rows out of range")
-        self._cold_sections = _checked_sections(orjson.loads(blobs["sections"]), n)
+        cold = _ColdParts(cols, paths)
+        if "md_sections" in blobs:
+            cold.md_refs = cols.rows_of("md_refs")
+            cold.md_sections = _checked_md(orjson.loads(blobs["md_sections"]), len(cold.md_refs))
+        else:  # as written before the texts of bullets were stored apart
+            self._cold_sections = _checked_sections(orjson.loads(blobs["sections"]), n)
         self._ids, self._contents = ids, contents
         # (a category code out of range fails here: IndexError)
-        self._cats = list(map(names.__getitem__, cols.codes))
+        self._cats = _categories(names, cols.codes)
         self._interned = {name: name for name in names}
         self._created, self._expires = cols.created, cols.expires
         self._importance, self._flags = cols.importance, cols.flags
@@ -313,16 +389,14 @@ class IndexState(IndexFields):
         if self._md is not None and self._md.info.path != MEMORY_FILE:
             raise ValueError("bad MEMORY.md cursor")
         doc = _doc_of(meta["doc"])
-        self._tl_stamp, self._tl_row = cols.tl_stamp, array("q", cols.tl_row)  # (a copy: it grows)
         self._pending = _waiting_rows(meta["pending"], n, "pending")
         self._md_rows = _waiting_rows(meta["md_rows"], n, "md_rows")
         self._corrupt = {str(path): int(n) for path, n in dict(meta["corrupt"]).items()}
         if meta["ranker"] is not None:
             self._ranker = _ranker_of(meta["ranker"], blobs, n, n - self._n_dead)
-        # Built on first use: MEMORY.md's facts, then everything else at once.
-        self._cold = _ColdParts(
-            cols.row_of, paths, cols.file_sizes, cols.file_rows, cols.claimed, cols.claimed_texts
-        )
+        # Built on first use: MEMORY.md's facts, the timeline, then everything else at
+        # once.
+        self._cold = cold
         self._cold_doc = doc
         for name in _LAZY:
             del self.__dict__[name]
@@ -333,8 +407,11 @@ class IndexState(IndexFields):
         doc, self._cold_doc = self._cold_doc, None
         if doc is None:
             return
-        contents = self._contents
-        for cat, stored, expiries in self._cold_sections:
+        contents, sections, cold = self._contents, self._cold_sections, self._cold
+        if cold is not None and cold.md_sections is not None:
+            sections = _md_sections(cold.md_sections, cold.md_refs)
+            cold.md_sections, cold.md_refs = None, ()
+        for cat, stored, expiries in sections:
             texts = [contents[t] if isinstance(t, int) else t for t in stored]
             if expiries is None:
                 facts = list(map(tuple.__new__, repeat(Fact), zip(texts, repeat(None))))
@@ -355,7 +432,7 @@ class IndexState(IndexFields):
             return
         ids = self._ids if isinstance(self._ids, list) else self._ids.tolist()
         self._ids = ids
-        rows = cold.row_of
+        rows = _listed(cold.row_of)
         self._row_of = dict(zip(map(ids.__getitem__, rows), rows, strict=True))
 
     def _build_file_rows(self) -> None:
@@ -365,8 +442,9 @@ class IndexState(IndexFields):
             return
         file_rows: dict[str, list[int]] = {}
         at = 0
+        rows = _listed(cold.file_rows)
         for path, size in zip(cold.file_paths, cold.file_sizes, strict=True):
-            file_rows[path] = list(cold.file_rows[at : at + size])
+            file_rows[path] = list(rows[at : at + size])
             at += size
         self._file_rows = file_rows
 
@@ -376,14 +454,15 @@ class IndexState(IndexFields):
         cold = self._cold
         if cold is None or "_claimed" in self.__dict__:
             return
-        cats, contents, claimed = self._cats, self._contents, cold.claimed
+        cats, contents, claimed = self._cats, self._contents, _listed(cold.claimed)
+        other = cold.claimed_texts
         # A record claims only a bullet of its own expiry: the key's is the row's.
         keys = list(
             zip(
                 map(cats.__getitem__, claimed),
                 (
-                    contents[row] if text is None else text
-                    for row, text in zip(claimed, cold.claimed_texts, strict=True)
+                    contents[row] if (text := other.get(at)) is None else text
+                    for at, row in enumerate(claimed)
                 ),
                 map(self._expires.__getitem__, claimed),
                 strict=True,
@@ -391,6 +470,15 @@ class IndexState(IndexFields):
         )
         self._claimed = dict(zip(claimed, keys, strict=True))
         self._n_claimed = Counter(keys)
+
+    def _build_timeline(self) -> None:
+        """The time order of log rows, of a cache-loaded index (on first use)."""
+        cold = self._cold
+        if cold is None or "_tl_row" in self.__dict__:
+            return
+        rows = _listed(cold.tl_row)
+        stamps = _gather(self._created, rows) if cold.tl_stamp is None else cold.tl_stamp
+        self._tl_stamp, self._tl_row = stamps, array("q", rows)  # (a copy: it grows)
 
     def _build_fact_counts(self) -> None:
         """How many bullets hold each (category, text), of a cache-loaded index."""
@@ -403,9 +491,13 @@ class IndexState(IndexFields):
 class _Columns:
     """The columns and row lists of a stored :meth:`IndexState.state`, decoded (each
     row list checked to be below the number of rows ``n``; :meth:`fit` checks the
-    rest)."""
+    rest). The timeline's stamps are None when they are to be taken from ``created``."""
 
     __slots__ = (
+        "_bits",
+        "_blobs",
+        "_n",
+        "_runs",
         "claimed",
         "claimed_texts",
         "codes",
@@ -422,31 +514,34 @@ class _Columns:
 
     def __init__(self, encoded: Any, blobs: dict[str, bytes | memoryview], n: int) -> None:
         runs, fill = encoded["runs"], encoded["expires"]
-        if type(runs) is not list or not (fill is None or type(fill) is int):
+        bits = encoded.get("bits", {})  # (not written before row lists as bit sets)
+        if (
+            type(runs) is not list
+            or type(bits) is not dict
+            or not (fill is None or type(fill) is int)
+        ):
             raise ValueError("bad encodings")
-
-        def rows_of(name: str) -> Sequence[int]:
-            return _rows_of(blobs[name], name in runs, n)
-
-        self.codes = _arr("I", blobs["cats"])
-        self.created = created = _arr("q", blobs["created"])
+        self._runs, self._bits, self._blobs, self._n = runs, bits, blobs, n
+        rows_of = self.rows_of
+        codes = blobs.get("cat_codes")  # one byte a row (before: "cats", four)
+        self.codes: Sequence[int] = _arr("I", blobs["cats"]) if codes is None else codes
+        self.created = _arr("q", blobs["created"])
         self.expires = _arr("q", blobs["expires"]) if fill is None else array("q", [fill]) * n
-        self.tl_row = tl_row = rows_of("tl_row")
-        self.tl_stamp = (
-            _gather(created, tl_row)
-            if encoded["tl_stamp"] is True
-            else _arr("q", blobs["tl_stamp"])
-        )
+        self.tl_row = rows_of("tl_row")
+        self.tl_stamp = None if encoded["tl_stamp"] is True else _arr("q", blobs["tl_stamp"])
         self.importance = array("d")
         self.importance.frombytes(blobs["importance"])
         self.flags = bytearray(blobs["flags"])
         self.row_of, self.claimed = rows_of("row_of"), rows_of("claimed")
         self.file_sizes, self.file_rows = _arr("q", blobs["file_sizes"]), rows_of("file_rows")
-        self.claimed_texts = orjson.loads(blobs["claimed_texts"])
+        self.claimed_texts = _claim_texts(blobs, len(self.claimed))
+
+    def rows_of(self, name: str) -> _Rows:
+        """The stored row list ``name``, every row checked to be below ``n``."""
+        return _rows_of(self._blobs[name], name in self._runs, self._bits.get(name), self._n)
 
     def fit(self, n: int) -> bool:
         """Whether the columns are of ``n`` rows and the other parts agree."""
-        texts = self.claimed_texts
         return (
             len(self.codes)
             == len(self.created)
@@ -454,13 +549,38 @@ class _Columns:
             == len(self.importance)
             == len(self.flags)
             == n
-            and len(self.tl_stamp) == len(self.tl_row)
+            and (self.tl_stamp is None or len(self.tl_stamp) == len(self.tl_row))
             and min(self.file_sizes, default=0) >= 0
             and sum(self.file_sizes) == len(self.file_rows)
-            and type(texts) is list
-            and len(texts) == len(self.claimed)
-            and not set(map(type, texts)) - {str, type(None)}
         )
+
+
+def _claim_texts(blobs: dict[str, bytes | memoryview], n_claimed: int) -> dict[int, str]:
+    """The texts of claims that are not their rows' contents, by place in the claimed
+    rows (``ValueError`` when they do not fit)."""
+    if "claimed_other" in blobs:
+        pairs = orjson.loads(blobs["claimed_other"])
+        if type(pairs) is not list:
+            raise ValueError("bad claim texts")
+        other = {}
+        for at, text in pairs:
+            if type(at) is not int or not 0 <= at < n_claimed or type(text) is not str:
+                raise ValueError("bad claim texts")
+            other[at] = text
+        return other
+    texts = orjson.loads(blobs["claimed_texts"])  # as written before: one per claim
+    if type(texts) is not list or len(texts) != n_claimed:
+        raise ValueError("bad claim texts")
+    if set(map(type, texts)) - {str, type(None)}:
+        raise ValueError("bad claim texts")
+    return {at: text for at, text in enumerate(texts) if text is not None}
+
+
+def _categories(names: list[str], codes: Sequence[int]) -> list[str]:
+    """The category column of ``codes`` (``IndexError``: a code out of range)."""
+    if len(codes) < 2:  # (one key: itemgetter gives the value itself)
+        return [names[code] for code in codes]
+    return list(operator.itemgetter(*codes)(names))
 
 
 def _expiries(facts: Sequence[Fact]) -> list[str | None] | None:
@@ -470,15 +590,20 @@ def _expiries(facts: Sequence[Fact]) -> list[str | None] | None:
     return [None if f.expires_at is None else f.expires_at.isoformat() for f in facts]
 
 
-def _rows_blob(name: str, rows: Iterable[int], runs: list[str]) -> bytes:
+def _rows_blob(name: str, rows: Iterable[int], encoded: dict[str, Any]) -> bytes:
     """A row list as stored: as runs when that is much smaller (``name`` is then added
-    to ``runs``), plain otherwise."""
+    to ``encoded["runs"]``), else as bit sets when that is much smaller (their layout
+    is then ``encoded["bits"][name]``), plain otherwise."""
     plain = array("I", rows)
     as_runs = _runs_of(plain)
-    if as_runs is None:
-        return plain.tobytes()
-    runs.append(name)
-    return as_runs.tobytes()
+    if as_runs is not None:
+        encoded["runs"].append(name)
+        return as_runs.tobytes()
+    as_bits = _bits_of(plain)
+    if as_bits is not None:
+        encoded["bits"][name], data = as_bits
+        return data
+    return plain.tobytes()
 
 
 def _log_cursors(stored: Any) -> dict[str, FileCursor]:
@@ -591,6 +716,55 @@ def _checked_sections(
     return out
 
 
+def _checked_md(stored: Any, n_refs: int) -> list[_MdSection]:
+    """MEMORY.md's sections as the index cache stores them (``md_sections``), checked:
+    each ``[category, bullets, texts, places, expiries]``, the places distinct and
+    below ``bullets``, the row numbers of the other bullets all of the ``n_refs`` of
+    ``md_refs`` (checked when read), expiry times parsed (``ValueError`` otherwise)."""
+    if type(stored) is not list:
+        raise ValueError("bad MEMORY.md sections")
+    out: list[_MdSection] = []
+    refs = 0
+    for section in stored:
+        cat, count, texts, places, expiries = section
+        if (
+            type(cat) is not str
+            or type(count) is not int
+            or type(texts) is not list
+            or type(places) is not list
+            or len(places) != len(texts)
+            or set(map(type, texts)) - {str}
+            or set(map(type, places)) - {int}
+            or len(set(places)) != len(places)
+            or (places and (min(places) < 0 or max(places) >= count))
+        ):
+            raise ValueError("bad MEMORY.md section")
+        times: list[datetime | None] | None = None
+        if expiries is not None:
+            if type(expiries) is not list or len(expiries) != count:
+                raise ValueError("bad MEMORY.md expiries")
+            times = [None if exp is None else parse_timestamp(exp) for exp in expiries]
+        refs += count - len(texts)
+        out.append((cat, count, texts, places, times))
+    if refs != n_refs:
+        raise ValueError("bad MEMORY.md sections")
+    return out
+
+
+def _md_sections(
+    stored: list[_MdSection], refs: _Rows
+) -> list[tuple[str, list[str | int], list[datetime | None] | None]]:
+    """Checked ``md_sections`` and ``md_refs`` in the form :func:`_checked_sections`
+    gives: each bullet a text or the row whose content it is."""
+    rows = iter(_listed(refs))
+    out: list[tuple[str, list[str | int], list[datetime | None] | None]] = []
+    for cat, count, texts, places, times in stored:
+        own = dict(zip(places, texts, strict=True))
+        bullets: list[str | int] = [own[at] if at in own else next(rows) for at in range(count)]
+        out.append((cat, bullets, times))
+    return out
+
+
 def _arr(code: str, data: bytes | memoryview) -> array[int]:
     out = array(code)
     out.frombytes(data)
@@ -613,9 +787,41 @@ def _runs_of(rows: array[int]) -> array[int] | None:
     return pairs if 2 * len(pairs) < len(rows) else None
 
 
-def _rows_of(data: bytes | memoryview, runs: bool, n: int) -> Sequence[int]:
-    """A row list of the index cache, plain or as runs (see :func:`_runs_of`); every
-    row is checked to be below ``n`` (``ValueError``)."""
+def _bits_of(rows: array[int]) -> tuple[list[list[int]], bytes] | None:
+    """``rows`` as bit sets, one per stretch of ascending rows (bit ``i`` of a stretch
+    starting at row ``first``: row ``first + i``), with their layout (``[first,
+    count, bytes]`` each), when that takes less than half the room (None otherwise).
+    """
+    layout: list[list[int]] = []
+    parts: list[bytes] = []
+    size, room = 0, 2 * len(rows)  # bytes: half of the plain list's
+    at = 0
+    while at < len(rows):
+        first = prev = rows[at]
+        end = at + 1
+        while end < len(rows) and rows[end] > prev:
+            prev = rows[end]
+            end += 1
+        size += (prev - first) // 8 + 1 + 24  # (its layout: some JSON)
+        if size >= room:
+            return None
+        bits = bytearray((prev - first) // 8 + 1)
+        for row in rows[at:end]:
+            bits[(row - first) >> 3] |= 1 << ((row - first) & 7)
+        layout.append([first, end - at, len(bits)])
+        parts.append(bytes(bits))
+        at = end
+    return (layout, b"".join(parts)) if layout else None
+
+
+def _rows_of(data: bytes | memoryview, runs: bool, bits: Any, n: int) -> _Rows:
+    """A row list of the index cache, plain, as runs (see :func:`_runs_of`) or as bit
+    sets laid out as ``bits`` says (see :func:`_bits_of`); every row is checked to be
+    below ``n`` (``ValueError``)."""
+    if bits is not None:
+        if runs:
+            raise ValueError("bad row list encoding")
+        return _bit_rows(data, bits, n)
     values = _arr("I", data)
     if not runs:
         if values and max(values) >= n:
@@ -629,6 +835,29 @@ def _rows_of(data: bytes | memoryview, runs: bool, n: int) -> Sequence[int]:
     if len(firsts) == 1:
         return range(firsts[0], firsts[0] + counts[0])
     return array("I", chain.from_iterable(map(range, firsts, map(operator.add, firsts, counts))))
+
+
+def _bit_rows(data: bytes | memoryview, layout: Any, n: int) -> _BitRows:
+    """A row list stored as bit sets (see :func:`_bits_of`), checked: each set holds
+    its count of rows, all below ``n``, and the sets fill ``data`` exactly."""
+    if type(layout) is not list:
+        raise ValueError("bad row bits")
+    view = memoryview(data)
+    parts: list[tuple[int, bytes | memoryview]] = []
+    at = total = 0
+    for first, count, size in layout:
+        if type(first) is not int or type(count) is not int or type(size) is not int:
+            raise ValueError("bad row bits")
+        part = view[at : at + size]
+        value = int.from_bytes(part, "little")
+        if first < 0 or size <= 0 or value.bit_count() != count or first + value.bit_length() > n:
+            raise ValueError("rows out of range")
+        parts.append((first, part))
+        at += size
+        total += count
+    if at != len(view):
+        raise ValueError("bad row bits")
+    return _BitRows(parts, total)
 
 
 def _gather(column: array[int], rows: Sequence[int]) -> array[int]:

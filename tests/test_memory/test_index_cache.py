@@ -210,11 +210,34 @@ def _damaged(data: bytes) -> list[bytes]:
     bad_rows = dict(blobs, bm25_rows=b"\xff" * len(blobs["bm25_rows"]))
     short_terms = dict(blobs, bm25_offsets=bytes(blobs["bm25_offsets"])[:-8])
     bad_claim = dict(blobs, claimed=b"\xff\xff\xff\x7f" + bytes(blobs["claimed"])[4:])
-    bad_claim_texts = dict(blobs, claimed_texts=b"[1,")
+    bad_claim_texts = dict(blobs, claimed_other=b"[1,")
+    claim_text_past_end = dict(blobs, claimed_other=b'[[100000, "x"]]')
     bad_cursor = dict(meta, logs=[["../../etc/passwd", 1, None, "t", 0, "", True]])
-    bad_doc = dict(blobs, sections=b"[[1, [2], null]]")
-    bad_fact_row = dict(blobs, sections=b'[["work", [10000000], null]]')
-    bad_expiry = dict(blobs, sections=b'[["work", ["x"], ["not a time"]]]')
+    # MEMORY.md's bullets: the row numbers a plain list, so that only the sections vary.
+    plain_refs = dict(
+        meta,
+        encoded={
+            **meta["encoded"],
+            "runs": [name for name in meta["encoded"]["runs"] if name != "md_refs"],
+            "bits": {k: v for k, v in meta["encoded"]["bits"].items() if k != "md_refs"},
+        },
+    )
+
+    def md(sections: bytes, refs: list[int]) -> bytes:
+        return rebuilt(
+            plain_refs, dict(blobs, md_sections=sections, md_refs=array("I", refs).tobytes())
+        )
+
+    bad_md = [
+        md(b"[[1, 1, [], [], null]]", [2]),  # a category not a string
+        md(b'[["work", 1, [], [], null]]', [10000000]),  # a row out of range
+        md(b'[["work", 1, ["x"], [0], ["not a time"]]]', []),
+        md(b'[["work", 2, ["x"], [2], null]]', [3]),  # a place past the bullets
+        md(b'[["work", 2, ["x", "y"], [0, 0], null]]', []),  # one place twice
+        md(b'[["work", 2, [], [], null]]', [3]),  # fewer row numbers than bullets need
+        md(b'[["work", 1, [], [], null]]', [3, 4]),  # more
+        md(b'[["work", 1, [3], [0], null]]', []),  # a text not a string
+    ]
     # Row lists kept as (first, count) runs, and columns rebuilt on load.
     assert "tl_row" in meta["encoded"]["runs"]
     n = len(bytes(blobs["ids_off"])) // 4 - 1
@@ -245,10 +268,9 @@ def _damaged(data: bytes) -> list[bytes]:
         rebuilt(meta, short_terms),
         rebuilt(meta, bad_claim),
         rebuilt(meta, bad_claim_texts),
+        rebuilt(meta, claim_text_past_end),
         rebuilt(bad_cursor, blobs),
-        rebuilt(meta, bad_doc),
-        rebuilt(meta, bad_fact_row),
-        rebuilt(meta, bad_expiry),
+        *bad_md,
         rebuilt({"ids": "not a list"}, {}),
     ]
 
@@ -582,27 +604,31 @@ def test_a_cache_written_between_the_listing_and_its_read_changes_no_answer(
     assert _answers(make_km()) == _answers(uncached)
 
 
-def test_row_lists_round_trip_as_runs_or_plain() -> None:
-    """The cache's row lists: whichever form is stored (runs of consecutive rows, or
-    plain), a load gives back exactly the rows, in order, duplicates and all."""
-    from fsmemory.memory._index import _rows_of, _runs_of
+def test_row_lists_round_trip_as_runs_bits_or_plain() -> None:
+    """The cache's row lists: whichever form is stored (runs of consecutive rows, bit
+    sets of ascending stretches, or plain), a load gives back exactly the rows, in order, duplicates and all."""
+    from fsmemory.memory._index_state import _bits_of, _listed, _rows_of, _runs_of
 
     rng = random.Random(4)
-    kinds = {"runs": 0, "plain": 0}
+    kinds = {"runs": 0, "bits": 0, "plain": 0}
     for _ in range(400):
         rows = array("I")
         while len(rows) < rng.randint(0, 60):
             start = rng.randrange(200)
             rows.extend(range(start, start + rng.choice([1, 1, 2, 30, 80])))
-        runs = _runs_of(rows)
-        stored = rows if runs is None else runs
-        kinds["plain" if runs is None else "runs"] += 1
+        if rng.random() < 0.3:  # ascending, gaps: bits when dense enough
+            rows = array("I", sorted(rng.sample(range(200), rng.randint(0, 60))))
+        runs, bits = _runs_of(rows), None
+        stored = rows.tobytes() if runs is None else runs.tobytes()
+        if runs is None and (packed := _bits_of(rows)) is not None:
+            bits, stored = packed
+        kinds["runs" if runs is not None else "bits" if bits is not None else "plain"] += 1
         n = max(rows, default=0) + 1
-        assert list(_rows_of(stored.tobytes(), runs is not None, n)) == list(rows)
+        assert list(_listed(_rows_of(stored, runs is not None, bits, n))) == list(rows)
         if rows:
             with pytest.raises(ValueError):
-                _rows_of(stored.tobytes(), runs is not None, n - 1)
-    assert min(kinds.values()) > 20  # both forms were exercised
+                _rows_of(stored, runs is not None, bits, n - 1)
+    assert min(kinds.values()) > 20, kinds  # every form was exercised
 
 
 def test_bm25_add_many_builds_what_add_builds() -> None:

@@ -148,6 +148,8 @@ class _BitRows:
 _Rows = Sequence[int] | _BitRows
 #: Each byte value's eight bits, lowest first, as eight bytes of 0 or 1.
 _BIT_FLAGS = [bytes((b >> i) & 1 for i in range(8)) for b in range(256)]
+#: Flag bytes 0 and 1 as the binary digits "0" and "1".
+_DIGITS = bytes.maketrans(b"\x00\x01", b"01")
 
 
 def _listed(rows: _Rows) -> Sequence[int]:
@@ -730,6 +732,7 @@ def _checked_md(stored: Any, n_refs: int) -> list[_MdSection]:
         if (
             type(cat) is not str
             or type(count) is not int
+            or count < 0
             or type(texts) is not list
             or type(places) is not list
             or len(places) != len(texts)
@@ -792,26 +795,25 @@ def _bits_of(rows: array[int]) -> tuple[list[list[int]], bytes] | None:
     starting at row ``first``: row ``first + i``), with their layout (``[first,
     count, bytes]`` each), when that takes less than half the room (None otherwise).
     """
+    # A stretch ends before each row not above the one before it.
+    ends = [*compress(range(1, len(rows)), map(operator.le, rows[1:], rows)), len(rows)]
+    bounds = list(pairwise([0, *ends])) if rows else []
+    sizes = [(rows[b - 1] - rows[a]) // 8 + 1 for a, b in bounds]
+    # (each stretch's layout: some JSON; the room: half of the plain list's bytes)
+    if not bounds or sum(sizes) + 24 * len(sizes) >= 2 * len(rows):
+        return None
     layout: list[list[int]] = []
     parts: list[bytes] = []
-    size, room = 0, 2 * len(rows)  # bytes: half of the plain list's
-    at = 0
-    while at < len(rows):
-        first = prev = rows[at]
-        end = at + 1
-        while end < len(rows) and rows[end] > prev:
-            prev = rows[end]
-            end += 1
-        size += (prev - first) // 8 + 1 + 24  # (its layout: some JSON)
-        if size >= room:
-            return None
-        bits = bytearray((prev - first) // 8 + 1)
-        for row in rows[at:end]:
-            bits[(row - first) >> 3] |= 1 << ((row - first) & 7)
-        layout.append([first, end - at, len(bits)])
-        parts.append(bytes(bits))
-        at = end
-    return (layout, b"".join(parts)) if layout else None
+    for (a, b), size in zip(bounds, sizes, strict=True):
+        first = rows[a]
+        flags = bytearray(rows[b - 1] - first + 1)
+        # flags[row - first] = 1 for each row (any() only drives the setting: None).
+        any(map(flags.__setitem__, map(operator.sub, rows[a:b], repeat(first)), repeat(1)))
+        # The flags as binary digits, the lowest row last: the bits as one number.
+        value = int(flags.translate(_DIGITS)[::-1], 2)
+        layout.append([first, b - a, size])
+        parts.append(value.to_bytes(size, "little"))
+    return layout, b"".join(parts)
 
 
 def _rows_of(data: bytes | memoryview, runs: bool, bits: Any, n: int) -> _Rows:

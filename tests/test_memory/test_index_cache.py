@@ -236,6 +236,7 @@ def _damaged(data: bytes) -> list[bytes]:
         md(b'[["work", 2, ["x", "y"], [0, 0], null]]', []),  # one place twice
         md(b'[["work", 2, [], [], null]]', [3]),  # fewer row numbers than bullets need
         md(b'[["work", 1, [], [], null]]', [3, 4]),  # more
+        md(b'[["work", -1, [], [], null], ["home", 2, [], [], null]]', [3]),  # less than none
         md(b'[["work", 1, [3], [0], null]]', []),  # a text not a string
     ]
     # Row lists kept as (first, count) runs, and columns rebuilt on load.

@@ -46,8 +46,6 @@ from fsmemory.memory._claims import (
 )
 from fsmemory.memory._feed import Feeding
 from fsmemory.memory._index_state import _LAZY, IndexState, _ColdParts, _OnFirstUse
-from fsmemory.memory._index_state import _rows_of as _rows_of  # (tests import these here)
-from fsmemory.memory._index_state import _runs_of as _runs_of
 from fsmemory.memory._index_state import _Strings as _Strings
 from fsmemory.memory._rank import (
     BM25Index,

@@ -44,9 +44,11 @@ JSON part and of each binary part, a CRC-32 of the rest), the JSON part
 (small structures), then the binary parts back to back: native ``array`` bytes,
 strings as UTF-8 bytes with an offsets array, and the larger JSON structures. Row
 lists are stored as ``(first, count)`` runs of consecutive rows where that is much
-smaller (a memory indexed in one go has one run per list), and a column a load can
-rebuild for less than its bytes cost (the timeline's stamps, an expiry column of one
-value) is left out; the JSON part says which (``encoded``).
+smaller (a memory indexed in one go has one run per list), else as bit sets, one per
+stretch of ascending rows, where that is (see :mod:`fsmemory.memory._rowlists`); a
+bullet of MEMORY.md whose text is its record's content is stored as that row. A
+column a load can rebuild for less than its bytes cost (the timeline's stamps, an
+expiry column of one value) is left out; the JSON part says which (``encoded``).
 
 A fresh process fetches this file together with the root's listing where the root can
 send both at once (:func:`list_and_load`; the obstore roots of S3 and Azure), so a cached cold open

@@ -7,7 +7,7 @@ as bytes (:class:`_Strings`) until a row is read, and builds the parts only chan
 other reads need (id lookup, files' rows, the timeline, MEMORY.md's facts and claims) on
 first use (:class:`_OnFirstUse`, ``_LAZY``). What those parts are built from is checked
 on load; row lists stored as runs or bit sets by their counts and bounds, not row by
-row (:func:`_rows_of`).
+row (:func:`rows_of`).
 
 :class:`IndexState` is a part of :class:`~fsmemory.memory._index.MemoryIndex` (a
 mixin), as :class:`~fsmemory.memory._claims.Claims` is: the index owns the rows.
@@ -20,7 +20,7 @@ from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from itertools import accumulate, chain, compress, pairwise, repeat
+from itertools import accumulate, chain, pairwise, repeat
 from typing import Any
 
 import orjson
@@ -29,6 +29,14 @@ from fsmemory.fs.base import FileInfo
 from fsmemory.memory._claims import Key, expiry_us, fact_keys
 from fsmemory.memory._fields import IndexFields
 from fsmemory.memory._rank import BM25Index
+from fsmemory.memory._rowlists import (
+    RowList,
+    as_array,
+    gather,
+    listed,
+    rows_blob,
+    rows_of,
+)
 from fsmemory.memory._tail import TAIL, FileCursor
 from fsmemory.memory.entry import parse_timestamp
 from fsmemory.memory.layout import MEMORY_FILE, log_date
@@ -122,41 +130,6 @@ class _OnFirstUse:
             raise AttributeError(self._name) from None
 
 
-class _BitRows:
-    """A row list of the index cache stored as bit sets, one per stretch of ascending
-    rows (see :func:`_bits_of`): checked when loaded (a count and a bound per stretch,
-    no row read), made into rows when first needed."""
-
-    __slots__ = ("_count", "_parts")
-
-    def __init__(self, parts: list[tuple[int, bytes | memoryview]], count: int) -> None:
-        self._parts, self._count = parts, count
-
-    def __len__(self) -> int:
-        return self._count
-
-    def rows(self) -> array[int]:
-        """The rows, in their stored order."""
-        out = array("I")
-        for first, data in self._parts:
-            flags = b"".join(map(_BIT_FLAGS.__getitem__, data))
-            out.extend(compress(range(first, first + len(flags)), flags))
-        return out
-
-
-#: A row list as stored: plain, as runs (a ``range`` for one run) or as bit sets.
-_Rows = Sequence[int] | _BitRows
-#: Each byte value's eight bits, lowest first, as eight bytes of 0 or 1.
-_BIT_FLAGS = [bytes((b >> i) & 1 for i in range(8)) for b in range(256)]
-#: Flag bytes 0 and 1 as the binary digits "0" and "1".
-_DIGITS = bytes.maketrans(b"\x00\x01", b"01")
-
-
-def _listed(rows: _Rows) -> Sequence[int]:
-    """A stored row list as a sequence of rows."""
-    return rows.rows() if isinstance(rows, _BitRows) else rows
-
-
 #: MEMORY.md's sections as the index cache stores them, checked: category, number of
 #: bullets, the texts of bullets not stored as a row number and their places, expiry
 #: times (None: no bullet has one).
@@ -185,7 +158,7 @@ class _ColdParts:
         self.claimed, self.claimed_texts = cols.claimed, cols.claimed_texts
         self.tl_row, self.tl_stamp = cols.tl_row, cols.tl_stamp
         self.md_sections: list[_MdSection] | None = None
-        self.md_refs: _Rows = ()
+        self.md_refs: RowList = ()
 
 
 #: Fields a cache-loaded index builds on first use, and what builds them.
@@ -294,7 +267,7 @@ class IndexState(IndexFields):
             "contents": texts,
             "contents_off": texts_off,
             "md_sections": orjson.dumps(sections),
-            "md_refs": _rows_blob("md_refs", refs, encoded),
+            "md_refs": rows_blob("md_refs", refs, encoded),
             "claimed_other": orjson.dumps(other),
         }
 
@@ -303,14 +276,14 @@ class IndexState(IndexFields):
 
         Row lists are stored as runs of consecutive rows where that is much smaller (a
         memory indexed in one go: one run each), else as bit sets of ascending rows
-        where that is much smaller (see :func:`_bits_of`), and columns a load can
+        where that is much smaller (see :func:`bits_of`), and columns a load can
         rebuild for less than their bytes cost are left out: fewer bytes to fetch, fewer
         rows to check on load. Category codes take a byte each when they fit in one.
         """
         encoded: dict[str, Any] = {"runs": [], "bits": {}}
         code = {name: i for i, name in enumerate(self._interned)}
-        tl_row = _rows_blob("tl_row", self._tl_row, encoded)
-        tl_from_created = "tl_row" in encoded["runs"] and self._tl_stamp == _gather(
+        tl_row = rows_blob("tl_row", self._tl_row, encoded)
+        tl_from_created = "tl_row" in encoded["runs"] and self._tl_stamp == gather(
             self._created, self._tl_row
         )
         expires = self._expires
@@ -320,13 +293,13 @@ class IndexState(IndexFields):
             "created": self._created.tobytes(),
             "importance": self._importance.tobytes(),
             "flags": bytes(self._flags),
-            "row_of": _rows_blob("row_of", self._row_of.values(), encoded),
+            "row_of": rows_blob("row_of", self._row_of.values(), encoded),
             "file_sizes": array("q", map(len, self._file_rows.values())).tobytes(),
-            "file_rows": _rows_blob(
+            "file_rows": rows_blob(
                 "file_rows", chain.from_iterable(self._file_rows.values()), encoded
             ),
             "tl_row": tl_row,
-            "claimed": _rows_blob("claimed", self._claimed, encoded),
+            "claimed": rows_blob("claimed", self._claimed, encoded),
         }
         if len(code) <= 256:
             blobs["cat_codes"] = bytes(codes)
@@ -359,8 +332,8 @@ class IndexState(IndexFields):
         names, paths = meta["cat_names"], meta["file_paths"]
         if type(names) is not list or type(paths) is not list:
             raise ValueError("bad columns")
-        ids = _Strings(blobs["ids"], _arr("I", blobs["ids_off"]))
-        contents = _Strings(blobs["contents"], _arr("I", blobs["contents_off"]))
+        ids = _Strings(blobs["ids"], as_array("I", blobs["ids_off"]))
+        contents = _Strings(blobs["contents"], as_array("I", blobs["contents_off"]))
         n = len(ids)
         cols = _Columns(meta["encoded"], blobs, n)
         if (
@@ -434,7 +407,7 @@ class IndexState(IndexFields):
             return
         ids = self._ids if isinstance(self._ids, list) else self._ids.tolist()
         self._ids = ids
-        rows = _listed(cold.row_of)
+        rows = listed(cold.row_of)
         self._row_of = dict(zip(map(ids.__getitem__, rows), rows, strict=True))
 
     def _build_file_rows(self) -> None:
@@ -444,7 +417,7 @@ class IndexState(IndexFields):
             return
         file_rows: dict[str, list[int]] = {}
         at = 0
-        rows = _listed(cold.file_rows)
+        rows = listed(cold.file_rows)
         for path, size in zip(cold.file_paths, cold.file_sizes, strict=True):
             file_rows[path] = list(rows[at : at + size])
             at += size
@@ -456,7 +429,7 @@ class IndexState(IndexFields):
         cold = self._cold
         if cold is None or "_claimed" in self.__dict__:
             return
-        cats, contents, claimed = self._cats, self._contents, _listed(cold.claimed)
+        cats, contents, claimed = self._cats, self._contents, listed(cold.claimed)
         other = cold.claimed_texts
         # A record claims only a bullet of its own expiry: the key's is the row's.
         keys = list(
@@ -478,8 +451,8 @@ class IndexState(IndexFields):
         cold = self._cold
         if cold is None or "_tl_row" in self.__dict__:
             return
-        rows = _listed(cold.tl_row)
-        stamps = _gather(self._created, rows) if cold.tl_stamp is None else cold.tl_stamp
+        rows = listed(cold.tl_row)
+        stamps = gather(self._created, rows) if cold.tl_stamp is None else cold.tl_stamp
         self._tl_stamp, self._tl_row = stamps, array("q", rows)  # (a copy: it grows)
 
     def _build_fact_counts(self) -> None:
@@ -526,21 +499,21 @@ class _Columns:
         self._runs, self._bits, self._blobs, self._n = runs, bits, blobs, n
         rows_of = self.rows_of
         codes = blobs.get("cat_codes")  # one byte a row (before: "cats", four)
-        self.codes: Sequence[int] = _arr("I", blobs["cats"]) if codes is None else codes
-        self.created = _arr("q", blobs["created"])
-        self.expires = _arr("q", blobs["expires"]) if fill is None else array("q", [fill]) * n
+        self.codes: Sequence[int] = as_array("I", blobs["cats"]) if codes is None else codes
+        self.created = as_array("q", blobs["created"])
+        self.expires = as_array("q", blobs["expires"]) if fill is None else array("q", [fill]) * n
         self.tl_row = rows_of("tl_row")
-        self.tl_stamp = None if encoded["tl_stamp"] is True else _arr("q", blobs["tl_stamp"])
+        self.tl_stamp = None if encoded["tl_stamp"] is True else as_array("q", blobs["tl_stamp"])
         self.importance = array("d")
         self.importance.frombytes(blobs["importance"])
         self.flags = bytearray(blobs["flags"])
         self.row_of, self.claimed = rows_of("row_of"), rows_of("claimed")
-        self.file_sizes, self.file_rows = _arr("q", blobs["file_sizes"]), rows_of("file_rows")
+        self.file_sizes, self.file_rows = as_array("q", blobs["file_sizes"]), rows_of("file_rows")
         self.claimed_texts = _claim_texts(blobs, len(self.claimed))
 
-    def rows_of(self, name: str) -> _Rows:
+    def rows_of(self, name: str) -> RowList:
         """The stored row list ``name``, every row checked to be below ``n``."""
-        return _rows_of(self._blobs[name], name in self._runs, self._bits.get(name), self._n)
+        return rows_of(self._blobs[name], name in self._runs, self._bits.get(name), self._n)
 
     def fit(self, n: int) -> bool:
         """Whether the columns are of ``n`` rows and the other parts agree."""
@@ -590,22 +563,6 @@ def _expiries(facts: Sequence[Fact]) -> list[str | None] | None:
     if all(f.expires_at is None for f in facts):
         return None
     return [None if f.expires_at is None else f.expires_at.isoformat() for f in facts]
-
-
-def _rows_blob(name: str, rows: Iterable[int], encoded: dict[str, Any]) -> bytes:
-    """A row list as stored: as runs when that is much smaller (``name`` is then added
-    to ``encoded["runs"]``), else as bit sets when that is much smaller (their layout
-    is then ``encoded["bits"][name]``), plain otherwise."""
-    plain = array("I", rows)
-    as_runs = _runs_of(plain)
-    if as_runs is not None:
-        encoded["runs"].append(name)
-        return as_runs.tobytes()
-    as_bits = _bits_of(plain)
-    if as_bits is not None:
-        encoded["bits"][name], data = as_bits
-        return data
-    return plain.tobytes()
 
 
 def _log_cursors(stored: Any) -> dict[str, FileCursor]:
@@ -755,115 +712,14 @@ def _checked_md(stored: Any, n_refs: int) -> list[_MdSection]:
 
 
 def _md_sections(
-    stored: list[_MdSection], refs: _Rows
+    stored: list[_MdSection], refs: RowList
 ) -> list[tuple[str, list[str | int], list[datetime | None] | None]]:
     """Checked ``md_sections`` and ``md_refs`` in the form :func:`_checked_sections`
     gives: each bullet a text or the row whose content it is."""
-    rows = iter(_listed(refs))
+    rows = iter(listed(refs))
     out: list[tuple[str, list[str | int], list[datetime | None] | None]] = []
     for cat, count, texts, places, times in stored:
         own = dict(zip(places, texts, strict=True))
         bullets: list[str | int] = [own[at] if at in own else next(rows) for at in range(count)]
         out.append((cat, bullets, times))
     return out
-
-
-def _arr(code: str, data: bytes | memoryview) -> array[int]:
-    out = array(code)
-    out.frombytes(data)
-    return out
-
-
-def _runs_of(rows: array[int]) -> array[int] | None:
-    """``rows`` as ``(first, count)`` pairs of consecutive rows, when that takes less
-    than half the room (None otherwise)."""
-    if not rows:
-        return None
-    pairs = array("I")
-    first = prev = rows[0]
-    for row in rows[1:]:
-        if row != prev + 1:
-            pairs.extend((first, prev - first + 1))
-            first = row
-        prev = row
-    pairs.extend((first, prev - first + 1))
-    return pairs if 2 * len(pairs) < len(rows) else None
-
-
-def _bits_of(rows: array[int]) -> tuple[list[list[int]], bytes] | None:
-    """``rows`` as bit sets, one per stretch of ascending rows (bit ``i`` of a stretch
-    starting at row ``first``: row ``first + i``), with their layout (``[first,
-    count, bytes]`` each), when that takes less than half the room (None otherwise).
-    """
-    # A stretch ends before each row not above the one before it.
-    ends = [*compress(range(1, len(rows)), map(operator.le, rows[1:], rows)), len(rows)]
-    bounds = list(pairwise([0, *ends])) if rows else []
-    sizes = [(rows[b - 1] - rows[a]) // 8 + 1 for a, b in bounds]
-    # (each stretch's layout: some JSON; the room: half of the plain list's bytes)
-    if not bounds or sum(sizes) + 24 * len(sizes) >= 2 * len(rows):
-        return None
-    layout: list[list[int]] = []
-    parts: list[bytes] = []
-    for (a, b), size in zip(bounds, sizes, strict=True):
-        first = rows[a]
-        flags = bytearray(rows[b - 1] - first + 1)
-        # flags[row - first] = 1 for each row (any() only drives the setting: None).
-        any(map(flags.__setitem__, map(operator.sub, rows[a:b], repeat(first)), repeat(1)))
-        # The flags as binary digits, the lowest row last: the bits as one number.
-        value = int(flags.translate(_DIGITS)[::-1], 2)
-        layout.append([first, b - a, size])
-        parts.append(value.to_bytes(size, "little"))
-    return layout, b"".join(parts)
-
-
-def _rows_of(data: bytes | memoryview, runs: bool, bits: Any, n: int) -> _Rows:
-    """A row list of the index cache, plain, as runs (see :func:`_runs_of`) or as bit
-    sets laid out as ``bits`` says (see :func:`_bits_of`); every row is checked to be
-    below ``n`` (``ValueError``)."""
-    if bits is not None:
-        if runs:
-            raise ValueError("bad row list encoding")
-        return _bit_rows(data, bits, n)
-    values = _arr("I", data)
-    if not runs:
-        if values and max(values) >= n:
-            raise ValueError("rows out of range")
-        return values
-    if len(values) % 2:
-        raise ValueError("bad row runs")
-    firsts, counts = values[0::2], values[1::2]
-    if any(first + count > n or not count for first, count in zip(firsts, counts, strict=True)):
-        raise ValueError("rows out of range")
-    if len(firsts) == 1:
-        return range(firsts[0], firsts[0] + counts[0])
-    return array("I", chain.from_iterable(map(range, firsts, map(operator.add, firsts, counts))))
-
-
-def _bit_rows(data: bytes | memoryview, layout: Any, n: int) -> _BitRows:
-    """A row list stored as bit sets (see :func:`_bits_of`), checked: each set holds
-    its count of rows, all below ``n``, and the sets fill ``data`` exactly."""
-    if type(layout) is not list:
-        raise ValueError("bad row bits")
-    view = memoryview(data)
-    parts: list[tuple[int, bytes | memoryview]] = []
-    at = total = 0
-    for first, count, size in layout:
-        if type(first) is not int or type(count) is not int or type(size) is not int:
-            raise ValueError("bad row bits")
-        part = view[at : at + size]
-        value = int.from_bytes(part, "little")
-        if first < 0 or size <= 0 or value.bit_count() != count or first + value.bit_length() > n:
-            raise ValueError("rows out of range")
-        parts.append((first, part))
-        at += size
-        total += count
-    if at != len(view):
-        raise ValueError("bad row bits")
-    return _BitRows(parts, total)
-
-
-def _gather(column: array[int], rows: Sequence[int]) -> array[int]:
-    """``column[row] for row in rows`` (a copy of one slice when the rows are a range)."""
-    if isinstance(rows, range) and rows.step == 1:
-        return column[rows.start : rows.stop]
-    return array(column.typecode, map(column.__getitem__, rows))

@@ -608,7 +608,10 @@ def test_a_cache_written_between_the_listing_and_its_read_changes_no_answer(
 def test_row_lists_round_trip_as_runs_bits_or_plain() -> None:
     """The cache's row lists: whichever form is stored (runs of consecutive rows, bit
     sets of ascending stretches, or plain), a load gives back exactly the rows, in order, duplicates and all."""
-    from fsmemory.memory._index_state import _bits_of, _listed, _rows_of, _runs_of
+    from fsmemory.memory._rowlists import bits_of as _bits_of
+    from fsmemory.memory._rowlists import listed as _listed
+    from fsmemory.memory._rowlists import rows_of as _rows_of
+    from fsmemory.memory._rowlists import runs_of as _runs_of
 
     rng = random.Random(4)
     kinds = {"runs": 0, "bits": 0, "plain": 0}

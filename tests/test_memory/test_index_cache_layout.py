@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from fsmemory import KnowledgeMemory
-from fsmemory.memory import _index_cache, _index_state
+from fsmemory.memory import _index_cache, _index_state, _rowlists
 from fsmemory.memory._claims import expiry_us
 from fsmemory.memory._index import MemoryIndex
 
@@ -26,7 +26,7 @@ from .test_index_cache import _answers, _cache, _seed
 
 
 def _listed(data: bytes, layout: Any, n: int) -> list[int]:
-    return list(_index_state._listed(_index_state._rows_of(data, False, layout, n)))
+    return list(_rowlists.listed(_rowlists.rows_of(data, False, layout, n)))
 
 
 @pytest.mark.parametrize(
@@ -41,7 +41,7 @@ def _listed(data: bytes, layout: Any, n: int) -> list[int]:
     ],
 )
 def test_row_bits_give_back_the_rows_in_their_order(rows: list[int], as_bits: bool) -> None:
-    packed = _index_state._bits_of(array("I", rows))
+    packed = _rowlists.bits_of(array("I", rows))
     assert (packed is not None) == as_bits
     if packed is None:
         return
@@ -49,11 +49,11 @@ def test_row_bits_give_back_the_rows_in_their_order(rows: list[int], as_bits: bo
     assert len(data) < 2 * len(rows)
     assert _listed(data, layout, max(rows) + 1) == rows
     with pytest.raises(ValueError, match="out of range"):
-        _index_state._rows_of(data, False, layout, max(rows))  # a row past the end
+        _rowlists.rows_of(data, False, layout, max(rows))  # a row past the end
 
 
 def test_row_bits_that_do_not_hold_together_are_refused() -> None:
-    layout, data = _index_state._bits_of(array("I", range(0, 1000, 2))) or ([], b"")
+    layout, data = _rowlists.bits_of(array("I", range(0, 1000, 2))) or ([], b"")
     assert layout == [[0, 500, 125]]
     bad = [
         (data, [[0, 499, 125]]),  # a count that is not the bits'
@@ -66,9 +66,9 @@ def test_row_bits_that_do_not_hold_together_are_refused() -> None:
     ]
     for blob, lay in bad:
         with pytest.raises(ValueError):
-            _index_state._rows_of(blob, False, lay, 1000)
+            _rowlists.rows_of(blob, False, lay, 1000)
     with pytest.raises(ValueError):  # a list named both runs and bits
-        _index_state._rows_of(data, True, layout, 1000)
+        _rowlists.rows_of(data, True, layout, 1000)
 
 
 def _written_before(index: MemoryIndex) -> bytes:

@@ -48,10 +48,10 @@ import os
 import struct
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from fsmemory._log import get_logger
+from fsmemory._records import NamedTuple
 from fsmemory.errors import ConflictError, KeyNotFoundError, NotAFileError
 from fsmemory.fs.base import StorageRoot
 from fsmemory.fs.local import LocalRoot
@@ -88,8 +88,7 @@ _BLOCK = struct.Struct("<4sIIIII")  # magic, rows, keys length, 0, body crc, hea
 SUM_ROWS = 256
 
 
-@dataclass(frozen=True)
-class Header:
+class Header(NamedTuple):
     """What the file header names."""
 
     version: int
@@ -148,8 +147,7 @@ def encode_block(ids: Sequence[str], hashes: Sequence[str] | bytes, vectors: Any
     return head + struct.pack("<I", zlib.crc32(head)) + body
 
 
-@dataclass(frozen=True)
-class Block:
+class Block(NamedTuple):
     """A verified block: its rows' ids and text hashes (8 bytes each, back to back),
     and where its vectors start."""
 
@@ -172,8 +170,7 @@ def split_digests(digests: bytes) -> list[str]:
     return [joined[k : k + 16] for k in range(0, len(joined), 16)]
 
 
-@dataclass
-class Scan:
+class Scan(NamedTuple):
     """What :func:`scan_blocks` found: the verified blocks, where reading stopped (the
     end of the last verified block, or the start of a block cut short at the end), and
     how many bytes before that could not be verified (damage)."""

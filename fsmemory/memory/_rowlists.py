@@ -43,8 +43,9 @@ class BitRows:
     def rows(self) -> array[int]:
         """The rows, in their stored order."""
         out = array("I")
+        table = _bit_flags()
         for first, data in self._parts:
-            flags = b"".join(map(_BIT_FLAGS.__getitem__, data))
+            flags = b"".join(map(table.__getitem__, data))
             out.extend(compress(range(first, first + len(flags)), flags))
         return out
 
@@ -53,8 +54,19 @@ class BitRows:
 RowList = Sequence[int] | BitRows
 
 
-#: Each byte value's eight bits, lowest first, as eight bytes of 0 or 1.
-_BIT_FLAGS = [bytes((b >> i) & 1 for i in range(8)) for b in range(256)]
+#: Each byte value's eight bits, lowest first, as eight bytes of 0 or 1 (built on first
+#: use: a process that reads no bit set never pays for it).
+_BIT_FLAGS: list[bytes] | None = None
+
+
+def _bit_flags() -> list[bytes]:
+    """:data:`_BIT_FLAGS`, built if it is not yet (two threads may both build it: the
+    same table)."""
+    global _BIT_FLAGS
+    table = _BIT_FLAGS
+    if table is None:
+        table = _BIT_FLAGS = [bytes((b >> i) & 1 for i in range(8)) for b in range(256)]
+    return table
 
 
 #: Flag bytes 0 and 1 as the binary digits "0" and "1".

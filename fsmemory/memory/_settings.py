@@ -46,8 +46,9 @@ __all__ = [
 #: How many missing vectors one embedder call is given (``KnowledgeMemory(embed_batch_size)``);
 #: kept here, not in ``_vectors``, so a memory without an embedder never loads the vectors.
 DEFAULT_EMBED_BATCH = 64
-#: Bytes of float32 a memory with an embedder may keep its vectors in between recalls
-#: (``KnowledgeMemory(vector_cache_bytes)``): 256 MiB holds 170k vectors of 384 floats.
+#: The most bytes of float32 a memory with an embedder keeps its vectors in between
+#: recalls when ``KnowledgeMemory(vector_cache_bytes)`` is not given (less where the
+#: process has little memory): 256 MiB holds 170k vectors of 384 floats.
 DEFAULT_VECTOR_CACHE_BYTES = 256 << 20
 #: The retention of a memory whose creator chose none.
 DEFAULT_RETENTION_DAYS = 30

@@ -50,8 +50,10 @@ NumPy is imported only here, and only when an embedder is used.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import operator
+import os
 import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -91,8 +93,10 @@ __all__ = [
     "Embedder",
     "EmbedderError",
     "VectorStore",
+    "auto_cache_bytes",
     "context_scores",
     "is_derived",
+    "memory_limit",
     "text_hash",
 ]
 
@@ -115,6 +119,40 @@ _DIGEST = "=u8"
 # The name of the index rows' text hashes among the values the index cache carries.
 TEXT_HASHES = "text_hash"
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+# Where a cgroup states the memory its processes may use (v2, then v1).
+_CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+
+
+def memory_limit() -> int | None:
+    """The memory (bytes) this process may use, as far as the system says: the smaller
+    of the physical memory (a function's configured memory on AWS Lambda) and the limit
+    of a cgroup (a container's); None when neither is known."""
+    known: list[int] = []
+    with contextlib.suppress(AttributeError, ValueError, OSError):
+        known.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    for path in _CGROUP_LIMITS:
+        try:
+            with open(path, "rb") as f:
+                text = f.read(64).strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            known.append(int(text))
+        break  # "max": no limit
+    known = [k for k in known if k > 0]
+    return min(known) if known else None
+
+
+def auto_cache_bytes() -> int:
+    """``vector_cache_bytes`` when none is given: a quarter of :func:`memory_limit`, at
+    most :data:`~fsmemory.memory._settings.DEFAULT_VECTOR_CACHE_BYTES` (all of that when
+    the limit is unknown), so that a small function keeps no copy it has no room for."""
+    limit = memory_limit()
+    if limit is None:
+        return DEFAULT_VECTOR_CACHE_BYTES
+    return min(DEFAULT_VECTOR_CACHE_BYTES, limit // 4)
 
 
 def is_derived(path: str) -> bool:
@@ -145,7 +183,7 @@ class VectorStore(VectorScoring):
         batch_size: how many texts one embedder call is given.
         cache_bytes: the most bytes a float32 copy of the vectors, kept between recalls
             from the second on, may take (0: none; every recall widens the float16
-            rows a few hundred at a time).
+            rows a few hundred at a time); None: :func:`auto_cache_bytes`.
     """
 
     def __init__(
@@ -155,14 +193,16 @@ class VectorStore(VectorScoring):
         *,
         context: bool = True,
         batch_size: int = DEFAULT_EMBED_BATCH,
-        cache_bytes: int = DEFAULT_VECTOR_CACHE_BYTES,
+        cache_bytes: int | None = None,
     ) -> None:
         if not callable(embedder):
             raise TypeError("embedder must be callable: texts -> vectors")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError("embed_batch_size must be a positive int")
-        if isinstance(cache_bytes, bool) or not isinstance(cache_bytes, int) or cache_bytes < 0:
-            raise ValueError("vector_cache_bytes must be an int >= 0")
+        if cache_bytes is None:
+            cache_bytes = auto_cache_bytes()
+        elif isinstance(cache_bytes, bool) or not isinstance(cache_bytes, int) or cache_bytes < 0:
+            raise ValueError("vector_cache_bytes must be an int >= 0 or None")
         self.root = root
         self.embedder = embedder
         self.context = context

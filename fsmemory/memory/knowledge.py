@@ -135,8 +135,10 @@ class KnowledgeMemory:
             and kept, so that each later recall takes one float32 product instead of
             widening every stored float16 vector again: at 100k vectors of 384 floats
             the copy takes 154 MB and a warm recall about a third of the time. A
-            process that recalls once never makes it. Default 256 MiB (170k vectors
-            of 384 floats); 0 keeps no copy.
+            process that recalls once never makes it. None (the default): a quarter
+            of the memory the process may use (the smaller of the physical memory,
+            which on AWS Lambda is the function's, and a container's cgroup limit),
+            at most 256 MiB (170k vectors of 384 floats); 0 keeps no copy.
         recall_context: with an embedder, each entry also gains a quarter of the best
             score among the live entries written up to two places before or after it,
             at most an hour apart: facts noted in one sitting lean on each other, and
@@ -182,7 +184,7 @@ class KnowledgeMemory:
         recall_context: bool = True,
         index_cache: bool = True,
         embed_batch_size: int = _settings.DEFAULT_EMBED_BATCH,
-        vector_cache_bytes: int = _settings.DEFAULT_VECTOR_CACHE_BYTES,
+        vector_cache_bytes: int | None = None,
     ) -> None:
         if storage_dir is not None and directory is not None:
             raise InvalidInputError("pass storage_dir or directory, not both")
@@ -204,7 +206,8 @@ class KnowledgeMemory:
             or embed_batch_size < 1
         ):
             raise InvalidInputError("embed_batch_size must be a positive int")
-        check_non_negative_int("vector_cache_bytes", vector_cache_bytes)
+        if vector_cache_bytes is not None:
+            check_non_negative_int("vector_cache_bytes", vector_cache_bytes)
         self.root: StorageRoot = open_root(location, storage_options)
         self._requested_log_days = max_log_days
         self._retention_day = ""  # the UTC day this instance's writes last applied it

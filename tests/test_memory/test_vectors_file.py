@@ -600,11 +600,49 @@ def test_a_memory_past_the_vector_cache_bytes_keeps_no_copy(tmp_path: Path) -> N
     assert [e.id for e in reader.recall("violin strings", limit=10)] == after
 
 
-@pytest.mark.parametrize("size", [-1, True, 1.5, "1", None, 2**70 * -1])
+@pytest.mark.parametrize("size", [-1, True, 1.5, "1", 2**70 * -1])
 def test_vector_cache_bytes_is_checked(size: object, tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match="vector_cache_bytes"):
         KnowledgeMemory(tmp_path / "m", embedder=WordEmbedder(), vector_cache_bytes=size)  # type: ignore[arg-type]
     assert not (tmp_path / "m").exists() or not any((tmp_path / "m").iterdir())
+
+
+@pytest.mark.parametrize(
+    ("limit", "expected"),
+    [(None, 256 << 20), (512 << 20, 128 << 20), (8 << 30, 256 << 20), (100, 25)],
+)
+def test_the_vector_cache_bytes_default_follows_the_memory_the_process_may_use(
+    limit: int | None, expected: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ``vector_cache_bytes``, the copy may take a quarter of the memory the
+    process may use, at most 256 MiB: a 512 MB function keeps no copy of 100k x 384
+    vectors (154 MB) it has no room for."""
+    monkeypatch.setattr(_vectors, "memory_limit", lambda: limit)
+    assert _vectors.auto_cache_bytes() == expected
+    km = KnowledgeMemory(tmp_path / "m", embedder=WordEmbedder())
+    assert km._vectors is not None and km._vectors._wide_limit == expected
+    given = KnowledgeMemory(tmp_path / "m", embedder=WordEmbedder(), vector_cache_bytes=7)
+    assert given._vectors is not None and given._vectors._wide_limit == 7
+
+
+def test_memory_limit_reads_a_cgroup_limit_below_the_physical_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cgroup v2 limit, "max" (none), or a v1 limit when there is no v2 file; a file
+    that says something else is no limit."""
+    v2, v1 = tmp_path / "memory.max", tmp_path / "limit_in_bytes"
+    monkeypatch.setattr(_vectors, "_CGROUP_LIMITS", (str(v2), str(v1)))
+    physical = _vectors.memory_limit()  # neither file exists
+    assert physical is not None and physical > 1 << 20
+    v2.write_text("1073741824\n")
+    assert _vectors.memory_limit() == min(physical, 1 << 30)
+    v2.write_text("max\n")
+    v1.write_text("4096\n")
+    assert _vectors.memory_limit() == physical  # the v2 file says there is no limit
+    v2.unlink()
+    assert _vectors.memory_limit() == 4096
+    v1.write_text("-1\x00\n")
+    assert _vectors.memory_limit() == physical
 
 
 def _resident_kb(path: Path) -> int | None:

@@ -527,13 +527,13 @@ def fleet(args: argparse.Namespace, work: str) -> None:
     if args.tenants:
         sizes = [(args.tenants, args.days)]
     table: list[tuple[str, str, dict[str, Any], str]] = []
-    stale = _uncompiled_modules()
-    if stale:
-        print(
-            f"note: {stale} fsmemory modules have no up-to-date bytecode and this Python "
-            "does not write it (PYTHONDONTWRITEBYTECODE): every process compiles them, "
-            "which an installed package never does (run `python -m compileall fsmemory`)"
-        )
+    from _bytecode import stale_bytecode_note
+
+    import fsmemory
+
+    note = stale_bytecode_note(os.path.dirname(fsmemory.__file__))
+    if note:
+        print(note)
     for tenants, days in sizes:
         src = os.path.join(work, f"fleet-{tenants}x{days}")
         shutil.rmtree(src, ignore_errors=True)
@@ -796,28 +796,6 @@ def _trick_process(src: str, dest: str, env: dict[str, str], before: str) -> dic
     measured = json.loads(done.stdout.strip().splitlines()[-1])
     return {"seconds": wall, "cpu": measured["cpu"], "maxrss": measured["maxrss"],
             "rows": measured["report"]["rows"]}  # fmt: skip
-
-
-def _uncompiled_modules() -> int:
-    """fsmemory modules whose cached bytecode is missing or older than the source, when
-    this interpreter will not write it (0 otherwise)."""
-    import importlib.util
-
-    import fsmemory
-
-    if not sys.dont_write_bytecode:
-        return 0
-    stale = 0
-    for folder, _, names in os.walk(os.path.dirname(fsmemory.__file__)):
-        for name in names:
-            if name.endswith(".py"):
-                source = os.path.join(folder, name)
-                cached = importlib.util.cache_from_source(source)
-                if not os.path.exists(cached) or os.path.getmtime(cached) < os.path.getmtime(
-                    source
-                ):
-                    stale += 1
-    return stale
 
 
 def _median(runs: list[dict[str, Any]], key: str) -> float:

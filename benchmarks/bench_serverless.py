@@ -508,6 +508,12 @@ def main() -> None:
     entries = args.entries or (1000 if args.quick else 10000)
     invocations = args.invocations or (6 if args.quick else 24)
     sys.path.insert(0, str(ROOT))
+    from _bytecode import stale_bytecode_note
+
+    for lib in {args.compare or str(ROOT), str(ROOT)}:
+        note = stale_bytecode_note(str(Path(lib) / "fsmemory"))
+        if note:
+            print(f"{lib}: {note}\n")
     from fsmemory import _jsonutil
     from fsmemory.fs.s3 import S3Root
     from fsmemory.testing.cloud_services import start_moto

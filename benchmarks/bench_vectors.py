@@ -257,6 +257,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = [int(s) for s in args.sizes.split(",") if s]
     args.cache.mkdir(parents=True, exist_ok=True)
     print("## Cold hybrid recall: fresh process, local folder, open + first recall(limit=5)\n")
+    from _bytecode import stale_bytecode_note
+
+    for name, code in codes:
+        note = stale_bytecode_note(str(Path(code) / "fsmemory"))
+        if note:
+            print(f"{name}: {note}\n")
     print(
         f"{DIMENSION} dimensions, fake embedder (query embedding excluded), median of "
         f"{args.runs} fresh processes; peak RSS is the highest of them. Floor: NumPy "

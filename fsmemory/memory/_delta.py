@@ -73,41 +73,78 @@ def _parse_delta(name: str, data: bytes) -> dict[str, Any]:
 
 
 class Folder:
-    """Files being folded: bytes per path, plus the set of lines of appended logs."""
+    """Files being folded: bytes per path, plus the set of lines of appended logs.
+
+    A log that deltas append to grows in place (a ``bytearray``) until :attr:`files` is
+    read, so that applying many small deltas to a large log costs each delta its own
+    lines, not a copy of the log.
+    """
 
     def __init__(self, files: dict[str, bytes]) -> None:
-        self.files = files
+        self._files = files
+        self._grown: dict[str, bytearray] = {}
         self.lines: dict[str, set[bytes]] = {}
+
+    @property
+    def files(self) -> dict[str, bytes]:
+        """The files as they stand (the logs grown in place made bytes again)."""
+        for path, grown in self._grown.items():
+            self._files[path] = bytes(grown)
+        self._grown.clear()
+        return self._files
+
+    def get(self, path: str) -> bytes | bytearray:
+        """File ``path`` as it stands (empty when absent)."""
+        grown = self._grown.get(path)
+        return grown if grown is not None else self._files.get(path, b"")
 
     def append_lines(self, path: str, chunk: bytes) -> None:
         """Append the lines of ``chunk`` that log ``path`` does not hold yet."""
-        existing = self.files.get(path, b"")
+        existing = self.get(path)
         lines = [ln for ln in chunk.split(b"\n") if ln.strip()]
         seen = self.lines.get(path)
         if seen is None and len(lines) <= _FEW_LINES:
             # A few lines (one save's worth): search the file instead of indexing it.
-            framed = b"\n" + existing + b"\n"
-            new = [ln for ln in lines if b"\n" + ln + b"\n" not in framed]
+            new = [ln for ln in lines if not _holds_line(existing, ln)]
         else:
             if seen is None:
-                seen = self.lines[path] = set(existing.split(b"\n"))
+                seen = self.lines[path] = set(bytes(existing).split(b"\n"))
             new = [ln for ln in lines if ln not in seen]
             seen.update(new)
         if not new:
             return
-        if existing and not existing.endswith(b"\n"):
-            existing += b"\n"
-        self.files[path] = existing + b"\n".join(new) + b"\n"
+        grown = self._grown.get(path)
+        if grown is None:
+            grown = self._grown[path] = bytearray(existing)
+        if grown and not grown.endswith(b"\n"):
+            grown += b"\n"
+        grown += b"\n".join(new)
+        grown += b"\n"
 
     def put(self, path: str, data: bytes) -> None:
         """Replace file ``path`` with ``data``."""
-        self.files[path] = data
+        self._files[path] = data
+        self._grown.pop(path, None)
         self.lines.pop(path, None)
 
     def delete(self, path: str) -> None:
         """Remove file ``path`` (no-op when absent)."""
-        self.files.pop(path, None)
+        self._files.pop(path, None)
+        self._grown.pop(path, None)
         self.lines.pop(path, None)
+
+
+def _holds_line(data: bytes | bytearray, line: bytes) -> bool:
+    """True when ``line`` (no newline in it) is a whole line of ``data``: the same as
+    ``b"\\n" + line + b"\\n" in b"\\n" + data + b"\\n"``, without copying ``data``."""
+    end_of_data = len(data)
+    at = data.find(line)
+    while at >= 0:
+        end = at + len(line)
+        if (at == 0 or data[at - 1] == 10) and (end == end_of_data or data[end] == 10):
+            return True
+        at = data.find(line, at + 1)
+    return False
 
 
 def apply_delta(folder: Folder, delta: dict[str, Any]) -> None:
@@ -128,7 +165,7 @@ def apply_delta(folder: Folder, delta: dict[str, Any]) -> None:
         # Every bullet added is inserted, equal ones included: a fact remembered twice
         # has two bullets, as in a plain folder (a delta is applied once: the head
         # records folded deltas, and a delta stored twice carries one id).
-        text = decode_md(folder.files.get(MEMORY_FILE, b""))
+        text = decode_md(bytes(folder.get(MEMORY_FILE)))
         for category, line in md_add:
             text = insert_fact(text, category, line)
         for category, line in md_remove:

@@ -89,19 +89,29 @@ def chunks(np: Any, matrix: Any, rows: Any = None, scaled: bool = True) -> Any:
     matrix lies in a mapped file, the pages read are released as the pass goes (see
     :class:`PageRelease`). Without ``scaled``, the rows are ``2**-112`` times the vectors
     (see :func:`widen_rows`)."""
-    n, d = matrix.shape
+    count = matrix.shape[0] if rows is None else len(rows)
+    wide = np.empty((min(count, _WIDEN_ROWS), matrix.shape[1]), dtype=np.int32)
+    bits = matrix.view(np.int16)
+    for at, stop in _spans(np, matrix, rows):
+        part = bits[at:stop] if rows is None else bits[rows[at:stop]]
+        yield at, widen_rows(np, part, wide, scaled)
+
+
+def _spans(np: Any, matrix: Any, rows: Any = None) -> Any:
+    """Yield ``(start, stop)``: the rows of ``matrix`` (the positions in ``rows``, an
+    ascending index array, when given) a few hundred at a time. When the matrix lies in
+    a mapped file, the pages of the rows a step read are released once the caller asks
+    for the next (see :class:`PageRelease`), the last ones when the pass is over."""
+    n = matrix.shape[0]
     count = n if rows is None else len(rows)
     if not count:
         return
-    size = min(count, _WIDEN_ROWS)
-    wide = np.empty((size, d), dtype=np.int32)
-    bits = matrix.view(np.int16)
     release = PageRelease.of(np, matrix)
-    for at in range(0, count, size):
-        part = bits[at : at + size] if rows is None else bits[rows[at : at + size]]
-        yield at, widen_rows(np, part, wide, scaled)
-        if release is not None:
-            last = at + part.shape[0] if rows is None else int(rows[at + part.shape[0] - 1]) + 1
+    for at in range(0, count, _WIDEN_ROWS):
+        stop = min(at + _WIDEN_ROWS, count)
+        yield at, stop
+        if release is not None and stop < count:
+            last = stop if rows is None else int(rows[stop - 1]) + 1
             release.upto(last * matrix.strides[0])
     if release is not None:
         release.upto(n * matrix.strides[0], whole=True)
@@ -210,12 +220,7 @@ def widen(np: Any, matrix: Any, out: Any = None) -> Any:
     ``matrix`` are released as the pass reads on (see :class:`PageRelease`)."""
     if out is None:
         out = np.empty(matrix.shape, dtype=np.float32)
-    n = matrix.shape[0]
     bits = matrix.view(np.int16)
-    release = PageRelease.of(np, matrix)
-    for at in range(0, n, _WIDEN_ROWS):
-        stop = min(at + _WIDEN_ROWS, n)
+    for at, stop in _spans(np, matrix):
         widen_rows(np, bits[at:stop], out[at:stop].view(np.int32))
-        if release is not None:
-            release.upto(stop * matrix.strides[0], whole=stop == n)
     return out

@@ -691,6 +691,11 @@ def test_a_large_mapped_vector_file_is_checked_and_read_without_staying_resident
         wide[at : at + len(part)] = part
     assert np.array_equal(wide, vectors.astype(np.float32))
     assert (_resident_kb(path) or 0) < 5 << 10
+    # widen into a given array gives its pages back alike.
+    wide[:] = np.nan
+    assert _vecmath.widen(np, found.vectors, wide) is wide
+    assert np.array_equal(wide, vectors.astype(np.float32))
+    assert (_resident_kb(path) or 0) < 5 << 10
     bad = bytearray(data)
     bad[len(data) - 1000] ^= 0x10  # in the last checksum step
     assert not _vecfile.scan_blocks(bytes(bad), _vecfile.HEADER_SIZE, len(bad), dim).blocks

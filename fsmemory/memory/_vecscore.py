@@ -45,7 +45,8 @@ def _numpy() -> Any:
 class VectorScoring:
     """Ranking over the vectors a :class:`~fsmemory.memory._vectors.VectorStore` holds
     (its base class): the store supplies the vector rows (:attr:`_ids`,
-    :meth:`_parts`, the file's per-piece sums) and calls :meth:`_init_scoring` once."""
+    :meth:`_parts`, the file's per-piece sums) and the default size of the float32 copy
+    (:meth:`_default_cache_bytes`), and calls :meth:`_init_scoring` once."""
 
     # Supplied by the store.
     dimension: int | None
@@ -56,9 +57,15 @@ class VectorScoring:
         """The vectors as (first vector row, float16 array) pieces, in row order."""
         raise NotImplementedError
 
-    def _init_scoring(self, cache_bytes: int) -> None:
+    def _default_cache_bytes(self) -> int:
+        """The most bytes the float32 copy may take when the store was given no
+        ``cache_bytes``."""
+        raise NotImplementedError
+
+    def _init_scoring(self, cache_bytes: int | None) -> None:
         """The derived state of an empty store, which keeps a float32 copy of its
-        vectors while that takes at most ``cache_bytes`` (see :meth:`_widened`)."""
+        vectors while that takes at most ``cache_bytes`` (see :meth:`_widened`; None:
+        :meth:`_default_cache_bytes`, asked for when the copy is first wanted)."""
         self._wide_limit = cache_bytes
         self._wide: Any = None  # float32 copy of the first _wide_rows (see _widened)
         self._wide_rows = 0
@@ -139,14 +146,17 @@ class VectorScoring:
         are added, while that takes at most the store's cache bytes; else None. The
         copy grows by an eighth at a time: rows added to a large memory copy it again
         rarely and reserve little."""
+        limit = self._wide_limit
+        if limit is None:  # asked for once, by the first recall that could keep a copy
+            limit = self._wide_limit = self._default_cache_bytes()
         n, width = len(self._ids), self.dimension or 0
-        if n * width * 4 > self._wide_limit:
+        if n * width * 4 > limit:
             self._wide, self._wide_rows = None, 0
             return None
         np = _numpy()
         done, wide = self._wide_rows, self._wide
         if wide is None or wide.shape[0] < n:
-            fits = self._wide_limit // 4 // max(width, 1)
+            fits = limit // 4 // max(width, 1)
             grown = np.empty((min(max(n, done + done // 8, 64), fits), width), dtype=np.float32)
             if wide is not None:
                 grown[:done] = wide[:done]

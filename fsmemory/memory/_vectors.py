@@ -76,6 +76,7 @@ from fsmemory.memory._vecrank import (
     grown,
 )
 from fsmemory.memory._vecscore import LEXICAL_WEIGHT, VectorScoring
+from fsmemory.memory.validation import check_non_negative_int
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -183,7 +184,12 @@ class VectorStore(VectorScoring):
         batch_size: how many texts one embedder call is given.
         cache_bytes: the most bytes a float32 copy of the vectors, kept between recalls
             from the second on, may take (0: none; every recall widens the float16
-            rows a few hundred at a time); None: :func:`auto_cache_bytes`.
+            rows a few hundred at a time); None: :func:`auto_cache_bytes`, found when
+            the copy is first wanted (the second recall).
+
+    Raises:
+        InvalidInputError: ``cache_bytes`` is not None or an int >= 0 (the check and
+            message of ``KnowledgeMemory(vector_cache_bytes)``, for a direct caller).
     """
 
     def __init__(
@@ -199,10 +205,8 @@ class VectorStore(VectorScoring):
             raise TypeError("embedder must be callable: texts -> vectors")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError("embed_batch_size must be a positive int")
-        if cache_bytes is None:
-            cache_bytes = auto_cache_bytes()
-        elif isinstance(cache_bytes, bool) or not isinstance(cache_bytes, int) or cache_bytes < 0:
-            raise ValueError("vector_cache_bytes must be an int >= 0 or None")
+        if cache_bytes is not None:
+            check_non_negative_int("vector_cache_bytes", cache_bytes)
         self.root = root
         self.embedder = embedder
         self.context = context
@@ -242,6 +246,9 @@ class VectorStore(VectorScoring):
         self.calls = 0
         if self.dimension is not None:  # the file is read with the root's first listing
             root.fetch_with_listing(self.path)
+
+    def _default_cache_bytes(self) -> int:
+        return auto_cache_bytes()
 
     @property
     def path(self) -> str:

@@ -616,13 +616,40 @@ def test_the_vector_cache_bytes_default_follows_the_memory_the_process_may_use(
 ) -> None:
     """Without ``vector_cache_bytes``, the copy may take a quarter of the memory the
     process may use, at most 256 MiB: a 512 MB function keeps no copy of 100k x 384
-    vectors (154 MB) it has no room for."""
-    monkeypatch.setattr(_vectors, "memory_limit", lambda: limit)
+    vectors (154 MB) it has no room for. The limit is read when the copy is first
+    wanted (the second recall), once per memory: opening one reads nothing."""
+    asked: list[int | None] = []
+
+    def memory_limit() -> int | None:
+        asked.append(limit)
+        return limit
+
+    monkeypatch.setattr(_vectors, "memory_limit", memory_limit)
     assert _vectors.auto_cache_bytes() == expected
+    asked.clear()
     km = KnowledgeMemory(tmp_path / "m", embedder=WordEmbedder())
-    assert km._vectors is not None and km._vectors._wide_limit == expected
+    assert km._vectors is not None and km._vectors._wide_limit is None and not asked
+    km.remember("violin strings")
+    km.recall("violin", limit=1)
+    assert km._vectors._wide_limit is None and not asked  # one recall: no copy wanted
+    for _ in range(3):
+        km.recall("violin", limit=1)
+    assert km._vectors._wide_limit == expected and len(asked) == 1
+    assert (km._vectors._wide is not None) == (expected >= 128 * 4)
     given = KnowledgeMemory(tmp_path / "m", embedder=WordEmbedder(), vector_cache_bytes=7)
     assert given._vectors is not None and given._vectors._wide_limit == 7
+    for _ in range(2):
+        given.recall("violin", limit=1)
+    assert given._vectors._wide_limit == 7 and given._vectors._wide is None and len(asked) == 1
+
+
+@pytest.mark.parametrize("size", [-1, True, 1.5, "1"])
+def test_a_store_made_directly_checks_its_cache_bytes(size: object) -> None:
+    """VectorStore is private (KnowledgeMemory checks ``vector_cache_bytes`` before it
+    opens anything); made directly, it refuses a bad size with the same error."""
+    root = KnowledgeMemory("memory://direct").root
+    with pytest.raises(InvalidInputError, match="vector_cache_bytes must be a non-negative int"):
+        _vectors.VectorStore(root, WordEmbedder(), cache_bytes=size)  # type: ignore[arg-type]
 
 
 def test_memory_limit_reads_a_cgroup_limit_below_the_physical_memory(

@@ -143,11 +143,16 @@ class Ledger:
 
     def segment_name(self, table: str, root: str, day: str | None) -> str:
         """The segment holding the state of a source file."""
+        prefix = self.segment_prefix(root)
+        return prefix + (day if table == MEMORY_TABLE and day else EVENTS_SEGMENT)
+
+    def segment_prefix(self, root: str) -> str:
+        """The start of the names of the segments of ``root``'s files (``"<bucket>/"``)."""
         prefix = self._prefixes.get(root)
         if prefix is None:
             width = len(str(self.buckets - 1))
             prefix = self._prefixes[root] = f"{self.bucket(root):0{width}d}/"
-        return prefix + (day if table == MEMORY_TABLE and day else EVENTS_SEGMENT)
+        return prefix
 
     def mine(self, tenant: str) -> bool:
         """Whether ``tenant`` belongs to this run's shard."""

@@ -16,7 +16,7 @@ from fsmemory.errors import KeyNotFoundError
 from fsmemory.export._commit import Ledger
 from fsmemory.export._manifest import EVENTS_SEGMENT, FileState, Manifest, digest, fingerprint
 from fsmemory.export._schema import MEMORY_TABLE
-from fsmemory.export._sources import SourceFile, discover
+from fsmemory.export._sources import Listing, SourceFile, discover
 from fsmemory.export._state import CHECK_BYTES, COMPACT_BELOW, Context
 from fsmemory.fs import FileInfo
 
@@ -65,20 +65,22 @@ def order(sf: SourceFile) -> tuple[bool, str, str, str]:
 def make_plan(ctx: Context, ledger: Ledger, base: Manifest) -> Plan:
     """List the source once and plan this attempt's reads against ``base``."""
     plan = Plan()
-    groups = _segments(ctx, ledger)
+    listing, listed = _segments(ctx, ledger)
     window = f"{ctx.opts.since}|{ctx.opts.until}"
-    for seg, files in groups.items():
+    keys, sizes, tokens = listing.keys, listing.sizes, listing.tokens
+    for seg, rows in listed.items():
         salt = window if seg.endswith("/" + EVENTS_SEGMENT) else ""
-        fp = fingerprint(((f.key, f.info.size, f.info.token) for f in files), salt)
-        plan.listed[seg] = (fp, len(files))
+        fp = fingerprint(((keys[i], sizes[i], tokens[i]) for i in rows), salt)
+        plan.listed[seg] = (fp, len(rows))
         ref = base.segments.get(seg)
         if not ctx.opts.full and ref is not None and ref.fingerprint == fp:
-            ctx.counters.files_unchanged += len(files)
+            ctx.counters.files_unchanged += len(rows)
             ctx.counters.pending += ref.pending
             continue
         plan.visited.append(seg)
     if not ctx.opts.full:
         ledger.load_segments(base, plan.visited)
+    groups = {seg: [listing.source_file(i) for i in listed[seg]] for seg in plan.visited}
     checks = _plan_files(ctx, ledger, plan, groups)
     if checks:
         _plan_changed(ctx, plan, checks)
@@ -93,17 +95,38 @@ def make_plan(ctx: Context, ledger: Ledger, base: Manifest) -> Plan:
     return plan
 
 
-def _segments(ctx: Context, ledger: Ledger) -> dict[str, list[SourceFile]]:
-    """The source's files of this run (shard, tables, window), by segment."""
-    groups: dict[str, list[SourceFile]] = {}
+def _segments(ctx: Context, ledger: Ledger) -> tuple[Listing, dict[str, list[int]]]:
+    """The source's files, and the rows of this run's (shard, tables, window) by
+    segment: the files of a segment by root and path, the segments in the order of
+    their first file when all files are ordered by :func:`order`."""
     mine = None if ctx.opts.shard is None else ledger.mine
     local = ctx.src.capabilities.local_io
-    for sf in discover(ctx.src, ctx.opts.tables, mine, by_folder=local):
-        ctx.counters.files_seen += 1
-        if sf.table == MEMORY_TABLE and not ctx.opts.in_window(sf.day):
+    listing = discover(ctx.src, ctx.opts.tables, mine, by_folder=local)
+    ctx.counters.files_seen += len(listing)
+    prefixes = [ledger.segment_prefix(root) for root in listing.roots]
+    in_window = ctx.opts.in_window
+    groups: dict[str, list[int]] = {}
+    for i, (row, day) in enumerate(zip(listing.dirs, listing.days, strict=True)):
+        if day is None:  # an event log
+            seg = prefixes[row] + EVENTS_SEGMENT
+        elif in_window(day):
+            seg = prefixes[row] + day
+        else:
             continue
-        groups.setdefault(ledger.segment_name(sf.table, sf.root, sf.day), []).append(sf)
-    return groups
+        rows = groups.get(seg)
+        if rows is None:
+            groups[seg] = [i]
+        else:
+            rows.append(i)
+    for rows in groups.values():
+        rows.sort(key=listing.order)
+    return listing, dict(sorted(groups.items(), key=lambda group: _first(listing, group[1])))
+
+
+def _first(listing: Listing, rows: list[int]) -> tuple[bool, str, str, str]:
+    """The :func:`order` of a segment's first file."""
+    i = rows[0]
+    return (listing.table(i) != MEMORY_TABLE, listing.days[i] or "", *listing.order(i))
 
 
 def _plan_files(

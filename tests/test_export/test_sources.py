@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fsmemory.export._schema import EVENTS_TABLE, MEMORY_TABLE
-from fsmemory.export._sources import classify
-from fsmemory.export._state import legacy_source_id, source_id
+from fsmemory.export._sources import Listing, classify, discover
+from fsmemory.export._state import TABLES, legacy_source_id, source_id
 from fsmemory.fs import FileInfo, open_root
+from fsmemory.fs.local import LocalRoot
 from fsmemory.fs.memory import MemoryRoot
 
 
@@ -94,3 +97,94 @@ def test_source_id_spells_aliases_as_the_filesystem_does() -> None:
     options = {"anon": True}
     assert source_id(open_root("s3a://bkt/pre/", options)) == "s3://bkt/pre"
     assert source_id(open_root("s3://bkt/pre", options)) == "s3://bkt/pre"
+
+
+# -- a local source is walked directly: the same logs as its root's listing ------------
+ALL = frozenset(TABLES)
+
+
+class _ListedRoot(LocalRoot):
+    """A local root that ``discover`` lists through ``list``/``list_dirs`` (it walks
+    only a plain :class:`LocalRoot` itself)."""
+
+
+def _tree(base: Path) -> None:
+    """A source with awkward corners: nested roots, roots whose names sort differently
+    by path and by folder, non-logs, reserved names, symlinks and a ``log`` folder
+    inside a ``logs`` folder."""
+    files = [
+        "t1/logs/2026-01-01.jsonl",
+        "t1/logs/2026-01-02.jsonl",
+        "t1/logs/notes.jsonl",
+        "t1/logs/2026-02-30.jsonl",
+        "t1/logs/sub/2026-01-01.jsonl",
+        "t1/log/agent.jsonl",
+        "t1/log/.jsonl",
+        "t1/MEMORY.md",
+        "t1-b/logs/2026-01-01.jsonl",
+        "t1/x/logs/2026-01-01.jsonl",
+        "org/a/logs/2026-01-03.jsonl",
+        "org/a/log/s 1.jsonl",
+        "logs/2026-01-01.jsonl",
+        "logs/log/a.jsonl",
+        "log/b.jsonl",
+        "top.jsonl",
+        "t2/logs/.fsmemory-tmp-1",
+        "t2/logs/2026-01-04.jsonl",
+        "t2/.fsmemory-cache/logs/2026-01-01.jsonl",
+    ]
+    for i, rel in enumerate(files):
+        path = base / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b'{"n": %d}\n' % i * (i + 1))
+    (base / "t2" / "logs" / "2026-01-05.jsonl").symlink_to(base / "t1/logs/2026-01-01.jsonl")
+    (base / "t3").mkdir()
+    (base / "t3" / "logs").symlink_to(base / "t1" / "logs", target_is_directory=True)
+    (base / "t4").symlink_to(base / "t1", target_is_directory=True)
+
+
+def _rows(listing: Listing) -> list[tuple[Any, ...]]:
+    files = [listing.source_file(i) for i in range(len(listing))]
+    return sorted((f.table, f.root, f.path, f.key, f.day, f.info) for f in files)
+
+
+@pytest.mark.parametrize("tables", [ALL, frozenset({MEMORY_TABLE}), frozenset({EVENTS_TABLE})])
+@pytest.mark.parametrize("tenants", [None, {"t1", "org", ""}, {"t1-b", "logs"}])
+def test_a_local_walk_lists_what_the_root_lists(
+    tmp_path: Path, tables: frozenset[str], tenants: set[str] | None
+) -> None:
+    _tree(tmp_path)
+    accept = None if tenants is None else tenants.__contains__
+    walked = discover(LocalRoot(str(tmp_path)), tables, accept, by_folder=True)
+    listed = discover(_ListedRoot(str(tmp_path)), tables, accept, by_folder=True)
+    assert _rows(walked) == _rows(listed)
+    if tenants is None and tables == ALL:  # 7 memory logs, 4 event logs
+        assert len(walked) == 11
+    # The listing entries are the root's own (its stat's size, mtime and token).
+    root = LocalRoot(str(tmp_path))
+    for i in range(len(walked)):
+        info = walked.source_file(i).info
+        assert info == root.stat(info.path)
+
+
+def test_a_local_walk_notices_a_same_length_edit(tmp_path: Path) -> None:
+    """The listing entry of a log edited in place to the same length changes (its
+    change token), whatever its modification time says."""
+    _tree(tmp_path)
+    root = LocalRoot(str(tmp_path))
+    key = "t1/logs/2026-01-01.jsonl"
+
+    def entry() -> FileInfo:
+        listing = discover(root, ALL, None, by_folder=True)
+        return next(listing.source_file(i).info for i in range(len(listing))
+                    if listing.keys[i] == key)  # fmt: skip
+
+    before = entry()
+    path = tmp_path / key
+    stat = os.stat(path)
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b'"n"', b'"m"'))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # the old mtime, put back
+    after = entry()
+    assert after.size == before.size and after.mtime == before.mtime
+    assert after.token != before.token

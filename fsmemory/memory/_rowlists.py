@@ -10,6 +10,7 @@ from __future__ import annotations
 import operator
 from array import array
 from collections.abc import Iterable, Sequence
+from functools import cache
 from itertools import chain, compress, pairwise, repeat
 from typing import Any
 
@@ -54,19 +55,11 @@ class BitRows:
 RowList = Sequence[int] | BitRows
 
 
-#: Each byte value's eight bits, lowest first, as eight bytes of 0 or 1 (built on first
-#: use: a process that reads no bit set never pays for it).
-_BIT_FLAGS: list[bytes] | None = None
-
-
-def _bit_flags() -> list[bytes]:
-    """:data:`_BIT_FLAGS`, built if it is not yet (two threads may both build it: the
-    same table)."""
-    global _BIT_FLAGS
-    table = _BIT_FLAGS
-    if table is None:
-        table = _BIT_FLAGS = [bytes((b >> i) & 1 for i in range(8)) for b in range(256)]
-    return table
+@cache
+def _bit_flags() -> tuple[bytes, ...]:
+    """Each byte value's eight bits, lowest first, as eight bytes of 0 or 1 (built on
+    first use: a process that reads no bit set never pays for it)."""
+    return tuple(bytes((b >> i) & 1 for i in range(8)) for b in range(256))
 
 
 #: Flag bytes 0 and 1 as the binary digits "0" and "1".

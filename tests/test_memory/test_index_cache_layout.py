@@ -9,6 +9,8 @@ only where it is not its row's content; the timeline is built on first use.
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from array import array
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,22 @@ def test_row_bits_give_back_the_rows_in_their_order(rows: list[int], as_bits: bo
     assert _listed(data, layout, max(rows) + 1) == rows
     with pytest.raises(ValueError, match="out of range"):
         _rowlists.rows_of(data, False, layout, max(rows))  # a row past the end
+
+
+def test_the_bit_table_is_built_on_first_use_and_once() -> None:
+    """Importing the package builds no table of byte bits; reading a bit set builds it,
+    and every later read uses the same one: byte b's flags are its bits, lowest first."""
+    code = (
+        "from fsmemory import KnowledgeMemory\n"
+        "from fsmemory.memory import _rowlists\n"
+        "print(_rowlists._bit_flags.cache_info().currsize)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "0"
+    table = _rowlists._bit_flags()
+    assert _rowlists._bit_flags() is table and len(table) == 256
+    for b, flags in enumerate(table):
+        assert flags == bytes(int(bit) for bit in reversed(f"{b:08b}"))
 
 
 def test_row_bits_that_do_not_hold_together_are_refused() -> None:

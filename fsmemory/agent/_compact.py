@@ -155,6 +155,10 @@ class SummarizeCompact(_HeadCompact):
         prompt: the template; ``{events}`` is replaced by the dropped events' transcript.
         persist: make sure dropped events are in the event log.
         max_transcript_chars: at most this many characters of transcript (newest kept).
+
+    Raises:
+        TypeError: ``summarize`` is not callable, or ``prompt`` is not a str.
+        ValueError: ``target`` is not an int >= 1.
     """
 
     name = "summarize"
@@ -169,6 +173,8 @@ class SummarizeCompact(_HeadCompact):
         max_transcript_chars: int | None = 400_000,
     ) -> None:
         check_summarize(summarize)
+        if not isinstance(prompt, str):
+            raise TypeError("prompt must be a str")
         super().__init__(target, persist)
         self.summarize = summarize
         self.prompt = prompt

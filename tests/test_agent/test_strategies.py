@@ -294,6 +294,37 @@ async def test_summarize_compact(store: MemoryKnowledgeStore) -> None:
     assert "earlier summary: they discussed" in llm.prompts[1]
 
 
+@pytest.mark.parametrize("prompt", [None, b"{events}", ["{events}"], 42, object()])
+def test_summarize_compact_refuses_a_prompt_that_is_not_text(prompt: object) -> None:
+    """As the aggregations do, when the strategy is built (not at its first fire)."""
+    with pytest.raises(TypeError, match="prompt must be a str"):
+        SummarizeCompact(target=4, summarize=Recorder(), prompt=prompt)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "",  # the user's LLM gets what it is given
+        "no placeholder",
+        "Sum up:\x00{events}\x00",  # NUL and other control characters are text
+        "x" * 2_000_000 + "{events}",  # huge: the user's model decides what fits
+        'JSON {"k": 1} {{events}} {name} {events}',
+    ],
+)
+async def test_summarize_compact_takes_any_text_as_prompt(
+    prompt: str, store: MemoryKnowledgeStore
+) -> None:
+    """Any str is a template: its ``{events}`` are filled, the rest is sent as written."""
+    llm = Recorder()
+    events = _chat(6)
+    out = await SummarizeCompact(target=4, summarize=llm, prompt=prompt).compact(
+        events, StrategyContext(), store
+    )
+    assert isinstance(out[0], CompactionSummary) and out[1:] == events[-4:]
+    transcript = render_transcript(events[:-4])
+    assert llm.prompts == [prompt.replace("{events}", transcript)]
+
+
 async def test_summarize_compact_nothing_to_do(store: MemoryKnowledgeStore) -> None:
     llm = Recorder()
     events = _chat(2)

@@ -82,6 +82,9 @@ WRITE_MARKER = "fsmemory_write"
 
 
 def _env(environ: Mapping[str, str], name: str) -> str | None:
+    """The variable as adlfs reads it: not stripped (unlike
+    :func:`~fsmemory.fs._cloud.env_value`), so a blank connection string still comes
+    first, as in adlfs; None when unset or empty."""
     return environ.get(name) or None
 
 

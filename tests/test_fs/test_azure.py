@@ -110,6 +110,13 @@ def test_sas_token_option_leading_question_mark_dropped() -> None:
             "without AccountName and a key",
         ),
         ({"connection_string": "AccountName=a;AccountKey=k;Weird=1"}, {}, "weird"),
+        ({"connection_string": "AccountName=a;AccountKey"}, {}, "cannot parse"),
+        # adlfs does not strip variables: a blank connection string is the one it uses
+        (
+            {"account_name": "acct", "account_key": KEY},
+            {"AZURE_STORAGE_CONNECTION_STRING": " "},
+            "without AccountName and a key",
+        ),
         ({}, {}, "no account name"),
     ],
 )

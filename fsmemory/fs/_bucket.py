@@ -312,7 +312,7 @@ class BucketRoot(FsspecRoot):
 
 class RoutedRoot(BucketRoot):
     """A bucket root of a service served by obstore or by its fsspec client: the base of
-    S3's and GCS's roots and of Azure's obstore root, whose :meth:`from_url` opens the
+    S3's and GCS's roots and of every obstore root, whose :meth:`from_url` opens the
     route the service's :class:`~fsmemory.fs._cloud.Cloud` (class attribute ``cloud``)
     picks. (In a forked child an obstore root changes its class to the fallback's:
     no class here may add ``__slots__``.)

@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from fsmemory._log import get_logger
 from fsmemory.errors import BackendError, BucketNotFoundError, ConflictError
-from fsmemory.fs._bucket import BucketRoot
+from fsmemory.fs._bucket import RoutedRoot
 from fsmemory.fs.base import FileInfo
 from fsmemory.fs.paths import cache_paths
 from fsmemory.fs.retry import RetryPolicy
@@ -102,8 +102,6 @@ _TRANSPORT_WORDS = (
     "body write aborted",
     "unexpected end of file",
 )
-#: the fallback client of each service (named in a TLS failure's message)
-_FALLBACK = {"S3": "s3fs", "GCS": "gcsfs", "Azure Blob": "adlfs"}
 #: most concurrent requests of one ``read_ranges``
 _MAX_THREADS = 8
 
@@ -167,8 +165,11 @@ def _status(message: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def map_error(exc: BaseException, bucket: str, service: str) -> BaseException:
-    """The exception a root raises for what obstore raised (see the module docs).
+def map_error(
+    exc: BaseException, bucket: str, service: str, fallback: str = "fsspec"
+) -> BaseException:
+    """The exception a root raises for what obstore raised (see the module docs);
+    ``fallback`` is the client a TLS failure's message says to force.
 
     ``FileNotFoundError`` (obstore's "not found") is returned as it is, unless the reply
     names a missing bucket; exceptions that are not obstore's are returned unchanged.
@@ -206,8 +207,7 @@ def map_error(exc: BaseException, bucket: str, service: str) -> BaseException:
     if any(word.lower() in lowered for word in _TLS_WORDS):
         return BackendError(
             f"TLS failure talking to {service} (the server's certificate is not trusted; "
-            f"for a private CA force the {_FALLBACK.get(service, 'fsspec')} route with its "
-            f"CA bundle): {first}"
+            f"for a private CA force the {fallback} route with its CA bundle): {first}"
         )
     if any(word in lowered for word in _TRANSPORT_WORDS):
         return ObstoreConnectionError(first)
@@ -224,7 +224,7 @@ def quote_etag(version: str) -> str:
     return version if version.startswith('"') else f'"{version}"'
 
 
-class ObstoreRoot(BucketRoot):
+class ObstoreRoot(RoutedRoot):
     """A prefix in a bucket (or container) served by obstore.
 
     Args:
@@ -310,7 +310,7 @@ class ObstoreRoot(BucketRoot):
         try:
             yield
         except Exception as exc:
-            mapped = map_error(exc, self.bucket, self.service)
+            mapped = map_error(exc, self.bucket, self.service, self.cloud.fallback)
             if mapped is exc:
                 raise
             raise mapped from exc

@@ -37,7 +37,7 @@ from fsmemory.errors import (
     KeyNotFoundError,
     MissingDependencyError,
 )
-from fsmemory.fs._bucket import RoutedRoot, client_subclass
+from fsmemory.fs._bucket import client_subclass
 from fsmemory.fs._cloud import Cloud, Route, client_options
 from fsmemory.fs._obstore import (
     ObstoreConnectionError,
@@ -174,7 +174,7 @@ def _route(url: str, options: Mapping[str, Any], environ: Mapping[str, str]) -> 
     )
 
 
-class AzureRoot(ObstoreRoot, RoutedRoot):
+class AzureRoot(ObstoreRoot):
     """A prefix in an Azure Blob container (``az://container/prefix``) with native
     compare-and-swap through obstore (:class:`~fsmemory.fs._obstore.ObstoreRoot`).
 

@@ -1,9 +1,10 @@
-"""S3- and GCS-specific behaviour beyond the conformance suite."""
+"""S3-, GCS- and Azure-specific behaviour beyond the conformance suite."""
 
 from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +16,8 @@ from fsmemory.errors import (
     InvalidPathError,
     MissingDependencyError,
 )
-from fsmemory.fs import StorageRoot, open_root
+from fsmemory.fs import RetryPolicy, StorageRoot, open_root
+from fsmemory.fs.errors import is_transient
 from fsmemory.fs.gcs import GCSRoot
 from fsmemory.fs.s3 import S3Root
 
@@ -145,3 +147,102 @@ def test_missing_extra_names_the_install(
         open_root(url, {})
     assert f"fsmemory[{extra}]" in str(info.value)
     assert isinstance(info.value, ImportError)
+
+
+def _self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 (its own CA) and its key, as PEM files."""
+    import datetime as dt
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(hours=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+@pytest.mark.parametrize(
+    ("url", "options", "fallback"),
+    [
+        (
+            "s3://bucket/root",
+            {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": "https://{host}"}},
+            "s3fs",
+        ),
+        ("gs://bucket/root", {"token": "anon", "endpoint_url": "https://{host}"}, "gcsfs"),
+        (
+            "az://container/root",
+            {"account_name": "acct", "account_key": "a2V5", "account_host": "{host}"},
+            "adlfs",
+        ),
+    ],
+)
+def test_an_untrusted_certificate_is_a_clear_backend_error(
+    tmp_path: Path, url: str, options: dict[str, Any], fallback: str
+) -> None:
+    """An ``https`` endpoint whose certificate no trusted CA signed, on the obstore
+    route: a :class:`BackendError` that says TLS and names the service's fallback
+    client (the route for a private CA), not retried, not a raw ``ssl`` error."""
+    import json
+    import socket
+    import ssl
+    import threading
+
+    cert, key = _self_signed(tmp_path)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    listener = socket.create_server(("127.0.0.1", 0))
+    host = f"127.0.0.1:{listener.getsockname()[1]}"
+    handshakes: list[int] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            handshakes.append(1)
+            try:
+                context.wrap_socket(client, server_side=True).close()
+            except OSError:
+                client.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        given = json.loads(json.dumps(options).replace("{host}", host))
+        retry = RetryPolicy(attempts=3, base_delay=0.001, max_delay=0.001)
+        root = open_root(url, {**given, "client": "obstore", "retry": retry})
+        with pytest.raises(BackendError, match=rf"TLS.* {fallback} route") as info:
+            root.read_bytes("MEMORY.md")
+        assert not is_transient(info.value)
+        assert len(handshakes) == 1
+    finally:
+        listener.close()

@@ -1,7 +1,7 @@
 """S3's two routes: which configurations obstore serves and which go to s3fs, the
 ``client`` option, and what the obstore route must keep (a cold process without s3fs,
-forked children, a clean interpreter exit, TLS failures, the listing sent with the
-cache file, batched deletes).
+forked children, a clean interpreter exit, the listing sent with the cache file,
+batched deletes; TLS failures: ``test_cloud_roots.py``).
 
 The conformance suite and the request-count, fault and snapshot tests run on both
 routes; this module covers what they do not.
@@ -19,8 +19,7 @@ from typing import Any
 import pytest
 
 from fsmemory.errors import BackendError, InvalidInputError, KeyNotFoundError
-from fsmemory.fs import NO_RETRY, RetryPolicy, open_root
-from fsmemory.fs.errors import is_transient
+from fsmemory.fs import NO_RETRY, open_root
 from fsmemory.fs.s3 import S3Root, obstore_config
 from fsmemory.testing.cloud_services import MotoService
 from fsmemory.testing.requests import count_requests
@@ -280,91 +279,6 @@ def test_the_interpreter_exits_cleanly_after_obstore_calls(
             [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=_env()
         )
         assert done.returncode == 0, done.stderr
-
-
-# -- failures -------------------------------------------------------------------------
-def _self_signed(folder: Path) -> tuple[Path, Path]:
-    """A certificate for 127.0.0.1 (its own CA) and its key, as PEM files."""
-    import datetime as dt
-    import ipaddress
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(hours=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_path, key_path
-
-
-def test_an_untrusted_certificate_is_a_clear_backend_error(tmp_path: Path) -> None:
-    """An ``https`` endpoint whose certificate no trusted CA signed: a
-    :class:`BackendError` that says TLS, not retried, not a raw ``ssl`` error."""
-    import socket
-    import ssl
-    import threading
-
-    cert, key = _self_signed(tmp_path)
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(cert, key)
-    listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-    handshakes: list[int] = []
-
-    def serve() -> None:
-        while True:
-            try:
-                client, _ = listener.accept()
-            except OSError:
-                return
-            handshakes.append(1)
-            try:
-                context.wrap_socket(client, server_side=True).close()
-            except OSError:
-                client.close()
-
-    threading.Thread(target=serve, daemon=True).start()
-    try:
-        options = {
-            "key": "k",
-            "secret": "s",
-            "client_kwargs": {"endpoint_url": f"https://127.0.0.1:{port}"},
-            "client": "obstore",
-            "retry": RetryPolicy(attempts=3, base_delay=0.001, max_delay=0.001),
-        }
-        root = open_root("s3://bucket/root", options)
-        with pytest.raises(BackendError, match="TLS") as info:
-            root.read_bytes("MEMORY.md")
-        assert not is_transient(info.value)
-        assert len(handshakes) == 1
-    finally:
-        listener.close()
 
 
 # -- requests -------------------------------------------------------------------------

@@ -133,16 +133,23 @@ def read_header(data: Any) -> Header | None:
 
 def encode_block(ids: Sequence[str], hashes: Sequence[str] | bytes, vectors: Any) -> bytes:
     """One block: the rows' ids and text hashes (16 hex digits each, or the 8 bytes of
-    each hash back to back) and their vectors (an (n, dimension) float16 array)."""
-    import numpy as np
-
+    each hash back to back) and their vectors (an (n, dimension) float16 array, or its
+    little-endian bytes row after row: then NumPy is imported only for a block that
+    carries the sum of its vectors, of :data:`SUM_ROWS` rows or more)."""
     joined = hashes.hex() if isinstance(hashes, bytes) else "".join(hashes)
     items: list[Any] = [list(ids), joined]
+    raw = bytes(vectors) if isinstance(vectors, bytes | memoryview) else None
     if len(ids) >= SUM_ROWS:
+        import numpy as np
+
+        if raw is not None:
+            vectors = np.frombuffer(raw, dtype="<f2").reshape(len(ids), -1)
         items.append(column_sum(np, vectors).tolist())
+    if raw is None:
+        raw = vectors.astype("<f2", copy=False).tobytes()
     keys = json.dumps(items, ensure_ascii=True).encode("ascii")
     keys += b" " * (-len(keys) % 8)
-    body: bytes = keys + vectors.astype("<f2", copy=False).tobytes()
+    body: bytes = keys + raw
     head = _BLOCK.pack(BLOCK_MAGIC, len(ids), len(keys), 0, zlib.crc32(body), 0)[:20]
     return head + struct.pack("<I", zlib.crc32(head)) + body
 

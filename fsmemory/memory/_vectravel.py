@@ -79,23 +79,35 @@ def is_vector_file(path: str) -> bool:
 class _Run:
     """Rows held from one verified block, in its order: the whole block as it is
     (``block``, its vectors from ``vectors_at``) when every row of it was kept, else
-    the kept rows' vectors (``vectors``, a float16 array)."""
+    the kept rows' vectors (``vectors``: their float16 bytes, row after row)."""
 
     ids: list[str]
     hashes: list[str]
     block: memoryview | None = None
     vectors_at: int = 0
-    vectors: Any = None
+    vectors: bytes | None = None
 
-    def array(self, dimension: int) -> Any:
-        """The rows' vectors as an (n, dimension) float16 array."""
+    def raw(self, dimension: int, rows: Sequence[int]) -> bytes:
+        """The float16 bytes (little-endian, row after row) of the run's ``rows``
+        (ascending indexes into :attr:`ids`)."""
+        width = 2 * dimension
         if self.vectors is not None:
-            return self.vectors
-        import numpy as np
+            data: bytes | memoryview = self.vectors
+            at = 0
+        else:
+            assert self.block is not None
+            data, at = self.block, self.vectors_at
+        return _rows_of(data, at, width, rows, len(self.ids))
 
-        assert self.block is not None
-        count = len(self.ids) * dimension
-        return np.frombuffer(self.block, dtype="<f2", count=count, offset=self.vectors_at)
+
+def _rows_of(
+    data: bytes | memoryview, at: int, width: int, rows: Sequence[int], count: int
+) -> bytes:
+    """The bytes of ``rows`` (ascending) of the ``count`` rows of ``width`` bytes that
+    start at ``at`` in ``data``."""
+    if len(rows) == count:
+        return bytes(data[at : at + count * width])
+    return b"".join([data[at + n * width : at + (n + 1) * width] for n in rows])
 
 
 @dataclass
@@ -150,14 +162,9 @@ class VectorFold:
                 whole = view[begins : block.end]
                 held.runs.append(_Run(block.ids, hashes, whole, block.vectors_at - begins))
                 continue
-            import numpy as np
-
-            count = len(block.ids) * held.dimension
-            vectors = np.frombuffer(
-                data, dtype="<f2", count=count, offset=block.vectors_at
-            ).reshape(-1, held.dimension)
+            vectors = _rows_of(view, block.vectors_at, 2 * held.dimension, keep, len(block.ids))
             ids = [block.ids[n] for n in keep]
-            held.runs.append(_Run(ids, [hashes[n] for n in keep], vectors=np.array(vectors[keep])))
+            held.runs.append(_Run(ids, [hashes[n] for n in keep], vectors=vectors))
         return scan.end
 
     @staticmethod
@@ -269,19 +276,15 @@ class VectorFold:
         """One block of the ``loose`` rows (none: no block)."""
         if not loose:
             return []
-        import numpy as np
-
         ids: list[str] = []
         hashes: list[str] = []
-        arrays = []
+        pieces = []
         for run, rows in loose:
-            vectors = run.array(held.dimension).reshape(-1, held.dimension)
+            pieces.append(run.raw(held.dimension, rows))
             whole = len(rows) == len(run.ids)
-            arrays.append(vectors if whole else vectors[list(rows)])
             ids += run.ids if whole else [run.ids[n] for n in rows]
             hashes += run.hashes if whole else [run.hashes[n] for n in rows]
-        vectors = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
-        return [encode_block(ids, hashes, vectors)]
+        return [encode_block(ids, hashes, b"".join(pieces))]
 
     def encode_all(self, dead: Dead | None = None) -> dict[str, bytes]:
         """Every file's part (see :meth:`encode`), by path."""

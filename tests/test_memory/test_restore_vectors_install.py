@@ -16,7 +16,14 @@ import pytest
 from fsmemory import KnowledgeMemory
 from fsmemory.fs.local import LocalRoot
 from fsmemory.memory._replica import SnapshotReplica
-from fsmemory.memory._vecfile import HEADER_SIZE, read_header, scan_blocks
+from fsmemory.memory._vecfile import (
+    HEADER_SIZE,
+    encode_block,
+    encode_header,
+    read_header,
+    scan_blocks,
+)
+from fsmemory.memory._vectravel import Dead, VectorFold
 from fsmemory.snapshot import FsspecBackend
 
 pytest.importorskip("numpy")
@@ -157,13 +164,50 @@ print(json.dumps({"started": started, "numpy": loaded, "found": found}))
 """
 
 
-def test_a_restore_without_an_embedder_never_imports_numpy(tmp_path: Path) -> None:
-    # a base whose block is installed as it is (rows of deltas are joined into a block
-    # of their own with NumPy, with an embedder or not)
-    url = _snapshot(tmp_path, entries=260, deltas=0)
+@pytest.mark.parametrize("deltas", [0, 3])
+def test_a_restore_without_an_embedder_never_imports_numpy(tmp_path: Path, deltas: int) -> None:
+    # the base's block is installed as it is; the deltas' rows are joined into a block
+    # of their own from their bytes
+    url = _snapshot(tmp_path, entries=260, deltas=deltas)
     got = _child(RESTORE, str(tmp_path / "p"), url, "plain")
     assert got["numpy"] is False
     assert "fact 7 about topic 7" in got["found"]
+    # the same blocks as a restore in this process (NumPy loaded) installs
+    here, _ = _installed(tmp_path / "q", url, native_append=True)
+    there = (tmp_path / "p" / PATH).read_bytes()
+    assert there[HEADER_SIZE:] == here[HEADER_SIZE:]
+    scan = scan_blocks(there, HEADER_SIZE, len(there), 8)
+    assert [len(block.ids) for block in scan.blocks] == [260] + ([deltas] if deltas else [])
+
+
+def test_rows_taken_apart_are_encoded_as_from_an_array(tmp_path: Path) -> None:
+    # a fold that drops some rows copies the others out of their blocks as bytes: the
+    # block it encodes is the one encode_block makes of the same rows as an array
+    np = pytest.importorskip("numpy")
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((300, 8)).astype("<f2")
+    ids = [f"id-{n}" for n in range(300)]
+    hashes = [f"{n:016x}" for n in range(300)]
+    part = encode_header("tiny", 8) + encode_block(ids, hashes, vectors)
+    small = encode_header("tiny", 8) + encode_block(ids[:5], hashes[:5], vectors[:5])
+    dead = Dead(forgotten={ids[n] for n in range(0, 300, 3)}, records={})
+    for data, count in ((part, 300), (small, 5)):
+        fold = VectorFold()
+        fold.add(PATH, data)
+        kept = [n for n in range(count) if n % 3]
+        encoded = fold.encode(PATH, dead)
+        assert encoded is not None
+        expected = encode_block([ids[n] for n in kept], [hashes[n] for n in kept], vectors[kept])
+        assert encoded[HEADER_SIZE:] == expected
+        # and rows kept from a block with damaged bytes before it (copied out) too
+        fold = VectorFold()
+        damaged = data[:HEADER_SIZE] + b"junk" + data[HEADER_SIZE:]
+        fold.add(PATH, damaged, known={(ids[n], hashes[n]) for n in range(1, count, 2)})
+        evens = list(range(0, count, 2))
+        encoded = fold.encode(PATH)
+        assert encoded is not None
+        expected = encode_block([ids[n] for n in evens], [hashes[n] for n in evens], vectors[evens])
+        assert encoded[HEADER_SIZE:] == expected
 
 
 MISSING = """

@@ -80,7 +80,7 @@ def bucket_of(tenant: str, buckets: int) -> int:
 
 def fingerprint(entries: Iterable[tuple[str, int, str]], salt: str = "") -> str:
     """A digest of ``(key, size, token)`` listing entries (in the order given)."""
-    text = "".join(f"{key}\0{size}\0{token}\n" for key, size, token in entries)
+    text = "".join([f"{key}\0{size}\0{token}\n" for key, size, token in entries])
     h = hashlib.blake2b(salt.encode(), digest_size=8)
     h.update(text.encode("utf-8", "surrogatepass"))
     return h.hexdigest()

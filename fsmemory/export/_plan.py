@@ -67,10 +67,15 @@ def make_plan(ctx: Context, ledger: Ledger, base: Manifest) -> Plan:
     plan = Plan()
     listing, listed = _segments(ctx, ledger)
     window = f"{ctx.opts.since}|{ctx.opts.until}"
-    keys, sizes, tokens = listing.keys, listing.sizes, listing.tokens
+    key, size, token = (
+        listing.keys.__getitem__,
+        listing.sizes.__getitem__,
+        listing.tokens.__getitem__,
+    )
     for seg, rows in listed.items():
         salt = window if seg.endswith("/" + EVENTS_SEGMENT) else ""
-        fp = fingerprint(((keys[i], sizes[i], tokens[i]) for i in rows), salt)
+        entries = zip(map(key, rows), map(size, rows), map(token, rows), strict=True)
+        fp = fingerprint(entries, salt)
         plan.listed[seg] = (fp, len(rows))
         ref = base.segments.get(seg)
         if not ctx.opts.full and ref is not None and ref.fingerprint == fp:
@@ -103,30 +108,37 @@ def _segments(ctx: Context, ledger: Ledger) -> tuple[Listing, dict[str, list[int
     local = ctx.src.capabilities.local_io
     listing = discover(ctx.src, ctx.opts.tables, mine, by_folder=local)
     ctx.counters.files_seen += len(listing)
-    prefixes = [ledger.segment_prefix(root) for root in listing.roots]
-    in_window = ctx.opts.in_window
+    opts = ctx.opts
+    windowed = opts.since is not None or opts.until is not None
+    roots, days = listing.roots, listing.days
     groups: dict[str, list[int]] = {}
-    for i, (row, day) in enumerate(zip(listing.dirs, listing.days, strict=True)):
-        if day is None:  # an event log
-            seg = prefixes[row] + EVENTS_SEGMENT
-        elif in_window(day):
-            seg = prefixes[row] + day
-        else:
+    # Folders by root, files by name: each segment's files come in (root, path) order
+    # (a root has one folder per table; the folder of a segment's files is the same).
+    for d in sorted(range(len(roots)), key=roots.__getitem__):
+        prefix = ledger.segment_prefix(roots[d])
+        files = sorted(listing.files_of(d), key=listing.names.__getitem__)
+        if listing.tables[d] != MEMORY_TABLE:
+            groups.setdefault(prefix + EVENTS_SEGMENT, []).extend(files)
             continue
-        rows = groups.get(seg)
-        if rows is None:
-            groups[seg] = [i]
-        else:
-            rows.append(i)
-    for rows in groups.values():
-        rows.sort(key=listing.order)
+        for i in files:
+            day = days[i]
+            if day is None or (windowed and not opts.in_window(day)):
+                continue
+            seg = prefix + day
+            rows = groups.get(seg)
+            if rows is None:
+                groups[seg] = [i]
+            else:
+                rows.append(i)
     return listing, dict(sorted(groups.items(), key=lambda group: _first(listing, group[1])))
 
 
 def _first(listing: Listing, rows: list[int]) -> tuple[bool, str, str, str]:
     """The :func:`order` of a segment's first file."""
     i = rows[0]
-    return (listing.table(i) != MEMORY_TABLE, listing.days[i] or "", *listing.order(i))
+    d = listing.dirs[i]
+    day = listing.days[i]
+    return (listing.tables[d] != MEMORY_TABLE, day or "", listing.roots[d], listing.names[i])
 
 
 def _plan_files(

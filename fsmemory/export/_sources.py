@@ -19,9 +19,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from fsmemory.export._schema import EVENTS_TABLE, MEMORY_TABLE
-from fsmemory.fs import FileInfo, StorageRoot, is_reserved_name
-from fsmemory.fs.local import LocalRoot
-from fsmemory.fs.local import _token as local_token
+from fsmemory.fs import RESERVED_PREFIX, FileInfo, StorageRoot
 from fsmemory.memory.layout import DAILY_LOG_DIR as LOG_DIR
 from fsmemory.memory.layout import log_date
 
@@ -59,8 +57,8 @@ class SourceFile:
 
 
 class Listing:
-    """The log files found under a source: one column per field, one row per file (in
-    no particular order), and one row per folder holding them.
+    """The log files found under a source: one column per field, one row per file, the
+    files of one folder in consecutive rows (in no particular order).
 
     No object per file: a :class:`SourceFile` is made on demand (:meth:`source_file`)
     for the files planning looks at one by one. A fleet's no-op re-run lists 20,000
@@ -70,6 +68,8 @@ class Listing:
         roots: per folder, the root it belongs to (relative to the source).
         folders: per folder, its name (``logs`` or ``log``).
         tables: per folder, the table its files' rows go to.
+        starts: per folder, its first file's row (its files end where the next
+            folder's start).
         dirs: per file, its folder's row.
         names: per file, its name.
         keys: per file, its path relative to the source (its manifest key).
@@ -78,12 +78,13 @@ class Listing:
     """
 
     __slots__ = ("days", "dirs", "folders", "keys", "mtimes", "names", "roots", "sizes",
-                 "tables", "tokens")  # fmt: skip
+                 "starts", "tables", "tokens")  # fmt: skip
 
     def __init__(self) -> None:
         self.roots: list[str] = []
         self.folders: list[str] = []
         self.tables: list[str] = []
+        self.starts: list[int] = []
         self.dirs: list[int] = []
         self.names: list[str] = []
         self.keys: list[str] = []
@@ -95,37 +96,35 @@ class Listing:
     def __len__(self) -> int:
         return len(self.keys)
 
-    def add_folder(self, table: str, root: str, folder: str) -> int:
-        """Add a folder of logs; returns its row."""
+    def add_folder(
+        self,
+        table: str,
+        root: str,
+        folder: str,
+        names: list[str],
+        entries: tuple[list[int], list[str], list[float | None]],
+        days: list[str | None],
+    ) -> None:
+        """Add a folder of logs: their names, listing entries (sizes, tokens, mtimes)
+        and days."""
+        row = len(self.roots)
         self.roots.append(root)
         self.folders.append(folder)
         self.tables.append(table)
-        return len(self.roots) - 1
+        self.starts.append(len(self.keys))
+        self.dirs += [row] * len(names)
+        self.names += names
+        prefix = f"{root}/{folder}/" if root else f"{folder}/"
+        self.keys += [prefix + name for name in names]
+        self.sizes += entries[0]
+        self.tokens += entries[1]
+        self.mtimes += entries[2]
+        self.days += days
 
-    def add(self, row: int, name: str, key: str, info: tuple[int, str, float | None],
-            day: str | None) -> None:  # fmt: skip
-        """Add the file ``name`` of the folder ``row``: its key, ``(size, token, mtime)``
-        and day."""
-        self.dirs.append(row)
-        self.names.append(name)
-        self.keys.append(key)
-        self.sizes.append(info[0])
-        self.tokens.append(info[1])
-        self.mtimes.append(info[2])
-        self.days.append(day)
-
-    def root(self, i: int) -> str:
-        """The root of file ``i``."""
-        return self.roots[self.dirs[i]]
-
-    def table(self, i: int) -> str:
-        """The table of file ``i``."""
-        return self.tables[self.dirs[i]]
-
-    def order(self, i: int) -> tuple[str, str]:
-        """``(root, name)`` of file ``i``: its reading order among the files of one
-        table and day."""
-        return self.roots[self.dirs[i]], self.names[i]
+    def files_of(self, row: int) -> range:
+        """The rows of the files of the folder ``row``."""
+        end = self.starts[row + 1] if row + 1 < len(self.starts) else len(self.keys)
+        return range(self.starts[row], end)
 
     def source_file(self, i: int) -> SourceFile:
         """The :class:`SourceFile` of file ``i``."""
@@ -136,27 +135,20 @@ class Listing:
 
 
 @functools.lru_cache(maxsize=4096)
-def _log_day(name: str) -> str | None:
-    """The day of a memory log named ``name`` (``2026-03-13.jsonl``), or None when the
-    name is not a real day's log. A fleet repeats the same few names in every tenant."""
-    day = log_date(f"{LOG_DIR}/{name}")
-    if day is None:
-        return None
-    try:
-        date.fromisoformat(day)
-    except ValueError:
-        return None
-    return day
-
-
 def _kind(folder: str, name: str) -> tuple[str, str | None] | None:
     """``(table, day)`` of a file named ``name`` in a folder named ``folder``, or None
-    when it is not a log."""
+    when it is not a log. A fleet repeats the same few names in every tenant."""
     if not name.endswith(".jsonl"):
         return None
     if folder == LOG_DIR:
-        day = _log_day(name)
-        return None if day is None else (MEMORY_TABLE, day)
+        day = log_date(f"{LOG_DIR}/{name}")
+        if day is None:
+            return None
+        try:
+            date.fromisoformat(day)
+        except ValueError:
+            return None  # not a real day
+        return MEMORY_TABLE, day
     if folder == "log" and name != ".jsonl":
         return EVENTS_TABLE, None
     return None
@@ -164,34 +156,34 @@ def _kind(folder: str, name: str) -> tuple[str, str | None] | None:
 
 def classify(info: FileInfo) -> SourceFile | None:
     """The :class:`SourceFile` of a listed file, or None when it is not a log."""
+    listing = _listing([info], _TABLES, None)
+    return listing.source_file(0) if len(listing) else None
+
+
+def _listing(
+    infos: list[FileInfo], tables: frozenset[str], tenants: Callable[[str], bool] | None
+) -> Listing:
+    """The logs among the listing entries ``infos`` of ``tables`` (and of a tenant
+    ``tenants`` accepts)."""
+    found: dict[tuple[str, str, str], list[tuple[str, FileInfo, str | None]]] = {}
+    for info in infos:
+        # String splits instead of one anchored regex over the whole path: this runs
+        # once per listed file, and a fleet lists tens of thousands of them.
+        folder_path, _, name = info.path.rpartition("/")
+        root, _, folder = folder_path.rpartition("/")
+        kind = _kind(folder, name)
+        if kind is None or kind[0] not in tables:
+            continue
+        if tenants is not None and not tenants(tenant_of(root)):
+            continue
+        found.setdefault((kind[0], root, folder), []).append((name, info, kind[1]))
     listing = Listing()
-    return listing.source_file(0) if _add_listed(listing, {}, info, _TABLES, None) else None
-
-
-def _add_listed(
-    listing: Listing,
-    rows: dict[tuple[str, str], int],
-    info: FileInfo,
-    tables: frozenset[str],
-    tenants: Callable[[str], bool] | None,
-) -> bool:
-    """Add the listing entry ``info`` to ``listing`` when it is a log of one of
-    ``tables`` (and of a tenant ``tenants`` accepts); ``rows``: the rows of the folders
-    added so far, by root and folder name."""
-    # String splits instead of one anchored regex over the whole path: this runs once
-    # per listed file, and a fleet lists tens of thousands of them on every run.
-    folder_path, _, name = info.path.rpartition("/")
-    root, _, folder = folder_path.rpartition("/")
-    kind = _kind(folder, name)
-    if kind is None or kind[0] not in tables:
-        return False
-    if tenants is not None and not tenants(tenant_of(root)):
-        return False
-    row = rows.get((root, folder))
-    if row is None:
-        row = rows[root, folder] = listing.add_folder(kind[0], root, folder)
-    listing.add(row, name, info.path, (info.size, info.token, info.mtime), kind[1])
-    return True
+    for (table, root, folder), files in found.items():
+        entries = ([i.size for _, i, _ in files], [i.token for _, i, _ in files],
+                   [i.mtime for _, i, _ in files])  # fmt: skip
+        listing.add_folder(table, root, folder, [n for n, _, _ in files], entries,
+                           [day for _, _, day in files])  # fmt: skip
+    return listing
 
 
 def tenant_of(root: str) -> str:
@@ -215,10 +207,15 @@ def discover(
     A local folder is walked directly (:class:`_LocalWalk`): the files, and the listing
     entries, that its :meth:`~fsmemory.fs.StorageRoot.list` gives.
     """
-    if type(src) is LocalRoot and by_folder:
-        walk = _LocalWalk(tables, tenants)
-        walk.top(src.root)
-        return walk.listing
+    if by_folder and src.storage_key()[0] == "local":
+        # Imported here: a root of another kind never loads the local one's module.
+        from fsmemory.fs.local import LocalRoot
+        from fsmemory.fs.local import _token as local_token
+
+        if type(src) is LocalRoot:
+            walk = _LocalWalk(tables, tenants, local_token)
+            walk.top(src.root)
+            return walk.listing
     if tenants is not None and by_folder:
         infos: list[FileInfo] = []
         for name in src.list_dirs(""):
@@ -227,11 +224,7 @@ def discover(
                 infos += src.list(name, recursive=True)
     else:
         infos = src.list("", recursive=True)
-    listing = Listing()
-    rows: dict[tuple[str, str], int] = {}
-    for info in infos:
-        _add_listed(listing, rows, info, tables, tenants)
-    return listing
+    return _listing(infos, tables, tenants)
 
 
 # -- a local folder ---------------------------------------------------------------------
@@ -242,11 +235,18 @@ def discover(
 class _LocalWalk:
     """One walk of a local source: its filters and the logs found."""
 
-    __slots__ = ("listing", "tables", "tenants")
+    __slots__ = ("listing", "tables", "tenants", "token")
 
-    def __init__(self, tables: frozenset[str], tenants: Callable[[str], bool] | None) -> None:
+    def __init__(
+        self,
+        tables: frozenset[str],
+        tenants: Callable[[str], bool] | None,
+        token: Callable[[os.stat_result], str],
+    ) -> None:
         self.tables = tables
         self.tenants = tenants
+        #: the change token of a local file's stat (the one its root's listing gives)
+        self.token = token
         self.listing = Listing()
 
     def top(self, base: str) -> None:
@@ -269,8 +269,9 @@ class _LocalWalk:
             or (self.tenants is not None and not self.tenants(tenant_of(root)))
         ):
             table = None
-        listing = self.listing
-        row = -1
+        names: list[str] = []
+        stats: list[os.stat_result] = []
+        days: list[str | None] = []
         for entry in _entries(path):
             child = entry.name
             if entry.is_dir(follow_symlinks=False):
@@ -280,20 +281,24 @@ class _LocalWalk:
             if kind is None or not entry.is_file(follow_symlinks=False):
                 continue
             try:
-                st = entry.stat(follow_symlinks=False)
+                stats.append(entry.stat(follow_symlinks=False))
             except FileNotFoundError:
                 continue  # deleted since the folder was read
-            if row < 0:
-                row = listing.add_folder(kind[0], root, name)
-            info = (st.st_size, local_token(st), st.st_mtime)
-            listing.add(row, child, f"{rel}/{child}", info, kind[1])
+            names.append(child)
+            days.append(kind[1])
+        if table is not None and names:
+            token = self.token
+            mtimes: list[float | None] = [st.st_mtime for st in stats]
+            entries = ([st.st_size for st in stats], [token(st) for st in stats], mtimes)
+            self.listing.add_folder(table, root, name, names, entries, days)
 
 
 def _entries(path: str) -> list[os.DirEntry[str]]:
     """The entries of the OS folder ``path`` except fsmemory's own (none when it is
-    gone or is not a folder)."""
+    gone or is not a folder). The test of :func:`~fsmemory.fs.is_reserved_name`,
+    without a call per entry."""
     try:
         with os.scandir(path) as it:
-            return [entry for entry in it if not is_reserved_name(entry.name)]
+            return [entry for entry in it if not entry.name.startswith(RESERVED_PREFIX)]
     except (FileNotFoundError, NotADirectoryError):
         return []

@@ -79,8 +79,8 @@ class RedisRoot(FsspecRoot):
 
         With ``unique=True`` a transient failure is retried under the root's policy once a
         read of the file shows that the lost try did not land (when it did, its offset
-        is returned). Otherwise the append is tried once: after a lost reply it may or
-        may not have run, and the :class:`~fsmemory.errors.BackendError` says so.
+        is returned). Otherwise the append is tried once: after a lost reply (a
+        :class:`~fsmemory.errors.BackendError`) it may or may not have run.
         """
         full = self.full_path(path)
         payload = bytes(data)

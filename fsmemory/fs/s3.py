@@ -434,9 +434,6 @@ class S3fsRoot(S3Root):
             head = self._run(self._head, self._split(full)[1])
         return (head.get("Metadata") or {}).get(WRITE_MARKER), unquote_etag(head.get("ETag"))
 
-    def _token(self, info: dict[str, Any]) -> str:
-        return unquote_etag(info.get("ETag") or info.get("etag"))
-
     # -- BucketRoot hooks --------------------------------------------------------------
     async def _list_page(
         self, key_prefix: str, delimiter: bool, token: str | None

@@ -109,9 +109,7 @@ class _SummaryAggregate:
     def __init__(
         self, summarize: Summarizer, prompt: str, max_transcript_chars: int | None
     ) -> None:
-        check_summarize(summarize)
-        if not isinstance(prompt, str):
-            raise TypeError("prompt must be a str")
+        check_summarize(summarize, prompt)
         self.summarize = summarize
         self.prompt = prompt
         self.max_transcript_chars = max_transcript_chars

@@ -172,9 +172,7 @@ class SummarizeCompact(_HeadCompact):
         persist: bool = True,
         max_transcript_chars: int | None = 400_000,
     ) -> None:
-        check_summarize(summarize)
-        if not isinstance(prompt, str):
-            raise TypeError("prompt must be a str")
+        check_summarize(summarize, prompt)
         super().__init__(target, persist)
         self.summarize = summarize
         self.prompt = prompt

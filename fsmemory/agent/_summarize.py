@@ -49,14 +49,17 @@ def fill_template(template: str, values: Mapping[str, str]) -> str:
     return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
 
 
-def check_summarize(summarize: object) -> None:
-    """Refuse a ``summarize`` that cannot be called (strategies check it when built).
+def check_summarize(summarize: object, prompt: object) -> None:
+    """Refuse a ``summarize`` that cannot be called, or a ``prompt`` template that is
+    not a str (strategies check both when built; any str is a template).
 
     Raises:
-        TypeError: ``summarize`` is not callable.
+        TypeError: ``summarize`` is not callable, or ``prompt`` is not a str.
     """
     if not callable(summarize):
         raise TypeError("summarize must be a callable (prompt: str) -> str")
+    if not isinstance(prompt, str):
+        raise TypeError("prompt must be a str")
 
 
 def _is_async_callable(fn: object) -> bool:

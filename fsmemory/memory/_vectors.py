@@ -76,7 +76,7 @@ from fsmemory.memory._vecrank import (
     grown,
 )
 from fsmemory.memory._vecscore import LEXICAL_WEIGHT, VectorScoring
-from fsmemory.memory.validation import check_non_negative_int
+from fsmemory.memory.validation import check_non_negative_int, check_positive_int
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -203,8 +203,7 @@ class VectorStore(VectorScoring):
     ) -> None:
         if not callable(embedder):
             raise TypeError("embedder must be callable: texts -> vectors")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError("embed_batch_size must be a positive int")
+        check_positive_int("embed_batch_size", batch_size)
         if cache_bytes is not None:
             check_non_negative_int("vector_cache_bytes", cache_bytes)
         self.root = root

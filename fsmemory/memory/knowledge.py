@@ -46,6 +46,7 @@ from fsmemory.memory.validation import (
     check_importance,
     check_metadata,
     check_non_negative_int,
+    check_positive_int,
     check_ttl_days,
 )
 
@@ -200,12 +201,7 @@ class KnowledgeMemory:
             check_non_negative_int("max_context_chars", max_context_chars)
         if not isinstance(recall_context, bool):
             raise InvalidInputError("recall_context must be a bool")
-        if (
-            isinstance(embed_batch_size, bool)
-            or not isinstance(embed_batch_size, int)
-            or embed_batch_size < 1
-        ):
-            raise InvalidInputError("embed_batch_size must be a positive int")
+        check_positive_int("embed_batch_size", embed_batch_size)
         if vector_cache_bytes is not None:
             check_non_negative_int("vector_cache_bytes", vector_cache_bytes)
         self.root: StorageRoot = open_root(location, storage_options)
@@ -666,8 +662,7 @@ class KnowledgeMemory:
         """
         if not isinstance(query, str):
             raise InvalidInputError("query must be a str")
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise InvalidInputError("limit must be a positive int")
+        check_positive_int("limit", limit)
         with self._lock:
             self._refresh()
             if self._vectors is None:

@@ -132,6 +132,12 @@ def check_metadata(metadata: object) -> dict[str, Any]:
     return result
 
 
+def check_positive_int(name: str, value: object) -> None:
+    """Raise :class:`InvalidInputError` unless ``value`` is an int >= 1 (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInputError(f"{name} must be a positive int, got {value!r}")
+
+
 def check_non_negative_int(name: str, value: object) -> None:
     """Raise :class:`InvalidInputError` unless ``value`` is an int >= 0 (not a bool)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:

@@ -302,6 +302,10 @@ def test_remember_embeds_its_own_text_only(tmp_path: Path) -> None:
 def test_embed_batch_size_is_checked(size: object, tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match="embed_batch_size"):
         KnowledgeMemory(tmp_path / "m", embedder=WordEmbedder(), embed_batch_size=size)  # type: ignore[arg-type]
+    # a store made directly refuses it with the same error
+    root = KnowledgeMemory("memory://direct-batch").root
+    with pytest.raises(InvalidInputError, match="embed_batch_size must be a positive int"):
+        _vectors.VectorStore(root, WordEmbedder(), batch_size=size)  # type: ignore[arg-type]
 
 
 def _append_worker(folder: str, tag: str, count: int, start: float) -> list[str]:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from fsmemory.export._manifest import fingerprint
 from fsmemory.export._schema import EVENTS_TABLE, MEMORY_TABLE
 from fsmemory.export._sources import Listing, classify, discover
 from fsmemory.export._state import TABLES, legacy_source_id, source_id
@@ -188,3 +189,11 @@ def test_a_local_walk_notices_a_same_length_edit(tmp_path: Path) -> None:
     after = entry()
     assert after.size == before.size and after.mtime == before.mtime
     assert after.token != before.token
+
+
+def test_listing_fingerprints_are_those_earlier_versions_recorded() -> None:
+    """Fingerprints keep the digests earlier versions wrote into manifest heads (so
+    their no-op re-runs stay no-ops)."""
+    entries = [("t/logs/2026-01-01.jsonl", 10, "1-10-5-6"), ("u/log/a b.jsonl", 0, "x")]
+    assert fingerprint(entries) == "8bcdd7bf6f48035e"
+    assert fingerprint(entries[:1], "2026-01-01|None") == "f0c957c062121267"

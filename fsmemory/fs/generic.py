@@ -168,9 +168,7 @@ class FsspecRoot(StorageRoot):
             a forked child; None: ``fs`` is kept as given.
     """
 
-    capabilities = Capabilities(
-        conditional_write=False, native_append=False, atomic_write=True, watch=False
-    )
+    capabilities = Capabilities(conditional_write=False, native_append=False)
     #: the retry policy of this root's network calls
     retry: RetryPolicy = DEFAULT_RETRY
     #: the client may resend a request by itself (see :meth:`RetryPolicy.write`)

@@ -28,9 +28,7 @@ __all__ = ["RedisRoot", "redis_client"]
 class RedisRoot(FsspecRoot):
     """A directory in Redis (``redis://host:port/DB/path``)."""
 
-    capabilities = Capabilities(
-        conditional_write=True, native_append=True, atomic_write=True, watch=False
-    )
+    capabilities = Capabilities(conditional_write=True, native_append=True)
 
     @classmethod
     def _connect(cls, url: str, options: dict[str, Any]) -> tuple[Any, str]:

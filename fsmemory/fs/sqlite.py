@@ -144,9 +144,7 @@ class SqliteRoot(StorageRoot):
         timeout: seconds to wait for a concurrent writer before failing.
     """
 
-    capabilities = Capabilities(
-        conditional_write=True, native_append=True, atomic_write=True, watch=False, local_io=True
-    )
+    capabilities = Capabilities(conditional_write=True, native_append=True, local_io=True)
 
     def __init__(
         self,

@@ -17,6 +17,7 @@ from fsmemory.fs import open_root
 from fsmemory.fs.azure import AdlfsRoot, AzureRoot, resolve_route
 from fsmemory.testing.cloud_services import AZURITE_KEY, AzuriteService
 from fsmemory.testing.faults import FaultPlan, HTTPFaultProxy
+from tests.test_fs.forks import check_forked_children
 
 KEY = "a2V5"  # any base64
 SAS = "sv=2024-01-01&ss=b&sig=abc%3D"
@@ -477,29 +478,9 @@ def test_a_forked_child_reads_and_writes(
     """A child forked after the parent used the root (obstore's tokio runtime, adlfs's
     event-loop thread) reads and writes through the same root object and exits 0; the
     parent goes on working."""
-    import os
-
     options = {**azurite_service.azure_storage_options(), "client": route}
     root = open_root(azure_root_url, options)
-    root.write("f.txt", b"before the fork")
-    assert root.read_bytes("f.txt") == b"before the fork"
-    pids = []
-    for i in range(2):
-        pid = os.fork()
-        if pid == 0:  # the child: no pytest machinery, only the exit status counts
-            code = 1
-            try:
-                ok = root.read_bytes("f.txt") == b"before the fork"
-                root.write(f"child-{i}.txt", b"from a child", create_only=True)
-                code = 0 if ok else 2
-            finally:
-                os._exit(code)
-        pids.append(pid)
-    for pid in pids:
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0
-    assert root.read_bytes("child-0.txt") == root.read_bytes("child-1.txt") == b"from a child"
-    assert [i.path for i in root.list("")] == ["child-0.txt", "child-1.txt", "f.txt"]
+    check_forked_children(root)
 
 
 @pytest.mark.azure

@@ -24,6 +24,7 @@ from fsmemory.fs.s3 import S3Root, obstore_config
 from fsmemory.testing.cloud_services import MotoService
 from fsmemory.testing.requests import count_requests
 from tests.test_fs.aws_fake import HostileServer, PairingRelay
+from tests.test_fs.forks import check_forked_children
 
 KEYS = {"AWS_ACCESS_KEY_ID": "ENVKEY", "AWS_SECRET_ACCESS_KEY": "envsecret"}
 
@@ -237,25 +238,7 @@ def test_a_forked_child_reads_and_exits_cleanly(
     working."""
     root = open_root(s3_root_url, s3_storage_options)
     assert isinstance(root, S3Root) and root.client == "obstore"
-    root.write("f.txt", b"before the fork")
-    assert root.read_bytes("f.txt") == b"before the fork"
-    pids = []
-    for i in range(2):
-        pid = os.fork()
-        if pid == 0:  # the child: no pytest machinery, only the exit status counts
-            code = 1
-            try:
-                ok = root.read_bytes("f.txt") == b"before the fork"
-                root.write(f"child-{i}.txt", b"from a child", create_only=True)
-                code = 0 if ok else 2
-            finally:
-                os._exit(code)
-        pids.append(pid)
-    for pid in pids:
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0
-    assert root.read_bytes("child-0.txt") == root.read_bytes("child-1.txt") == b"from a child"
-    assert [i.path for i in root.list("")] == ["child-0.txt", "child-1.txt", "f.txt"]
+    check_forked_children(root)
 
 
 @pytest.mark.s3

@@ -13,6 +13,7 @@ so a no-op re-run over a fleet's 20,000 logs makes none.
 from __future__ import annotations
 
 import functools
+import operator
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ __all__ = ["Listing", "SourceFile", "classify", "discover", "tenant_of"]
 #: Top-level folders of a source that is itself a root (its logs, not a tenant).
 _OWN_DIRS = frozenset({LOG_DIR, "log"})
 _TABLES = frozenset({MEMORY_TABLE, EVENTS_TABLE})
+_SIZE = operator.attrgetter("st_size")
+_MTIME = operator.attrgetter("st_mtime")
 
 
 # Not frozen: a frozen dataclass sets each field through ``object.__setattr__``, which
@@ -115,7 +118,7 @@ class Listing:
         self.dirs += [row] * len(names)
         self.names += names
         prefix = f"{root}/{folder}/" if root else f"{folder}/"
-        self.keys += [prefix + name for name in names]
+        self.keys += map(prefix.__add__, names)
         self.sizes += entries[0]
         self.tokens += entries[1]
         self.mtimes += entries[2]
@@ -235,7 +238,7 @@ def discover(
 class _LocalWalk:
     """One walk of a local source: its filters and the logs found."""
 
-    __slots__ = ("listing", "tables", "tenants", "token")
+    __slots__ = ("kinds", "listing", "tables", "tenants", "token")
 
     def __init__(
         self,
@@ -248,16 +251,22 @@ class _LocalWalk:
         #: the change token of a local file's stat (the one its root's listing gives)
         self.token = token
         self.listing = Listing()
+        #: per folder name, the kinds of the logs seen so far by name
+        self.kinds: dict[str, dict[str, tuple[str, str | None]]] = {}
 
     def top(self, base: str) -> None:
         """Walk the source folder ``base`` (as ``discover`` with ``by_folder``: a top-level
         folder of a tenant ``tenants`` refuses is not entered)."""
-        for entry in _entries(base):
-            name = entry.name
-            if not entry.is_dir(follow_symlinks=False):
-                continue  # a file at the top is in no root's logs folder
+        try:
+            with os.scandir(base) as it:
+                tops = [(e.name, e.path) for e in it if e.is_dir(follow_symlinks=False)]
+        except (FileNotFoundError, NotADirectoryError):
+            return  # gone: nothing listed, as the root's own listing
+        for name, path in tops:
+            if name.startswith(RESERVED_PREFIX):
+                continue  # fsmemory's own (as :func:`~fsmemory.fs.is_reserved_name`)
             if self.tenants is None or self.tenants("" if name in _OWN_DIRS else name):
-                self.folder(entry.path, name, name)
+                self.folder(path, name, name)
 
     def folder(self, path: str, rel: str, name: str) -> None:
         """The folder ``rel`` (relative to the source; its OS path ``path``), named
@@ -269,36 +278,40 @@ class _LocalWalk:
             or (self.tenants is not None and not self.tenants(tenant_of(root)))
         ):
             table = None
+        # The logs' kinds by name, for this walk (a dict lookup, not a cached call).
+        known = None if table is None else self.kinds.setdefault(name, {})
         names: list[str] = []
         stats: list[os.stat_result] = []
         days: list[str | None] = []
-        for entry in _entries(path):
-            child = entry.name
-            if entry.is_dir(follow_symlinks=False):
-                self.folder(entry.path, f"{rel}/{child}", child)
-                continue
-            kind = None if table is None else _kind(name, child)
-            if kind is None or not entry.is_file(follow_symlinks=False):
-                continue
-            try:
-                stats.append(entry.stat(follow_symlinks=False))
-            except FileNotFoundError:
-                continue  # deleted since the folder was read
-            names.append(child)
-            days.append(kind[1])
+        try:
+            it = os.scandir(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return  # gone since its parent was read
+        with it:
+            for entry in it:
+                child = entry.name
+                if child.startswith(RESERVED_PREFIX):
+                    continue  # fsmemory's own (as :func:`~fsmemory.fs.is_reserved_name`)
+                if entry.is_dir(follow_symlinks=False):
+                    self.folder(entry.path, f"{rel}/{child}", child)
+                    continue
+                if known is None:
+                    continue  # not a logs folder
+                kind = known.get(child)
+                if kind is None:
+                    kind = _kind(name, child)
+                    if kind is None:
+                        continue
+                    known[child] = kind
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                try:
+                    stats.append(entry.stat(follow_symlinks=False))
+                except FileNotFoundError:
+                    continue  # deleted since the folder was read
+                names.append(child)
+                days.append(kind[1])
         if table is not None and names:
-            token = self.token
-            mtimes: list[float | None] = [st.st_mtime for st in stats]
-            entries = ([st.st_size for st in stats], [token(st) for st in stats], mtimes)
+            mtimes: list[float | None] = list(map(_MTIME, stats))
+            entries = (list(map(_SIZE, stats)), list(map(self.token, stats)), mtimes)
             self.listing.add_folder(table, root, name, names, entries, days)
-
-
-def _entries(path: str) -> list[os.DirEntry[str]]:
-    """The entries of the OS folder ``path`` except fsmemory's own (none when it is
-    gone or is not a folder). The test of :func:`~fsmemory.fs.is_reserved_name`,
-    without a call per entry."""
-    try:
-        with os.scandir(path) as it:
-            return [entry for entry in it if not entry.name.startswith(RESERVED_PREFIX)]
-    except (FileNotFoundError, NotADirectoryError):
-        return []

@@ -19,7 +19,25 @@ from fsmemory.fs.s3 import S3Root
 from fsmemory.testing.conformance import StorageRootTests
 
 
-class TestMemoryRoot(StorageRootTests):
+class NameListingTests:
+    """``list_names`` and ``has_entries`` (which the shared suite leaves out): the
+    entries of ``list`` + ``list_dirs``, names only, reserved files hidden."""
+
+    def test_list_names_and_has_entries_match_the_listings(self, root: StorageRoot) -> None:
+        for path in ("a.txt", "d/b.txt", "d/e/c.txt", "d/e/f/g.txt", "ab/h.txt"):
+            root.write(path, b"x")
+        with root.lock("names"):
+            for prefix in ("", "d", "d/e", "d/e/f", "ab"):
+                files, dirs = root.list_names(prefix)
+                assert sorted(files) == [i.path.rsplit("/", 1)[-1] for i in root.list(prefix)]
+                assert sorted(dirs) == root.list_dirs(prefix)
+                assert root.has_entries(prefix)
+        for empty in ("a", "nowhere", "d/nowhere"):
+            assert root.list_names(empty) == ([], [])
+            assert not root.has_entries(empty)
+
+
+class TestMemoryRoot(StorageRootTests, NameListingTests):
     """``memory://`` (fsspec's process-global memory store, unique root per test)."""
 
     @pytest.fixture
@@ -29,7 +47,7 @@ class TestMemoryRoot(StorageRootTests):
         root.delete_tree("")
 
 
-class TestLocalRoot(StorageRootTests):
+class TestLocalRoot(StorageRootTests, NameListingTests):
     """A local folder."""
 
     @pytest.fixture
@@ -38,7 +56,7 @@ class TestLocalRoot(StorageRootTests):
 
 
 @pytest.mark.s3
-class TestS3Root(StorageRootTests):
+class TestS3Root(StorageRootTests, NameListingTests):
     """S3 against moto's server on both routes: obstore (the default here) and s3fs
     (storage option ``client="s3fs"``, fewer concurrent operations to keep it short)."""
 
@@ -60,7 +78,7 @@ class TestS3Root(StorageRootTests):
 
 
 @pytest.mark.gcs
-class TestGCSRoot(StorageRootTests):
+class TestGCSRoot(StorageRootTests, NameListingTests):
     """GCS on both routes: obstore (the default for anonymous access to an endpoint)
     through the XML relay in front of fake-gcs-server (``tests/test_fs/gcs_fake.py``),
     and gcsfs (``client="gcsfs"``) on fake-gcs-server itself."""
@@ -85,7 +103,7 @@ class TestGCSRoot(StorageRootTests):
 
 
 @pytest.mark.azure
-class TestAzureRoot(StorageRootTests):
+class TestAzureRoot(StorageRootTests, NameListingTests):
     """Azure Blob through obstore (the default for a connection string with a key)
     against Azurite: native If-Match / If-None-Match."""
 
@@ -101,7 +119,7 @@ class TestAzureRoot(StorageRootTests):
 
 
 @pytest.mark.azure
-class TestAzureRootThroughAdlfs(StorageRootTests):
+class TestAzureRootThroughAdlfs(StorageRootTests, NameListingTests):
     """Azure Blob through adlfs (``client="adlfs"``): If-Match / If-None-Match handed
     through adlfs to azure-storage-blob."""
 
@@ -117,7 +135,7 @@ class TestAzureRootThroughAdlfs(StorageRootTests):
 
 
 @pytest.mark.redis
-class TestRedisRoot(StorageRootTests):
+class TestRedisRoot(StorageRootTests, NameListingTests):
     """Redis through the ``redis://`` filesystem against redis-server (own key prefix)."""
 
     @pytest.fixture

@@ -20,13 +20,14 @@ from fsmemory.fs import StorageRoot
 from fsmemory.fs.generic import FsspecRoot
 from fsmemory.fs.paths import RESERVED_PREFIX
 from fsmemory.testing.conformance import StorageRootTests
+from tests.test_fs.test_conformance import NameListingTests
 
 
 def _root() -> FsspecRoot:
     return FsspecRoot(fsspec.filesystem("memory"), f"/fsm-generic-{uuid.uuid4().hex}")
 
 
-class TestFsspecRootWithLeases(StorageRootTests):
+class TestFsspecRootWithLeases(StorageRootTests, NameListingTests):
     """The conformance suite on the lease route (compare-and-swap under a lease)."""
 
     @pytest.fixture

@@ -18,9 +18,10 @@ from fsmemory.fs import StorageRoot, open_root
 from fsmemory.fs import sqlite as sqlite_mod
 from fsmemory.fs.sqlite import SqliteRoot
 from fsmemory.testing.conformance import StorageRootTests, cas_increment_worker
+from tests.test_fs.test_conformance import NameListingTests
 
 
-class TestSqliteRootConformance(StorageRootTests):
+class TestSqliteRootConformance(StorageRootTests, NameListingTests):
     """The fs-layer suite every StorageRoot passes, on ``sqlite://``."""
 
     @pytest.fixture

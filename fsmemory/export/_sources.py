@@ -259,14 +259,15 @@ class _LocalWalk:
         folder of a tenant ``tenants`` refuses is not entered)."""
         try:
             with os.scandir(base) as it:
-                tops = [(e.name, e.path) for e in it if e.is_dir(follow_symlinks=False)]
+                tops = [entry for entry in it if entry.is_dir(follow_symlinks=False)]
         except (FileNotFoundError, NotADirectoryError):
             return  # gone: nothing listed, as the root's own listing
-        for name, path in tops:
+        for entry in tops:
+            name = entry.name
             if name.startswith(RESERVED_PREFIX):
                 continue  # fsmemory's own (as :func:`~fsmemory.fs.is_reserved_name`)
             if self.tenants is None or self.tenants("" if name in _OWN_DIRS else name):
-                self.folder(path, name, name)
+                self.folder(entry.path, name, name)
 
     def folder(self, path: str, rel: str, name: str) -> None:
         """The folder ``rel`` (relative to the source; its OS path ``path``), named

@@ -40,7 +40,7 @@ from fsmemory.export._leases import new_run_id
 from fsmemory.export._manifest import SEGMENTS_DIR, Manifest, PartInfo
 from fsmemory.export._plan import make_plan, nothing_to_do
 from fsmemory.export._report import ExportProgress, ExportReport
-from fsmemory.export._schema import require_pyarrow
+from fsmemory.export._schema import check_pyarrow
 from fsmemory.export._state import (
     TABLES,
     Context,
@@ -127,7 +127,7 @@ def export_parquet(
         InvalidInputError: bad arguments, or ``dest`` is (inside) ``source``.
         ConflictError: still losing to concurrent exports after ``max_attempts``.
     """
-    require_pyarrow()
+    check_pyarrow()  # imported only by a run that writes (a no-op re-run does not)
     unknown = set(tables) - set(TABLES)
     if unknown or not tables:
         raise InvalidInputError(f"tables must be among {TABLES}, got {tables!r}")
@@ -224,7 +224,7 @@ class _Run:
     race with a concurrent export starts over."""
 
     def __init__(self, src: StorageRoot, dst: StorageRoot, options: Options) -> None:
-        require_pyarrow()
+        check_pyarrow()
         self.ctx = Context(src, dst, source_id(src), options)
 
     def execute(self, max_attempts: int) -> ExportReport:

@@ -553,13 +553,13 @@ class Stream:
 def ensure_table_dirs(ctx: Context) -> None:
     """``<table>/_common_metadata`` (the schema) for every exported table, rows or
     not: engines that look for it find it, and the table's folder always exists."""
-    pa: Any = require_pyarrow()
-    import pyarrow.parquet as pq
-
     for table in sorted(ctx.opts.tables):
         path = f"{table}/_common_metadata"
         if ctx.dst.exists(path):
             continue
+        pa: Any = require_pyarrow()  # only when there is one to write
+        import pyarrow.parquet as pq
+
         sink = pa.BufferOutputStream()
         pq.write_metadata(schema_for(table), sink)
         with contextlib.suppress(ConflictError):

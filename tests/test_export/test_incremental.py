@@ -52,6 +52,43 @@ def test_rerun_exports_nothing_new(local_dirs: tuple[str, str]) -> None:
     assert len(read_rows(dest)) == 8
 
 
+_NO_OP_PROCESS = """\
+import json, sys
+from fsmemory.export import export_parquet
+report = export_parquet(sys.argv[1], sys.argv[2])
+print(json.dumps([report.rows, report.files_unchanged, "pyarrow" in sys.modules]))
+"""
+
+
+def test_a_no_op_rerun_does_not_import_pyarrow(local_dirs: tuple[str, str]) -> None:
+    """A re-run with nothing to write (checking every log, a same-length edit included)
+    never needs pyarrow, whose import costs more than the run; a run that writes does."""
+    import subprocess
+    import sys
+
+    src, dest = local_dirs
+    _days(src, {"2026-03-10": 5, "2026-03-11": 3})
+    assert export_parquet(src, dest).rows == 8
+
+    def rerun() -> list[Any]:
+        done = subprocess.run([sys.executable, "-c", _NO_OP_PROCESS, src, dest],
+                              capture_output=True, text=True, check=True)  # fmt: skip
+        result: list[Any] = _jsonutil.loads(done.stdout.strip().splitlines()[-1])
+        return result
+
+    assert rerun() == [0, 2, False]
+    log = Path(src, "logs", "2026-03-11.jsonl")
+    stat = os.stat(log)
+    log.write_bytes(log.read_bytes().replace(b"#0", b"#9"))  # same length, same mtime
+    os.utime(log, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert rerun() == [3, 1, True]
+    assert rerun()[:2] == [0, 2]  # commits the head without the replaced files' trash
+    assert rerun() == [0, 2, False]
+    assert sorted(
+        r["content"] for r in read_rows(dest) if r["content"].startswith("2026-03-11")
+    ) == ["2026-03-11 #1", "2026-03-11 #2", "2026-03-11 #9"]
+
+
 def test_appended_lines_only(local_dirs: tuple[str, str]) -> None:
     src, dest = local_dirs
     _days(src, {"2026-03-10": 5, "2026-03-11": 3})

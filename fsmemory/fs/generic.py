@@ -286,10 +286,44 @@ class FsspecRoot(StorageRoot):
         return Versioned(data, content_version(data))
 
     def _token(self, info: dict[str, Any]) -> str:
+        """The change token the filesystem reports for a file (its generation, ETag,
+        version or MD5), or ``""`` when it reports none: :meth:`stat` and :meth:`list`
+        then take a digest of the content instead. A size and a modification time would
+        not do: a file rewritten at the same size within the time's resolution (a
+        second on ftp and sftp servers; always, where no time is reported) would keep
+        its token, and what was derived from the old bytes would be served."""
         for key in ("generation", "ETag", "etag", "version", "md5Hash"):
             if info.get(key) is not None:
                 return str(info[key]).strip('"')
-        return f"{info.get('size')}-{_mtime(info)}"
+        return ""
+
+    def _content_tokens(self, infos: builtins.list[FileInfo]) -> builtins.list[FileInfo]:
+        """``infos`` with each empty token replaced by a digest of the file's content
+        (read in one ``cat_ranges`` of them all, which expands no glob characters); a
+        file gone meanwhile is left out."""
+        weak = [i for i in infos if not i.token]
+        if not weak:
+            return infos
+        with translated(weak[0].path):
+            found = self.fs.cat_ranges(
+                [self.full_path(i.path) for i in weak],
+                [0] * len(weak),
+                [None] * len(weak),
+                on_error="return",
+            )
+        digests: dict[str, str] = {}
+        for info, data in zip(weak, found, strict=True):
+            if isinstance(data, FileNotFoundError):
+                continue
+            if isinstance(data, BaseException):
+                with translated(info.path):
+                    raise data
+            digests[info.path] = content_version(data)
+        return [
+            i if i.token else i._replace(token=digests[i.path])
+            for i in infos
+            if i.token or i.path in digests
+        ]
 
     def _put(self, full: str, path: str, data: bytes, if_version: str | None, create: bool) -> str:
         """Write with an optional condition; the fallback holds a lease meanwhile."""
@@ -433,11 +467,19 @@ class FsspecRoot(StorageRoot):
             return None
         if info.get("type") != "file":
             return None
-        return FileInfo(path, int(info.get("size") or 0), _mtime(info), self._token(info))
+        found = FileInfo(path, int(info.get("size") or 0), _mtime(info), self._token(info))
+        return next(iter(self._content_tokens([found])), None)
 
     @idempotent
     def list(self, prefix: str = "", *, recursive: bool = False) -> list[FileInfo]:
-        """One listing call (``find`` when recursive, ``ls`` otherwise)."""
+        """One listing call (``find`` when recursive, ``ls`` otherwise); the content of
+        files the filesystem reports no version of is read for their tokens (see
+        :meth:`_token`)."""
+        return self._content_tokens(self._listed(prefix, recursive))
+
+    def _listed(self, prefix: str, recursive: bool) -> builtins.list[FileInfo]:
+        """:meth:`list` without reading content: a file the filesystem reports no
+        version of has an empty token."""
         validate_path(prefix, allow_empty=True)
         base = f"{self.root}/{prefix}" if prefix else self.root
         try:
@@ -613,6 +655,11 @@ class FsspecRoot(StorageRoot):
         """Delete every file under ``prefix``; returns the count."""
         self._check_writable()
         return super().delete_tree(prefix)
+
+    def remove(self, path: str) -> int:
+        """See :meth:`StorageRoot.remove` (refused at once on a read-only root)."""
+        self._check_writable()
+        return super().remove(path)
 
     @idempotent
     def delete(self, path: str) -> bool:

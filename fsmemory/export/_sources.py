@@ -213,7 +213,7 @@ def discover(
     if by_folder and src.storage_key()[0] == "local":
         # Imported here: a root of another kind never loads the local one's module.
         from fsmemory.fs.local import LocalRoot
-        from fsmemory.fs.local import _token as local_token
+        from fsmemory.fs.local import stat_token as local_token
 
         if type(src) is LocalRoot:
             walk = _LocalWalk(tables, tenants, local_token)

@@ -50,7 +50,7 @@ from fsmemory.fs.base import (
 from fsmemory.fs.errors import translated
 from fsmemory.fs.paths import RESERVED_PREFIX, is_reserved_name, validate_path
 
-__all__ = ["LocalRoot"]
+__all__ = ["LocalRoot", "stat_token"]
 
 _LOCK_NAME = f"{RESERVED_PREFIX}.lock"
 
@@ -125,7 +125,7 @@ def _pread(fd: int, size: int, offset: int) -> bytes:
 _TMP_PREFIX = f"{RESERVED_PREFIX}-tmp-"
 
 
-def _token(st: os.stat_result) -> str:
+def stat_token(st: os.stat_result) -> str:
     """The change token of a local file: inode, size, mtime and ctime.
 
     The inode comes first (:meth:`LocalRoot.rewritten` compares it alone). The ctime is
@@ -363,7 +363,7 @@ class LocalRoot(StorageRoot):
             return None
         if not stat_mod.S_ISREG(st.st_mode):
             return None
-        return FileInfo(path, st.st_size, st.st_mtime, _token(st))
+        return FileInfo(path, st.st_size, st.st_mtime, stat_token(st))
 
     def list(self, prefix: str = "", *, recursive: bool = False) -> list[FileInfo]:
         """Regular files under ``prefix``; symlinks and internal files are skipped."""
@@ -440,7 +440,7 @@ class LocalRoot(StorageRoot):
                     st = entry.stat(follow_symlinks=False)
                 except FileNotFoundError:
                     continue
-                files.append(FileInfo(rel, st.st_size, st.st_mtime, _token(st)))
+                files.append(FileInfo(rel, st.st_size, st.st_mtime, stat_token(st)))
 
     # -- writes ------------------------------------------------------------------------
     def _write_temp(self, full: str, data: bytes) -> str:

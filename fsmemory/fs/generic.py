@@ -299,26 +299,17 @@ class FsspecRoot(StorageRoot):
 
     def _content_tokens(self, infos: builtins.list[FileInfo]) -> builtins.list[FileInfo]:
         """``infos`` with each empty token replaced by a digest of the file's content
-        (read in one ``cat_ranges`` of them all, which expands no glob characters); a
-        file gone meanwhile is left out."""
+        (read in one :meth:`read_ranges` of them all); a file gone meanwhile is left
+        out."""
         weak = [i for i in infos if not i.token]
         if not weak:
             return infos
-        with translated(weak[0].path):
-            found = self.fs.cat_ranges(
-                [self.full_path(i.path) for i in weak],
-                [0] * len(weak),
-                [None] * len(weak),
-                on_error="return",
-            )
-        digests: dict[str, str] = {}
-        for info, data in zip(weak, found, strict=True):
-            if isinstance(data, FileNotFoundError):
-                continue
-            if isinstance(data, BaseException):
-                with translated(info.path):
-                    raise data
-            digests[info.path] = content_version(data)
+        found = self.read_ranges([(i.path, 0, None) for i in weak])
+        digests = {
+            info.path: content_version(data)
+            for info, data in zip(weak, found, strict=True)
+            if data is not None
+        }
         return [
             i if i.token else i._replace(token=digests[i.path])
             for i in infos
@@ -475,11 +466,6 @@ class FsspecRoot(StorageRoot):
         """One listing call (``find`` when recursive, ``ls`` otherwise); the content of
         files the filesystem reports no version of is read for their tokens (see
         :meth:`_token`)."""
-        return self._content_tokens(self._listed(prefix, recursive))
-
-    def _listed(self, prefix: str, recursive: bool) -> builtins.list[FileInfo]:
-        """:meth:`list` without reading content: a file the filesystem reports no
-        version of has an empty token."""
         validate_path(prefix, allow_empty=True)
         base = f"{self.root}/{prefix}" if prefix else self.root
         try:
@@ -498,7 +484,7 @@ class FsspecRoot(StorageRoot):
                 continue
             out.append(FileInfo(rel, int(info.get("size") or 0), _mtime(info), self._token(info)))
         out.sort(key=lambda i: i.path)
-        return out
+        return self._content_tokens(out)
 
     def _find(self, base: str) -> builtins.list[dict[str, Any]]:
         """Every file under ``base``, one ``ls`` per directory.

@@ -224,7 +224,6 @@ class _Run:
     race with a concurrent export starts over."""
 
     def __init__(self, src: StorageRoot, dst: StorageRoot, options: Options) -> None:
-        check_pyarrow()
         self.ctx = Context(src, dst, source_id(src), options)
 
     def execute(self, max_attempts: int) -> ExportReport:

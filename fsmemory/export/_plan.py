@@ -130,15 +130,9 @@ def _segments(ctx: Context, ledger: Ledger) -> tuple[Listing, dict[str, list[int
                 groups[seg] = [i]
             else:
                 rows.append(i)
-    return listing, dict(sorted(groups.items(), key=lambda group: _first(listing, group[1])))
-
-
-def _first(listing: Listing, rows: list[int]) -> tuple[bool, str, str, str]:
-    """The :func:`order` of a segment's first file."""
-    i = rows[0]
-    d = listing.dirs[i]
-    day = listing.days[i]
-    return (listing.tables[d] != MEMORY_TABLE, day or "", listing.roots[d], listing.names[i])
+    # (one SourceFile per segment: a few hundred, not one per file)
+    first = {seg: order(listing.source_file(rows[0])) for seg, rows in groups.items()}
+    return listing, dict(sorted(groups.items(), key=lambda group: first[group[0]]))
 
 
 def _plan_files(

@@ -3,7 +3,9 @@ served (a flipped byte, a torn or truncated tail, a header of another dimension 
 embedder, bytes of another program), rows are keyed by entry id and text hash, the
 JSONL file of the version before is converted once, missing vectors are embedded in
 batches (a failure mid-way keeps what was embedded), concurrent processes lose and
-duplicate nothing, and hostile texts and ids round-trip."""
+duplicate nothing, and hostile texts and ids round-trip. Stored rows (int8 codes and a
+power-of-two exponent) widen, multiply and sum exactly, and a block's bytes round-trip
+(quantize() and the float16 files of format version 1: test_vector_int8.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import threading
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -48,7 +51,7 @@ def _rows(data: bytes) -> tuple[list[tuple[str, str]], int]:
 def _memory(folder: Path, texts: Sequence[str] = TEXTS) -> tuple[list[str], Path]:
     km = KnowledgeMemory(folder, embedder=WordEmbedder("file"))
     ids = [km.remember(t) for t in texts]
-    return ids, folder / "vectors" / "file-128.f16v"
+    return ids, folder / "vectors" / "file-128.i8v"
 
 
 def _reader(folder: Path) -> tuple[KnowledgeMemory, WordEmbedder]:
@@ -73,12 +76,15 @@ def test_the_file_names_format_embedder_and_dimension(tmp_path: Path) -> None:
     data = path.read_bytes()
     header = _vecfile.read_header(data)
     assert header is not None
-    assert (header.version, header.name, header.dimension) == (1, "file", 128)
+    assert (header.version, header.name, header.dimension) == (2, "file", 128)
+    assert data[10] == 2  # dtype: int8 codes and an exponent per row
     keys, skipped = _rows(data)
     assert skipped == 0
     assert keys == [(i, _vectors.text_hash(t)) for i, t in zip(ids, TEXTS, strict=True)]
-    # float16: 256 bytes per vector of 128 floats, plus the keys and block heads.
-    assert len(data) < _vecfile.HEADER_SIZE + len(TEXTS) * (256 + 24 + 64)
+    # 129 bytes per vector of 128 dimensions (128 codes and an exponent), plus the keys
+    # and block heads (float16 took 256).
+    assert _vecfile.row_bytes(128) == 129
+    assert len(data) < _vecfile.HEADER_SIZE + len(TEXTS) * (129 + 24 + 64)
 
 
 def test_a_flipped_byte_in_a_vector_is_never_served(tmp_path: Path) -> None:
@@ -143,7 +149,8 @@ def test_a_block_still_being_written_is_read_once_whole(tmp_path: Path) -> None:
     store.dimension = 128
     store.load()
     assert len(store._ids) == len(TEXTS)
-    block = _vecfile.encode_block(["late"], ["0123456789abcdef"], np.ones((1, 128), np.float16))
+    ones = _vecmath.quantize(np, np.ones((1, 128)))
+    block = _vecfile.encode_block(["late"], ["0123456789abcdef"], ones)
     with path.open("ab") as handle:
         handle.write(block[:-9])
     store.load()  # cut short at the end: not served, not counted as damage
@@ -184,10 +191,18 @@ def test_rows_are_keyed_by_id_and_text_hash(tmp_path: Path) -> None:
     ids, path = _memory(folder, TEXTS[:2])
     # A row of the right id made from another text (its hash says so): never served.
     wrong = _vecfile.encode_block(
-        [ids[0]], [_vectors.text_hash("something else")], np.ones((1, 128), np.float16)
+        [ids[0]],
+        [_vectors.text_hash("something else")],
+        _vecmath.quantize(np, np.ones((1, 128))),
     )
     data = path.read_bytes()
     path.write_bytes(data[: _vecfile.HEADER_SIZE] + wrong + data[_vecfile.HEADER_SIZE :])
+    # The row verifies (it is read, and its hash then refuses it).
+    assert _rows(path.read_bytes()) == (
+        [(ids[0], _vectors.text_hash("something else"))]
+        + [(i, _vectors.text_hash(t)) for i, t in zip(ids, TEXTS[:2], strict=True)],
+        0,
+    )
     reader, embedder = _reader(folder)
     store = reader._vectors
     assert store is not None
@@ -233,7 +248,7 @@ def test_the_jsonl_file_is_converted_once(first: str, tmp_path: Path) -> None:
         [TEXTS[1], TEXTS[2], *(["a sixth note about plums"] if first == "remember" else [])]
     )
     assert not legacy.exists()
-    keys, skipped = _rows((folder / "vectors" / "file-128.f16v").read_bytes())
+    keys, skipped = _rows((folder / "vectors" / "file-128.i8v").read_bytes())
     assert skipped == 0
     assert {i for i, _ in keys} >= set(ids)
     # The converted vectors rank as freshly embedded ones.
@@ -274,7 +289,7 @@ def test_a_failure_mid_way_keeps_the_batches_embedded(error: Exception, tmp_path
     with pytest.raises(EmbedderError, match="after embedding 10 of 23 missing vectors"):
         km.recall("figs jam")
     assert [len(b) for b in flaky.batches] == [1, 5, 5]
-    keys, _ = _rows((folder / "vectors" / "file-128.f16v").read_bytes())
+    keys, _ = _rows((folder / "vectors" / "file-128.i8v").read_bytes())
     assert len(keys) == 10
     flaky.failing = False
     assert km.recall("note 7 figs", limit=1)[0].id == ids[7]
@@ -330,7 +345,7 @@ def test_two_processes_appending_lose_and_duplicate_nothing(tmp_path: Path) -> N
         results = [pool.apply_async(_append_worker, (str(folder), tag, 40, start)) for tag in "ab"]
         ids = [i for r in results for i in r.get(timeout=120)]
     assert len(ids) == 80
-    keys, skipped = _rows((folder / "vectors" / "file-128.f16v").read_bytes())
+    keys, skipped = _rows((folder / "vectors" / "file-128.i8v").read_bytes())
     assert skipped == 0
     assert {i for i, _ in keys} == set(ids)
     reader, embedder = _reader(folder)
@@ -358,7 +373,7 @@ def test_threads_appending_to_one_root_lose_nothing() -> None:
     reader = KnowledgeMemory(root_url, embedder=(embedder := WordEmbedder("file")))
     reader.recall("thread note")
     assert _embedded(embedder) == ["a first note"]
-    data = reader.root.read_bytes("vectors/file-128.f16v")
+    data = reader.root.read_bytes("vectors/file-128.i8v")
     keys, skipped = _rows(data)
     assert skipped == 0 and len(keys) == len(set(keys)) == 76
 
@@ -384,7 +399,7 @@ def test_hostile_texts_round_trip(tmp_path: Path) -> None:
     assert reader.recall("needle word", limit=1)[0].id == ids[3]
     assert reader.recall("emoji accents", limit=1)[0].id == ids[2]
     assert _embedded(embedder) == []
-    keys, skipped = _rows((folder / "vectors" / "file-128.f16v").read_bytes())
+    keys, skipped = _rows((folder / "vectors" / "file-128.i8v").read_bytes())
     assert skipped == 0
     assert keys == [(i, _vectors.text_hash(t)) for i, t in zip(ids, texts, strict=True)]
 
@@ -392,13 +407,13 @@ def test_hostile_texts_round_trip(tmp_path: Path) -> None:
 def test_hostile_ids_round_trip_in_a_block() -> None:
     ids = ["\x00", "\ud800", '"}]', "é" * 1000, ""]
     hashes = [_vectors.text_hash(i) for i in ids]
-    vectors = np.arange(5 * 4, dtype=np.float16).reshape(5, 4)
+    vectors = _vecmath.quantize(np, np.arange(5 * 4, dtype=np.float64).reshape(5, 4) - 9)
     data = _vecfile.encode_header("h", 4) + _vecfile.encode_block(ids, hashes, vectors)
     scan = _vecfile.scan_blocks(data, _vecfile.HEADER_SIZE, len(data), 4)
     (block,) = scan.blocks
     assert (block.ids, block.hashes) == (ids, hashes)
-    got = np.frombuffer(data, dtype="<f2", count=20, offset=block.vectors_at)
-    assert np.array_equal(got.reshape(5, 4), vectors)
+    got = np.frombuffer(data, dtype=np.int8, count=5 * 5, offset=block.vectors_at)
+    assert np.array_equal(got.reshape(5, 5), vectors)
     # Every single flipped bit of the block is caught.
     for at in range(_vecfile.HEADER_SIZE, len(data)):
         for bit in (0x01, 0x80):
@@ -407,35 +422,142 @@ def test_hostile_ids_round_trip_in_a_block() -> None:
             assert not _vecfile.scan_blocks(bytes(bad), _vecfile.HEADER_SIZE, len(bad), 4).blocks
 
 
-def test_float16_widening_is_exact() -> None:
-    bits = np.arange(1 << 16, dtype=np.uint16)
-    values = bits.view(np.float16)
-    finite = values[np.isfinite(values)].reshape(-1, 8)
-    wide = _vecmath.widen(np, finite)
-    assert np.array_equal(wide.view(np.uint32), finite.astype(np.float32).view(np.uint32))
+def _decoded(rows: Any) -> Any:
+    """Stored rows decoded in float64 (codes times 2**e), independently of _vecmath."""
+    array = np.asarray(rows)
+    scale = np.exp2(array[:, -1].astype(np.float64))
+    return array[:, :-1].astype(np.float64) * scale[:, None]
 
 
-def test_products_without_the_widening_scale_are_the_same_floats() -> None:
-    """widen_dot leaves the 2**112 of the widening out and scales the weights instead:
-    every score is the same float as the product of the exactly widened rows, subnormal
-    float16 values, tiny and large weights included, one column or several alike."""
+def _every_code_and_exponent() -> Any:
+    """One row per exponent of the format, each of every int8 code (-128, never
+    written, included)."""
+    exponents = np.arange(_vecmath.EXP_MIN, _vecmath.EXP_MAX + 1)
+    rows = np.empty((len(exponents), 257), dtype=np.int8)
+    rows[:, :-1] = np.arange(-128, 128)
+    rows[:, -1] = exponents
+    return rows
+
+
+def test_widening_is_exact_for_every_code_and_exponent() -> None:
+    rows = _every_code_and_exponent()
+    exponents = rows[:, -1].astype(np.float64)
+    wide = _vecmath.widen(np, rows)
+    assert wide.dtype == np.float32 and wide.shape == (len(rows), 256)
+    assert np.array_equal(wide.astype(np.float64), _decoded(rows))
+    assert np.array_equal(_vecmath.row_scales(np, rows).astype(np.float64), np.exp2(exponents))
+    out = np.full((len(rows) + 3, 256), np.nan, dtype=np.float32)
+    codes = _vecmath.widen_rows(np, rows, out, scaled=False)
+    assert codes.shape == (len(rows), 256)
+    assert np.array_equal(codes, np.broadcast_to(np.arange(-128, 128), codes.shape))
+    assert np.array_equal(_vecmath.widen_rows(np, rows, out).astype(np.float64), _decoded(rows))
+    # A pass over many rows (several steps) gives the same floats, in place or chunk by
+    # chunk, and so do the codes and scales it yields.
+    many = np.tile(rows, (70, 1))
+    truth = _decoded(many)
+    given = np.full((len(many), 256), np.nan, dtype=np.float32)
+    assert _vecmath.widen(np, many, given) is given
+    assert np.array_equal(given.astype(np.float64), truth)
+    seen = 0
+    for at, part in _vecmath.chunks(np, many):
+        assert at == seen
+        assert np.array_equal(part.astype(np.float64), truth[at : at + len(part)])
+        seen += len(part)
+    assert seen == len(many)
+    picked = np.arange(3, len(many), 7)
+    for at, part_codes, scales in _vecmath.code_chunks(np, many, picked):
+        rows_at = picked[at : at + len(part_codes)]
+        assert np.array_equal(part_codes, many[rows_at, :-1])
+        assert np.array_equal(scales.astype(np.float64), np.exp2(many[rows_at, -1]))
+
+
+def test_products_on_the_codes_are_the_floats_of_the_decoded_rows() -> None:
+    """widen_dot takes the products on the codes and scales each by its row's 2**e:
+    every score is the same float as dot_rows gives on the decoded rows, rows of the
+    smallest and the largest exponent and of codes +-127 included, tiny and large
+    weights, one column or several alike; and each is the float64 product to float32
+    precision."""
     rng = np.random.default_rng(3)
-    matrix = (rng.standard_normal((1500, 96)) / 20).astype(np.float16)
-    matrix[::7, ::5] = np.float16(3e-6)  # subnormal float16
-    matrix[1] = np.float16(-6e-8)
+    matrix = _vecmath.quantize(np, rng.standard_normal((1500, 96)) / 20)
+    matrix[::7, -1] = _vecmath.EXP_MIN
+    matrix[3::11, -1] = _vecmath.EXP_MAX
+    matrix[5, :-1] = 127
+    matrix[6, :-1] = -127
+    matrix[8, :-1] = 1
     wide = _vecmath.widen(np, matrix)
-    for scale in (1.0, 1e-30, 1e6):  # 1e6: past 2**15, the weights are not scaled
+    decoded = _decoded(matrix)
+    for scale in (1.0, 1e-20, 1e20):
         weights = (rng.standard_normal((96, 2)) * scale).astype(np.float32)
-        out = np.empty((1500, 2), dtype=np.float32)
+        out = np.full((1500, 2), np.nan, dtype=np.float32)
         _vecmath.widen_dot(np, matrix, weights, out)
         exact = np.empty((1500, 2), dtype=np.float32)
         _vecmath.dot_rows(np, wide, np.ascontiguousarray(weights.T), exact)
         assert np.array_equal(out, exact)
-        one = np.empty((1500, 1), dtype=np.float32)
+        one = np.full((1500, 1), np.nan, dtype=np.float32)
         _vecmath.widen_dot(np, matrix, weights[:, 1:], one)
         assert np.array_equal(one[:, 0], exact[:, 1])
-        truth = matrix.astype(np.float64) @ weights.astype(np.float64)
-        assert np.allclose(out, truth, rtol=1e-5, atol=1e-6 * scale)
+        truth = decoded @ weights.astype(np.float64)
+        bound = 1e-5 * (np.abs(decoded) @ np.abs(weights.astype(np.float64)))
+        assert (np.abs(out - truth) <= bound).all()
+
+
+def test_the_column_sum_is_exact_in_any_order() -> None:
+    """The sum of the decoded rows is exact (every value is a whole number of
+    2**EXP_MIN): the integer sum of the codes in those units, whatever the order of the
+    rows; a block of SUM_ROWS rows or more carries it."""
+    rng = np.random.default_rng(5)
+    n, dim = 1300, 32
+    rows = np.empty((n, dim + 1), dtype=np.int8)
+    rows[:, :-1] = rng.integers(-127, 128, (n, dim))
+    rows[:, -1] = rng.integers(_vecmath.EXP_MIN, _vecmath.EXP_MAX + 1, n)
+    rows[:4] = [127] * dim + [_vecmath.EXP_MAX]  # the largest values
+    rows[4:8] = [-127] * dim + [_vecmath.EXP_MAX]
+    rows[8:12] = [1] * dim + [_vecmath.EXP_MIN]  # the smallest
+    shifts = rows[:, -1].astype(np.int64) - _vecmath.EXP_MIN
+    units = (rows[:, :-1].astype(np.int64) << shifts[:, None]).sum(axis=0)
+    assert np.abs(units).max() < 2**53  # float64 holds it
+    exact = units.astype(np.float64) * 2.0**_vecmath.EXP_MIN
+    total = _vecmath.column_sum(np, rows)
+    assert total.dtype == np.float64
+    assert np.array_equal(total, exact)
+    assert np.array_equal(_vecmath.column_sum(np, rows[::-1]), exact)
+    assert np.array_equal(_vecmath.column_sum(np, rows[rng.permutation(n)]), exact)
+    ids = [f"r{i}" for i in range(n)]
+    data = _vecfile.encode_header("h", dim) + _vecfile.encode_block(ids, bytes(8 * n), rows)
+    (block,) = _vecfile.scan_blocks(data, _vecfile.HEADER_SIZE, len(data), dim).blocks
+    assert block.sums == exact.tolist()
+
+
+def test_a_block_of_stored_rows_round_trips_byte_for_byte(tmp_path: Path) -> None:
+    """A block's vectors are the stored rows' bytes as they are (from an array or from
+    its bytes alike), and a reader of the file gets the same rows back."""
+    from fsmemory.fs.local import LocalRoot
+
+    rng = np.random.default_rng(11)
+    n, dim = _vecfile.SUM_ROWS + 9, 24
+    rows = _vecmath.quantize(
+        np, rng.standard_normal((n, dim)) * np.geomspace(1e-6, 1e3, n)[:, None]
+    )
+    assert len(set(rows[:, -1].tolist())) > 20  # many exponents
+    ids = [f"entry-{i}" for i in range(n)]
+    hashes = [f"{i:016x}" for i in range(n)]
+    block = _vecfile.encode_block(ids, hashes, rows)
+    assert _vecfile.encode_block(ids, hashes, rows.tobytes()) == block
+    assert rows.tobytes() in block
+    data = _vecfile.encode_header("h", dim) + block
+    (found,) = _vecfile.scan_blocks(data, _vecfile.HEADER_SIZE, len(data), dim).blocks
+    assert (found.ids, found.hashes, found.end) == (ids, hashes, len(data))
+    assert found.end - found.vectors_at == n * _vecfile.row_bytes(dim)
+    got = np.frombuffer(data, dtype=np.int8, count=rows.size, offset=found.vectors_at)
+    assert np.array_equal(got.reshape(n, dim + 1), rows)
+    (tmp_path / "vectors").mkdir()
+    (tmp_path / "vectors" / f"h-{dim}.i8v").write_bytes(data)
+    file = _vecfile.VectorFile(LocalRoot(str(tmp_path)), f"vectors/h-{dim}.i8v", "x", "h", dim)
+    (read,) = file.read_new()
+    assert file.needs_rewrite is None
+    assert (read.ids, read.hashes) == (ids, hashes)
+    assert read.vectors.dtype == np.int8 and np.array_equal(read.vectors, rows)
+    assert np.array_equal(read.sums, _vecmath.column_sum(np, rows))
 
 
 def test_the_mean_from_a_block_sum_is_the_mean_of_the_vectors(tmp_path: Path) -> None:
@@ -448,7 +570,7 @@ def test_the_mean_from_a_block_sum_is_the_mean_of_the_vectors(tmp_path: Path) ->
     n = _vecfile.SUM_ROWS + 44
     ids = [plain.remember(f"note {i} {words[i % 6]} {words[i * 7 % 6]}") for i in range(n)]
     KnowledgeMemory(folder, embedder=WordEmbedder("file"), embed_batch_size=1000).recall("tea jam")
-    data = (folder / "vectors" / "file-128.f16v").read_bytes()
+    data = (folder / "vectors" / "file-128.i8v").read_bytes()
     (block,) = _vecfile.scan_blocks(data, _vecfile.HEADER_SIZE, len(data), 128).blocks
     assert block.sums is not None and len(block.sums) == 128
     for entry_id in ids[::5]:
@@ -469,7 +591,7 @@ def _crafted_block(items: list[object], vectors: object) -> bytes:
     the format could produce)."""
     keys = json.dumps(items).encode("ascii")
     keys += b" " * (-len(keys) % 8)
-    body: bytes = keys + np.asarray(vectors, dtype="<f2").tobytes()
+    body: bytes = keys + np.asarray(vectors, dtype=np.int8).tobytes()
     rows = len(items[0]) if isinstance(items[0], list) else 0
     head = struct.pack("<4sIIII", b"FSVB", rows, len(keys), 0, zlib.crc32(body))
     return head + struct.pack("<I", zlib.crc32(head)) + body
@@ -481,7 +603,7 @@ def _crafted_block(items: list[object], vectors: object) -> bytes:
     ids=["right", "short", "not-numbers", "not-a-list"],
 )
 def test_a_block_sum_of_the_wrong_shape_fails_to_verify(sums: object, valid: bool) -> None:
-    block = _crafted_block([["x"], "0" * 16, sums], np.ones((1, 4)))
+    block = _crafted_block([["x"], "0" * 16, sums], np.ones((1, 5)))
     data = _vecfile.encode_header("h", 4) + block
     found = _vecfile.scan_blocks(data, _vecfile.HEADER_SIZE, len(data), 4).blocks
     assert bool(found) is valid
@@ -496,7 +618,7 @@ def test_a_block_sum_of_the_wrong_shape_fails_to_verify(sums: object, valid: boo
 def test_a_block_whose_ids_are_not_all_strings_fails_to_verify(
     ids: list[object], valid: bool
 ) -> None:
-    block = _crafted_block([ids, "0" * 32], np.ones((2, 4)))
+    block = _crafted_block([ids, "0" * 32], np.ones((2, 5)))
     data = _vecfile.encode_header("h", 4) + block
     found = _vecfile.scan_blocks(data, _vecfile.HEADER_SIZE, len(data), 4).blocks
     assert bool(found) is valid
@@ -536,7 +658,7 @@ def test_a_vector_file_reached_through_a_symlink_out_of_the_root_is_not_read(
     ids = [plain.remember(t) for t in TEXTS]
     if link == "file":
         (folder / "vectors").mkdir()
-        (folder / "vectors" / "file-128.f16v").symlink_to(outside / "vectors" / "file-128.f16v")
+        (folder / "vectors" / "file-128.i8v").symlink_to(outside / "vectors" / "file-128.i8v")
     else:
         (folder / "vectors").symlink_to(outside / "vectors")
     reader, embedder = _reader(folder)
@@ -698,17 +820,20 @@ def test_a_large_mapped_vector_file_is_checked_and_read_without_staying_resident
     a flipped byte deep in it does not, and neither the check nor a widening pass over
     its mapped rows leaves the file's pages resident; the widened rows are exact."""
     rng = np.random.default_rng(7)
-    rows, dim = 20000, 384  # 15 MB of float16: several steps of _CHECK_BYTES
-    assert rows * dim * 2 > max(3 * _vecmath.CHECK_BYTES, _vecmath.RELEASE_BYTES)
-    vectors = (rng.standard_normal((rows, dim)) / 20).astype(np.float16)
+    rows, dim = 40000, 384  # 15 MB of stored rows: several steps of CHECK_BYTES
+    assert rows * _vecfile.row_bytes(dim) > max(3 * _vecmath.CHECK_BYTES, _vecmath.RELEASE_BYTES)
+    vectors = np.empty((rows, dim + 1), dtype=np.int8)
+    vectors[:, :-1] = rng.integers(-127, 128, (rows, dim), dtype=np.int8)
+    vectors[:, -1] = rng.integers(-12, -5, rows, dtype=np.int8)
+    decoded = _decoded(vectors)
     ids = [f"e{i}" for i in range(rows)]
     data = _vecfile.encode_header("big", dim) + _vecfile.encode_block(ids, bytes(8 * rows), vectors)
     (tmp_path / "vectors").mkdir()
-    path = tmp_path / "vectors" / "big-384.f16v"
+    path = tmp_path / "vectors" / "big-384.i8v"
     path.write_bytes(data)
     from fsmemory.fs.local import LocalRoot
 
-    file = _vecfile.VectorFile(LocalRoot(str(tmp_path)), "vectors/big-384.f16v", "x", "big", dim)
+    file = _vecfile.VectorFile(LocalRoot(str(tmp_path)), "vectors/big-384.i8v", "x", "big", dim)
     (found,) = file.read_new()
     assert found.ids == ids and file.needs_rewrite is None
     before = _resident_kb(path)
@@ -720,16 +845,16 @@ def test_a_large_mapped_vector_file_is_checked_and_read_without_staying_resident
     wide = np.empty((rows, dim), dtype=np.float32)
     for at, part in _vecmath.chunks(np, found.vectors):
         wide[at : at + len(part)] = part
-    assert np.array_equal(wide, vectors.astype(np.float32))
+    assert np.array_equal(wide, decoded)
     assert (_resident_kb(path) or 0) < 5 << 10
     # widen into a given array gives its pages back alike.
     wide[:] = np.nan
     assert _vecmath.widen(np, found.vectors, wide) is wide
-    assert np.array_equal(wide, vectors.astype(np.float32))
+    assert np.array_equal(wide, decoded)
     assert (_resident_kb(path) or 0) < 5 << 10
     bad = bytearray(data)
     bad[len(data) - 1000] ^= 0x10  # in the last checksum step
     assert not _vecfile.scan_blocks(bytes(bad), _vecfile.HEADER_SIZE, len(bad), dim).blocks
     path.write_bytes(bytes(bad))
-    reader = _vecfile.VectorFile(LocalRoot(str(tmp_path)), "vectors/big-384.f16v", "x", "big", dim)
+    reader = _vecfile.VectorFile(LocalRoot(str(tmp_path)), "vectors/big-384.i8v", "x", "big", dim)
     assert reader.read_new() == [] and reader.needs_rewrite is not None

@@ -38,7 +38,7 @@ np = pytest.importorskip("numpy")
 
 from tests.test_memory.test_snapshot_vectors import DIM, CountingEmbedder  # noqa: E402
 
-PATH = f"vectors/fake-{DIM}.f16v"
+PATH = f"vectors/fake-{DIM}.i8v"
 QUERIES = ["python", "garden music", "fact 7"]
 TOPICS = ["python", "coffee", "atlas", "deadline", "garden", "music", "travel"]
 FILES = {"MEMORY.md": b"# Agent Memory\n", "logs/2026-03-13.jsonl": b'{"id": "a"}\n'}
@@ -48,8 +48,16 @@ def _text(i: int) -> str:
     return f"fact {i}: the user talked about {TOPICS[i % 7]} and {TOPICS[(i * 3) % 7]}"
 
 
+def _stored(n: int) -> Any:
+    """``n`` stored rows (int8 codes, then an exponent), each other than the next."""
+    rows = np.empty((n, DIM + 1), dtype=np.int8)
+    rows[:, :-1] = np.arange(n * DIM).reshape(n, DIM) % 255 - 127
+    rows[:, -1] = -7 - np.arange(n) % 8
+    return rows
+
+
 def _part(ids: Sequence[str]) -> bytes:
-    vectors = np.arange(len(ids) * DIM, dtype="<f2").reshape(-1, DIM)
+    vectors = _stored(len(ids))
     hashes = [f"{n:016x}" for n in range(len(ids))]
     return encode_header("fake", DIM, bytes(16)) + encode_block(list(ids), hashes, vectors)
 
@@ -228,9 +236,11 @@ def test_a_restore_writes_large_blocks_as_they_are_and_rows_in_order() -> None:
     assert [len(r.ids) for r in runs] == [WHOLE_ROWS, 2]  # the small ones merged
     assert [i for r in runs for i in r.ids] == [*many, "d", "e"]
     vectors = [
-        np.frombuffer(r.raw(DIM, range(len(r.ids))), dtype="<f2").reshape(-1, DIM) for r in runs
+        np.frombuffer(r.raw(DIM, range(len(r.ids))), dtype=np.int8).reshape(-1, DIM + 1)
+        for r in runs
     ]
-    rows = np.arange(WHOLE_ROWS * DIM, dtype="<f2").reshape(-1, DIM)
+    rows = _stored(WHOLE_ROWS)
+    assert not np.array_equal(rows[0], rows[1])
     assert np.array_equal(vectors[0], rows)
     assert np.array_equal(vectors[1], np.concatenate([rows[1:2], rows[:1]]))
     # a fold (rows of no live entry left out) writes one block

@@ -22,6 +22,7 @@ from fsmemory import KnowledgeMemory
 from fsmemory.memory import _vecfile, _vecmath, _vectors
 
 from .test_embedder import WordEmbedder, fresh_vocabulary  # noqa: F401 (autouse)
+from .test_vectors_file import TEXTS as FILE_TEXTS
 
 np = pytest.importorskip("numpy")
 
@@ -195,14 +196,7 @@ def test_float16_rows_convert_as_their_values() -> None:
 
 
 # -- the float16 file of format version 1 ----------------------------------------------
-TEXTS = [
-    "apples ripen in the orchard",
-    "the violin needs new strings",
-    "marathon training starts monday",
-    "tea tastes best at sunrise",
-    "the river floods every spring",
-    "violin lessons on monday evenings",
-]
+TEXTS = [*FILE_TEXTS, "violin lessons on monday evenings"]
 QUERIES = ["violin strings", "apples orchard", "river spring", "monday training"]
 
 
@@ -312,13 +306,19 @@ def test_a_version_1_file_is_converted_once_and_left_as_it_was(first: str, tmp_p
     assert _ranked(reader) == _ranked(fresh)
 
 
+def _converted(folder: Path) -> tuple[list[str], bytes, Path]:
+    """:func:`_old_memory`, its file converted by a recall: the ids, the version-1
+    file's bytes, and the new file."""
+    ids, data, _halves = _old_memory(folder)
+    KnowledgeMemory(folder, embedder=WordEmbedder("file")).recall("tea")
+    return ids, data, folder / "vectors" / "file-128.i8v"
+
+
 def test_a_version_1_file_is_converted_again_when_the_new_file_is_deleted(
     tmp_path: Path,
 ) -> None:
     folder = tmp_path / "m"
-    ids, data, _halves = _old_memory(folder)
-    KnowledgeMemory(folder, embedder=WordEmbedder("file")).recall("tea")
-    new = folder / "vectors" / "file-128.i8v"
+    ids, data, new = _converted(folder)
     converted = _file_rows(new.read_bytes())
     new.unlink()
     embedder = WordEmbedder("file")
@@ -419,9 +419,7 @@ def test_processes_that_remember_first_convert_the_version_1_file_no_more(
     tmp_path: Path,
 ) -> None:
     folder = tmp_path / "m"
-    ids, data, _halves = _old_memory(folder)
-    KnowledgeMemory(folder, embedder=WordEmbedder("file")).recall("tea")
-    new = folder / "vectors" / "file-128.i8v"
+    ids, data, new = _converted(folder)
     for n in range(3):  # later processes, each remembering before any read
         embedder = WordEmbedder("file")
         ids.append(KnowledgeMemory(folder, embedder=embedder).remember(f"later note {n}"))

@@ -1,11 +1,11 @@
 """The binary vector file of hybrid recall: layout, checks and reading.
 
-One file per embedder identity, ``vectors/<name>-<dimension>.f16v``::
+One file per embedder identity, ``vectors/<name>-<dimension>.i8v``::
 
     file header (HEADER_SIZE bytes)
         magic       8   b"\\x89FSMVEC\\n"
         version     u16 FORMAT_VERSION
-        dtype       u8  1: float16, little-endian
+        dtype       u8  2: int8 codes and a power-of-two exponent per row
         reserved    u8  0
         dimension   u32
         name length u16
@@ -21,10 +21,12 @@ One file per embedder identity, ``vectors/<name>-<dimension>.f16v``::
         head crc32  u32 of the 20 bytes before it
         keys        JSON ``[[id, ...], "<hex text hashes>"]``, ASCII, space padded;
                     a block of SUM_ROWS rows or more adds a third item, the sum of
-                    its vectors (one float per dimension: exact, a float16 being a
+                    its vectors (one float per dimension: exact, every value being a
                     whole number of 2**-24), so that a reader can take the mean
                     without reading every vector twice
-        vectors     rows x dimension float16 (little-endian), row-major
+        vectors     rows x (dimension + 1) int8, row-major: a row's codes, then its
+                    exponent e (the vector is the codes times 2**e, see
+                    :func:`~fsmemory.memory._vecmath.quantize`)
 
 Integers are little-endian. A block is served only when both of its checksums hold:
 a flipped byte anywhere is caught by one of them. Blocks are self-delimiting and start
@@ -34,6 +36,10 @@ reports the bytes it skipped; a block cut short at the end of the file is left f
 next read (a writer may still be writing it). The row count of the file is the sum of
 its verified blocks' rows. Appending one block per write is what lets a snapshot carry
 the file incrementally: a block is a unit that can be shipped and verified on its own.
+
+Version 1 of the format (``<name>-<dimension>.f16v``: dtype 1, rows of float16, twice
+the bytes) is read once when the current file is created, and converted (see
+:meth:`VectorFile.create`); it is left in place for earlier versions still running.
 
 NumPy is imported only here and in ``_vectors``, and only when an embedder is used.
 """
@@ -55,7 +61,7 @@ from fsmemory._records import NamedTuple
 from fsmemory.errors import ConflictError, KeyNotFoundError, NotAFileError
 from fsmemory.fs.base import StorageRoot
 from fsmemory.fs.local import LocalRoot
-from fsmemory.memory._vecmath import column_sum, part_crc
+from fsmemory.memory._vecmath import column_sum, from_float16, part_crc, quantize
 
 __all__ = [
     "BLOCK_HEAD",
@@ -69,16 +75,21 @@ __all__ = [
     "VectorFile",
     "encode_block",
     "encode_header",
+    "parse_float16",
     "parse_jsonl",
     "read_header",
+    "row_bytes",
     "scan_blocks",
 ]
 
 logger = get_logger("fsmemory.memory._vectors")
 
 MAGIC = b"\x89FSMVEC\n"
-FORMAT_VERSION = 1
-DTYPE_FLOAT16 = 1
+FORMAT_VERSION = 2
+DTYPE_INT8 = 2
+# The format of earlier versions (float16 rows), read once and converted.
+_F16_VERSION = 1
+_DTYPE_FLOAT16 = 1
 HEADER_SIZE = 160
 BLOCK_MAGIC = b"FSVB"
 BLOCK_HEAD = 24
@@ -102,16 +113,17 @@ def encode_header(name: str, dimension: int, generation: bytes | None = None) ->
     generation unless one is given)."""
     raw_name = name.encode("ascii")
     gen = generation if generation is not None else os.urandom(16)
-    fixed = _FIXED.pack(MAGIC, FORMAT_VERSION, DTYPE_FLOAT16, 0, dimension, len(raw_name), gen)
+    fixed = _FIXED.pack(MAGIC, FORMAT_VERSION, DTYPE_INT8, 0, dimension, len(raw_name), gen)
     body = (fixed + raw_name).ljust(HEADER_SIZE - 4, b"\0")
     if len(body) != HEADER_SIZE - 4:
         raise ValueError(f"embedder name too long for the vector file: {name!r}")
     return body + struct.pack("<I", zlib.crc32(body))
 
 
-def read_header(data: Any) -> Header | None:
+def read_header(data: Any, *, float16: bool = False) -> Header | None:
     """The header at the start of ``data`` (bytes-like), or None when it is not one this
-    version reads (too short, another magic or version or dtype, a bad checksum)."""
+    version reads (too short, another magic or version or dtype, a bad checksum). With
+    ``float16``, the header of the earlier format is read instead."""
     if len(data) < HEADER_SIZE:
         return None
     head = bytes(data[:HEADER_SIZE])
@@ -119,7 +131,8 @@ def read_header(data: Any) -> Header | None:
     if zlib.crc32(head[: HEADER_SIZE - 4]) != crc:
         return None
     magic, version, dtype, _, dimension, name_len, gen = _FIXED.unpack_from(head)
-    if magic != MAGIC or version != FORMAT_VERSION or dtype != DTYPE_FLOAT16:
+    want = (_F16_VERSION, _DTYPE_FLOAT16) if float16 else (FORMAT_VERSION, DTYPE_INT8)
+    if magic != MAGIC or (version, dtype) != want:
         return None
     start = _FIXED.size
     if start + name_len > HEADER_SIZE - 4:
@@ -133,9 +146,9 @@ def read_header(data: Any) -> Header | None:
 
 def encode_block(ids: Sequence[str], hashes: Sequence[str] | bytes, vectors: Any) -> bytes:
     """One block: the rows' ids and text hashes (16 hex digits each, or the 8 bytes of
-    each hash back to back) and their vectors (an (n, dimension) float16 array, or its
-    little-endian bytes row after row: then NumPy is imported only for a block that
-    carries the sum of its vectors, of :data:`SUM_ROWS` rows or more)."""
+    each hash back to back) and their vectors (stored rows: an (n, dimension + 1) int8
+    array, or its bytes: then NumPy is imported only for a block that carries the sum
+    of its vectors, of :data:`SUM_ROWS` rows or more)."""
     joined = hashes.hex() if isinstance(hashes, bytes) else "".join(hashes)
     items: list[Any] = [list(ids), joined]
     raw = bytes(vectors) if isinstance(vectors, bytes | memoryview) else None
@@ -143,10 +156,10 @@ def encode_block(ids: Sequence[str], hashes: Sequence[str] | bytes, vectors: Any
         import numpy as np
 
         if raw is not None:
-            vectors = np.frombuffer(raw, dtype="<f2").reshape(len(ids), -1)
+            vectors = np.frombuffer(raw, dtype=np.int8).reshape(len(ids), -1)
         items.append(column_sum(np, vectors).tolist())
     if raw is None:
-        raw = vectors.astype("<f2", copy=False).tobytes()
+        raw = vectors.astype("int8", copy=False).tobytes()
     keys = json.dumps(items, ensure_ascii=True).encode("ascii")
     keys += b" " * (-len(keys) % 8)
     body: bytes = keys + raw
@@ -187,20 +200,26 @@ class Scan(NamedTuple):
     skipped: int
 
 
-def scan_blocks(data: Any, start: int, end: int, dimension: int) -> Scan:
-    """The blocks of ``data`` (bytes or an mmap) in ``[start, end)``."""
+def row_bytes(dimension: int, *, float16: bool = False) -> int:
+    """The bytes of one stored row (of the earlier float16 format with ``float16``)."""
+    return 2 * dimension if float16 else dimension + 1
+
+
+def scan_blocks(data: Any, start: int, end: int, dimension: int, *, float16: bool = False) -> Scan:
+    """The blocks of ``data`` (bytes or an mmap) in ``[start, end)`` (blocks of the
+    earlier float16 format with ``float16``)."""
     view = memoryview(data)
     blocks: list[Block] = []
     skipped = 0
     pos = start
-    row_bytes = 2 * dimension
+    width = (dimension, row_bytes(dimension, float16=float16))
     while pos + BLOCK_HEAD <= end:
-        block, torn = _block_at(data, view, pos, end, row_bytes)
+        block, torn = _block_at(data, view, pos, end, width)
         if block is not None:
             blocks.append(block)
             pos = block.end
             continue
-        after = _next_block(data, view, pos + 1, end, row_bytes)
+        after = _next_block(data, view, pos + 1, end, width)
         if after is None:
             if not torn:
                 skipped += end - pos
@@ -211,29 +230,33 @@ def scan_blocks(data: Any, start: int, end: int, dimension: int) -> Scan:
     return Scan(blocks, pos, skipped)
 
 
-def _next_block(data: Any, view: memoryview, at: int, end: int, row_bytes: int) -> int | None:
+def _next_block(
+    data: Any, view: memoryview, at: int, end: int, width: tuple[int, int]
+) -> int | None:
     """Where the next verifiable block in ``[at, end)`` starts, or None."""
     while True:
         at = data.find(BLOCK_MAGIC, at, end)
         if at < 0:
             return None
-        if _block_at(data, view, at, end, row_bytes)[0] is not None:
+        if _block_at(data, view, at, end, width)[0] is not None:
             return int(at)
         at += 1
 
 
 def _block_at(
-    data: Any, view: memoryview, pos: int, end: int, row_bytes: int
+    data: Any, view: memoryview, pos: int, end: int, width: tuple[int, int]
 ) -> tuple[Block | None, bool]:
     """The block at ``pos`` if it verifies, and whether it may be a whole block cut
-    short by the end of the data (a head that verifies, a body past ``end``)."""
+    short by the end of the data (a head that verifies, a body past ``end``);
+    ``width`` is the dimension and the bytes of a row."""
+    dimension, row_size = width
     if bytes(view[pos : pos + 4]) != BLOCK_MAGIC or pos + BLOCK_HEAD > end:
         return None, False
     _, rows, keys_len, reserved, body_crc, head_crc = _BLOCK.unpack_from(view, pos)
     if zlib.crc32(view[pos : pos + 20]) != head_crc or reserved or keys_len % 8:
         return None, False
     vectors_at = pos + BLOCK_HEAD + keys_len
-    block_end = vectors_at + rows * row_bytes
+    block_end = vectors_at + rows * row_size
     if block_end > end:
         return None, True
     if part_crc(data, view, pos + BLOCK_HEAD, block_end) != body_crc:
@@ -249,7 +272,7 @@ def _block_at(
             sums is not None
             and (
                 not isinstance(sums, list)
-                or len(sums) != row_bytes // 2
+                or len(sums) != dimension
                 or not all(type(x) is float or type(x) is int for x in sums)
             )
         )
@@ -280,8 +303,9 @@ def _all_str(items: list[Any]) -> bool:
 
 
 class Rows:
-    """Vectors read from a file: ids, text hashes, and an (n, dimension) float16 array
-    (a view of what was read: the caller copies what it keeps of a small one).
+    """Vectors read from a file: ids, text hashes, and the stored rows, an (n, dimension
+    + 1) int8 array (a view of what was read: the caller copies what it keeps of a
+    small one).
 
     Args:
         ids: the entry ids.
@@ -330,16 +354,25 @@ class VectorFile:
         path: the file (root-relative).
         legacy_path: the JSONL file older versions wrote (read once and converted when
             this file is created).
+        float16_path: the float16 file (format version 1) older versions wrote (read
+            once and converted when this file is created, when there is no JSONL file).
         name: the embedder's name (the header must name it).
         dimension: the vectors' dimension (the header must name it).
     """
 
     def __init__(
-        self, root: StorageRoot, path: str, legacy_path: str, name: str, dimension: int
+        self,
+        root: StorageRoot,
+        path: str,
+        legacy_path: str,
+        name: str,
+        dimension: int,
+        float16_path: str | None = None,
     ) -> None:
         self.root = root
         self.path = path
         self.legacy_path = legacy_path
+        self.float16_path = float16_path
         self.name = name
         self.dimension = dimension
         self.end = -1  # where the next read starts (-1: read the file whole)
@@ -420,10 +453,11 @@ class VectorFile:
 
         out = []
         for block in blocks:
-            count = len(block.ids) * self.dimension
-            vectors = np.frombuffer(data, dtype="<f2", count=count, offset=block.vectors_at)
+            width = self.dimension + 1
+            count = len(block.ids) * width
+            vectors = np.frombuffer(data, dtype=np.int8, count=count, offset=block.vectors_at)
             sums = None if block.sums is None else np.asarray(block.sums, dtype=np.float64)
-            out.append(Rows(block.ids, block.digests, vectors.reshape(-1, self.dimension), sums))
+            out.append(Rows(block.ids, block.digests, vectors.reshape(-1, width), sums))
         return out
 
     def _open(self) -> Any:
@@ -467,9 +501,10 @@ class VectorFile:
     # -- writing ---------------------------------------------------------------------
     def create(self) -> Rows | None:
         """Create the file when it does not exist yet, with the vectors of the legacy
-        JSONL file when there is one (read once: it is deleted once converted). Returns
-        the rows converted. A file another writer created first is kept (the converted
-        rows are appended to it)."""
+        JSONL file when there is one (read once: it is deleted once converted), else of
+        the float16 file of format version 1 (read once; kept, for earlier versions
+        that may still use it). Returns the rows converted. A file another writer
+        created first is kept (the converted rows are appended to it)."""
         legacy, converted = self._legacy()
         generation = os.urandom(16)
         header = encode_header(self.name, self.dimension, generation)
@@ -480,8 +515,10 @@ class VectorFile:
         try:
             self.root.write(self.path, header + block, create_only=True)
         except ConflictError:
-            if block:
+            if legacy and block:  # the JSONL file is deleted below: its rows must land
                 self.root.append(self.path, block, unique=True)
+            else:  # the float16 file stays: the writer that created this one converted it
+                converted = None
         else:
             self.generation = generation
             self.end = len(header) + len(block)
@@ -500,12 +537,30 @@ class VectorFile:
         return converted
 
     def _legacy(self) -> tuple[bool, Rows | None]:
-        """Whether there is a legacy JSONL file, and the rows it converts to."""
+        """Whether there is a legacy JSONL file, and the rows it (else the float16 file)
+        converts to."""
         try:
             data = self.root.read_bytes(self.legacy_path)
         except (KeyNotFoundError, NotAFileError):
+            pass
+        else:
+            return True, parse_jsonl(data, self.dimension)
+        if self.float16_path is None:
             return False, None
-        return True, parse_jsonl(data, self.dimension)
+        try:
+            data = self.root.read_bytes(self.float16_path)
+        except (KeyNotFoundError, NotAFileError):
+            return False, None
+        converted = parse_float16(data, self.name, self.dimension)
+        if converted is not None:
+            logger.info(
+                "converted %d vectors of %s into %s (%s is kept for earlier versions)",
+                len(converted.ids),
+                self.float16_path,
+                self.path,
+                self.float16_path,
+            )
+        return False, converted
 
     def append(self, ids: Sequence[str], hashes: Sequence[str], vectors: Any) -> Rows | None:
         """Append one block of these rows (creating the file first when this instance
@@ -584,9 +639,42 @@ class VectorFile:
         return fresh_rows
 
 
+def parse_float16(data: bytes, name: str, dimension: int) -> Rows | None:
+    """The vectors of a float16 vector file (format version 1) of ``name`` and
+    ``dimension``, as stored rows: the rows of its verified blocks, each (id, text hash)
+    once (the first). None when the header does not verify or no row is left."""
+    import numpy as np
+
+    header = read_header(data, float16=True)
+    if header is None or (header.name, header.dimension) != (name, dimension):
+        return None
+    scan = scan_blocks(data, HEADER_SIZE, len(data), dimension, float16=True)
+    seen: set[tuple[str, bytes]] = set()
+    ids: list[str] = []
+    digests: list[bytes] = []
+    parts = []
+    for block in scan.blocks:
+        halves = np.frombuffer(
+            data, dtype="<f2", count=len(block.ids) * dimension, offset=block.vectors_at
+        ).reshape(-1, dimension)
+        finite = np.isfinite(halves).all(axis=1).tolist()  # (others are embedded again)
+        keep = []
+        for n, entry_id in enumerate(block.ids):
+            key = (entry_id, block.digests[8 * n : 8 * n + 8])
+            if finite[n] and key not in seen:
+                seen.add(key)
+                keep.append(n)
+                ids.append(entry_id)
+                digests.append(key[1])
+        parts.append(halves[keep])
+    if not ids:
+        return None
+    return Rows(ids, b"".join(digests), from_float16(np, np.concatenate(parts)))
+
+
 def parse_jsonl(data: bytes, dimension: int) -> Rows | None:
     """The vectors of a JSONL vector file older versions wrote (one line per vector,
-    ``{"id", "h", "v": base64 float32}``), as float16; lines that are damaged, of
+    ``{"id", "h", "v": base64 float32}``), as stored rows; lines that are damaged, of
     another dimension or without a text hash are skipped. None when none is left."""
     import numpy as np
 
@@ -623,7 +711,7 @@ def parse_jsonl(data: bytes, dimension: int) -> Rows | None:
         hashes = [h for h, k in zip(hashes, keep.tolist(), strict=True) if k]
     norms = np.linalg.norm(arr, axis=1, keepdims=True)
     arr = arr / np.where(norms > 0, norms, 1.0)
-    return Rows(ids, hashes, arr.astype(np.float16)) if ids else None
+    return Rows(ids, hashes, quantize(np, arr)) if ids else None
 
 
 def _is_hash(digest: str) -> bool:

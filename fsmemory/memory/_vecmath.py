@@ -1,9 +1,16 @@
-"""Arithmetic on the float16 rows of hybrid recall's vector files: widening to float32 a
-few hundred rows at a time, dot products and norms one row at a time (each the same
-float whatever the rows around it), exact column sums, and the checksum of a mapped
-part; a pass over a large memory-mapped part gives its pages back as it goes
-(:class:`PageRelease`), so that reading a vector file costs a window of it in resident
-memory, not its size.
+"""Arithmetic on the rows of hybrid recall's vector files: each row is a vector's
+``dimension`` int8 codes then one int8 exponent ``e`` (the vector is the codes times
+``2**e``, see :func:`quantize`). Widening to float32 a few hundred rows at a time, dot
+products and norms one row at a time (each the same float whatever the rows around it),
+exact column sums, and the checksum of a mapped part; a pass over a large memory-mapped
+part gives its pages back as it goes (:class:`PageRelease`), so that reading a vector
+file costs a window of it in resident memory, not its size.
+
+A power-of-two scale keeps every derived number exact where it was exact: a code
+widens to float32 exactly, and scaling a product, a norm or a sum by ``2**e`` changes
+none of its roundings, so a dot product taken on the codes and scaled is the same float
+as one taken on the decoded vector; and with ``e`` at least :data:`EXP_MIN` every value
+is a whole number of ``2**-24``, which float64 sums exactly.
 
 NumPy is passed in (``np``) by the callers, which import it only when an embedder is
 used.
@@ -18,27 +25,38 @@ from typing import Any
 
 __all__ = [
     "CHECK_BYTES",
+    "EXP_MAX",
+    "EXP_MIN",
     "RELEASE_BYTES",
     "PageRelease",
     "chunks",
+    "code_chunks",
     "column_sum",
     "dot_rows",
+    "from_float16",
     "part_crc",
+    "quantize",
+    "row_scales",
     "square_norms",
     "widen",
     "widen_dot",
     "widen_rows",
 ]
 
-# Rows of float16 widened to float32 at a time (a few hundred KB: stays in cache).
+# Rows widened to float32 at a time (a few hundred KB: stays in cache).
 _WIDEN_ROWS = 512
-# The sign bit and the 28 bits a float16's exponent and mantissa fill once shifted.
-_SIGN_AND_MAGNITUDE = -0x70000001  # 0x8FFFFFFF as an int32
+# The range of a row's exponent: a unit vector's largest code is reached with an
+# exponent between -6 (one coordinate) and about -16 (a million dimensions); the bounds
+# keep every value a whole number of 2**-24 below 2**15 (see the module's text).
+EXP_MIN = -24
+EXP_MAX = 8
+# The largest code (the codes are symmetric: -128 is never written).
+_CODE_MAX = 127
 # Bytes of a block's body checked at a time (the pages of a mapped file are released
 # after each: see PageRelease).
 CHECK_BYTES = 4 << 20
 # A mapped part smaller than this keeps its pages (see PageRelease): giving them back and
-# mapping them again costs more than they weigh (10k vectors of 384 dimensions: 7.7 MB).
+# mapping them again costs more than they weigh (10k vectors of 384 dimensions: 3.9 MB).
 RELEASE_BYTES = 8 << 20
 _DONTNEED: int | None = getattr(mmap, "MADV_DONTNEED", None)
 
@@ -58,43 +76,69 @@ def part_crc(data: Any, view: memoryview, start: int, end: int) -> int:
     return crc
 
 
-def widen_rows(np: Any, bits: Any, wide: Any, scaled: bool = True) -> Any:
-    """The float16 rows ``bits`` (viewed as int16) as float32, in ``wide`` (an int32
-    work array at least as large); returns the float32 view.
+def quantize(np: Any, vectors: Any) -> Any:
+    """The rows of the float ``vectors`` (n, d) as stored: an (n, d + 1) int8 array, the
+    codes ``rint(v / 2**e)`` then ``e``, the smallest exponent (within
+    :data:`EXP_MIN`..:data:`EXP_MAX`) that keeps the row's largest magnitude within
+    127 codes. The step is at most 1/64 of that magnitude: a unit vector's cosines move
+    by about 1e-3, which changed no LoCoMo ranking (see the benchmarks)."""
+    values = np.asarray(vectors, dtype=np.float64)
+    n, d = values.shape
+    peak = np.abs(values).max(axis=1) if d else np.zeros(n)
+    mantissa, exponent = np.frexp(peak / _CODE_MAX)
+    exponent -= mantissa == 0.5  # an exact power of two: one step lower still fits
+    exponent[peak == 0] = EXP_MIN
+    np.clip(exponent, EXP_MIN, EXP_MAX, out=exponent)
+    codes = np.rint(np.ldexp(values, -exponent[:, None]))
+    np.clip(codes, -_CODE_MAX, _CODE_MAX, out=codes)
+    out = np.empty((n, d + 1), dtype=np.int8)
+    out[:, :d] = codes
+    out[:, d] = exponent
+    return out
 
-    Done on the bits, exact for every finite float16 (subnormals included): NumPy's own
-    float16 cast converts one value at a time, several times slower. Four passes: the
-    sign-extending copy to 32 bits puts the sign in bit 31 (and in the three bits below
-    it, which the mask clears), the shift moves exponent and mantissa to their float32
-    places, and the product by 2**112 moves the exponent bias from 15 to 127 (a
-    subnormal float16 becomes a normal float32; a power of two scales exactly, whatever
-    the sign). Without ``scaled``, that last pass is left out: each value is then
-    exactly ``2**-112`` times the float16 (see :func:`widen_dot`, which scales the
-    other side of its products instead)."""
-    k = bits.shape[0]
-    w = wide[:k]
-    np.copyto(w, bits, casting="safe")
-    np.left_shift(w, 13, out=w)
-    np.bitwise_and(w, _SIGN_AND_MAGNITUDE, out=w)
-    f = w.view(np.float32)
+
+def from_float16(np: Any, halves: Any) -> Any:
+    """Float16 rows (an (n, d) array, the vector files of earlier versions) as stored
+    rows (see :func:`quantize`)."""
+    return quantize(np, np.asarray(halves, dtype=np.float32))
+
+
+def row_scales(np: Any, rows: Any) -> Any:
+    """``2**e`` of each stored row (float32, exact)."""
+    return np.ldexp(np.ones(rows.shape[0], dtype=np.float32), rows[:, -1].astype(np.int32))
+
+
+def widen_rows(np: Any, rows: Any, out: Any, scaled: bool = True) -> Any:
+    """The stored ``rows`` (k, d + 1) as float32 in ``out`` (at least k rows of d);
+    returns the filled view. Without ``scaled``, the codes alone (whole numbers, exact):
+    row ``i`` is then the vector divided by :func:`row_scales` ``[i]``."""
+    k = rows.shape[0]
+    f = out[:k]
+    np.copyto(f, rows[:, :-1], casting="safe")
     if scaled:
-        f *= np.float32(2.0**112)
+        f *= row_scales(np, rows)[:, None]
     return f
 
 
-def chunks(np: Any, matrix: Any, rows: Any = None, scaled: bool = True) -> Any:
-    """Yield ``(start, float32 rows)`` over the float16 ``matrix`` (only ``rows``, an
-    ascending index array, when given), a few hundred rows widened at a time: a float32
-    copy of the whole matrix is twice its size. The yielded array is reused. When the
-    matrix lies in a mapped file, the pages read are released as the pass goes (see
-    :class:`PageRelease`). Without ``scaled``, the rows are ``2**-112`` times the vectors
-    (see :func:`widen_rows`)."""
+def code_chunks(np: Any, matrix: Any, rows: Any = None) -> Any:
+    """Yield ``(start, codes, scales)`` over the stored ``matrix`` (only ``rows``, an
+    ascending index array, when given), a few hundred rows at a time: the codes as
+    float32 (reused between steps) and each row's ``2**e``. A float32 copy of the whole
+    matrix is four times its size. When the matrix lies in a mapped file, the pages
+    read are released as the pass goes (see :class:`PageRelease`)."""
     count = matrix.shape[0] if rows is None else len(rows)
-    wide = np.empty((min(count, _WIDEN_ROWS), matrix.shape[1]), dtype=np.int32)
-    bits = matrix.view(np.int16)
+    wide = np.empty((min(count, _WIDEN_ROWS), matrix.shape[1] - 1), dtype=np.float32)
     for at, stop in _spans(np, matrix, rows):
-        part = bits[at:stop] if rows is None else bits[rows[at:stop]]
-        yield at, widen_rows(np, part, wide, scaled)
+        part = matrix[at:stop] if rows is None else matrix[rows[at:stop]]
+        yield at, widen_rows(np, part, wide, scaled=False), row_scales(np, part)
+
+
+def chunks(np: Any, matrix: Any, rows: Any = None) -> Any:
+    """Yield ``(start, float32 rows)``: the decoded vectors of :func:`code_chunks`
+    (the yielded array is reused)."""
+    for at, codes, scales in code_chunks(np, matrix, rows):
+        codes *= scales[:, None]
+        yield at, codes
 
 
 def _spans(np: Any, matrix: Any, rows: Any = None) -> Any:
@@ -166,18 +210,16 @@ class PageRelease:
 
 
 def widen_dot(np: Any, matrix: Any, weights: Any, out: Any) -> None:
-    """``out[:] = matrix @ weights`` for a float16 ``matrix`` (n, d) and float32
-    ``weights`` (d, k), in float32 (see :func:`chunks`): the same floats as
-    :func:`dot_rows` of the widened matrix. The rows are widened without their last
-    pass and the weights multiplied by ``2**112`` instead: each product of a value and a
-    weight is then the same real number, rounded alike (weights of magnitude up to
-    ``2**15``; larger ones take the widening pass)."""
+    """``out[:] = matrix @ weights`` for stored rows ``matrix`` (n, d + 1) and float32
+    ``weights`` (d, k), in float32: the products are taken on the codes and scaled by
+    each row's ``2**e`` (exactly the floats :func:`dot_rows` gives on the decoded rows,
+    see the module's text, while no product leaves float32's normal range: weights of
+    a unit query never come near it)."""
     rows = np.ascontiguousarray(weights.T)
-    scaled = not rows.size or float(np.abs(rows).max()) < 2.0**15
-    if scaled:
-        rows = rows * np.float32(2.0**112)
-    for at, part in chunks(np, matrix, scaled=not scaled):
-        dot_rows(np, part, rows, out[at : at + part.shape[0]])
+    for at, codes, scales in code_chunks(np, matrix):
+        part = out[at : at + codes.shape[0]]
+        dot_rows(np, codes, rows, part)
+        part *= scales[:, None]
 
 
 def dot_rows(np: Any, rows: Any, weights: Any, out: Any) -> None:
@@ -206,21 +248,20 @@ def square_norms(np: Any, rows: Any, out: Any) -> None:
 
 
 def column_sum(np: Any, matrix: Any) -> Any:
-    """The sum of the rows of the float16 ``matrix`` (float64, exact)."""
-    total = np.zeros(matrix.shape[1], dtype=np.float64)
+    """The sum of the decoded rows of the stored ``matrix`` (float64, exact)."""
+    total = np.zeros(matrix.shape[1] - 1, dtype=np.float64)
     for _, part in chunks(np, matrix):
         total += part.sum(axis=0, dtype=np.float64)
     return total
 
 
 def widen(np: Any, matrix: Any, out: Any = None) -> Any:
-    """The float16 ``matrix`` as float32 (exact): in ``out`` when given (a float32
-    array of its shape, filled in place a few hundred rows at a time, without a work
-    array), else in a new array. Returns the float32 array. The pages of a mapped
-    ``matrix`` are released as the pass reads on (see :class:`PageRelease`)."""
+    """The stored ``matrix`` decoded to float32 (exact): in ``out`` when given (a
+    float32 array of n rows of d, filled in place a few hundred rows at a time), else in
+    a new array. Returns the float32 array. The pages of a mapped ``matrix`` are
+    released as the pass reads on (see :class:`PageRelease`)."""
     if out is None:
-        out = np.empty(matrix.shape, dtype=np.float32)
-    bits = matrix.view(np.int16)
+        out = np.empty((matrix.shape[0], matrix.shape[1] - 1), dtype=np.float32)
     for at, stop in _spans(np, matrix):
-        widen_rows(np, bits[at:stop], out[at:stop].view(np.int32))
+        widen_rows(np, matrix[at:stop], out[at:stop])
     return out

@@ -1,5 +1,6 @@
 """The arithmetic of hybrid recall over a :class:`~fsmemory.memory._vectors.VectorStore`:
-products of the stored float16 vectors with float32 weights, the exact mean of the live
+products of the stored vectors (int8 codes and a power-of-two scale per row, see
+:mod:`fsmemory.memory._vecmath`) with float32 weights, the exact mean of the live
 entries' vectors, centred cosines, the fusion with the lexical scores and context, and
 the best rows of a fused score. The store holds the vectors; this holds what is derived
 from them for ranking (kept between recalls, built again when the live rows change).
@@ -14,7 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from fsmemory.errors import require
 from fsmemory.memory._rank import top_accepted
-from fsmemory.memory._vecmath import chunks, dot_rows, square_norms, widen, widen_dot
+from fsmemory.memory._vecmath import (
+    chunks,
+    code_chunks,
+    dot_rows,
+    square_norms,
+    widen,
+    widen_dot,
+)
 from fsmemory.memory._vecrank import (
     CONTEXT_GAP,
     CONTEXT_SPAN,
@@ -54,7 +62,7 @@ class VectorScoring:
     _piece_sums: dict[int, Any]
 
     def _parts(self) -> list[tuple[int, Any]]:
-        """The vectors as (first vector row, float16 array) pieces, in row order."""
+        """The vectors as (first vector row, stored rows) pieces, in row order."""
         raise NotImplementedError
 
     def _default_cache_bytes(self) -> int:
@@ -105,7 +113,7 @@ class VectorScoring:
         """``vectors @ weights`` (float32, one row per vector row) for float32
         ``weights`` of shape (dimension, k). With ``norms``, the squared norm of each
         vector row not measured yet is taken in the same pass (:attr:`_sq_norms`: a
-        float16 vector is of unit length only to about 1e-4). The first product widens
+        stored vector is of unit length only to about 1e-2). The first product widens
         a few hundred rows at a time; the widened copy (see :meth:`_widened`) is made by
         the second, so that a process that recalls once never pays for it."""
         np = _numpy()
@@ -133,10 +141,12 @@ class VectorScoring:
             if end <= known:
                 widen_dot(np, array, weights, out[start:end])
                 continue
-            for at, part in chunks(np, array):
-                k = part.shape[0]
-                dot_rows(np, part, rows, out[start + at : start + at + k])
-                square_norms(np, part, sq[start + at : start + at + k])
+            for at, codes, scales in code_chunks(np, array):
+                lo, hi = start + at, start + at + codes.shape[0]
+                dot_rows(np, codes, rows, out[lo:hi])
+                out[lo:hi] *= scales[:, None]
+                square_norms(np, codes, sq[lo:hi])
+                sq[lo:hi] *= scales * scales
         if known < n:
             self._sq_norms = sq
         return out
@@ -171,7 +181,7 @@ class VectorScoring:
 
     def _row_sum(self, rows: Any) -> Any:
         """The sum of the vector rows ``rows`` in units of ``1 / _FIXED_ONE`` (int64),
-        exact: a float16 value is a whole number of 2**-24, so a float64 sum of fewer
+        exact: a stored value is a whole number of 2**-24, so a float64 sum of fewer
         than 2**29 of them (unit vectors) loses nothing, and so does the scaling: the
         same sum in any order and after any additions and subtractions."""
         np = _numpy()

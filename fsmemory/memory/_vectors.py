@@ -4,10 +4,11 @@ An embedder is any callable ``fn(texts: Sequence[str]) -> Sequence[Sequence[floa
 that embeds a batch at once (OpenAI embeddings, fastembed, sentence-transformers...).
 Its identity is its ``name`` attribute (else its qualified name) and its dimension (its
 ``dimension`` attribute, else the length of the first vector it returns). Vectors of one
-identity live in one binary file, ``<root>/vectors/<name>-<dimension>.f16v``
+identity live in one binary file, ``<root>/vectors/<name>-<dimension>.i8v``
 (:mod:`fsmemory.memory._vecfile` has the layout): a header naming the format version,
 the embedder and the dimension, then appended blocks of rows, each row an entry id, the
-hash of the text it was made from and the vector as float16, each block with CRC32
+hash of the text it was made from and the vector as int8 codes with a power-of-two
+scale (a quarter of float32, without changing a LoCoMo ranking), each block with CRC32
 checksums. A vector serves an entry only when both its id and the hash of its text
 match (a log line a person fixed is embedded again). On a local folder the file is
 memory-mapped (a pass over it gives the pages it has read back as it goes: a few MB of
@@ -20,14 +21,15 @@ appended meanwhile). Two models never share a file;
 a file may be deleted at any time: entries without a vector are embedded again, in
 batches of ``embed_batch_size`` texts, by the next ``recall()``. The JSONL file older
 versions wrote (``<name>-<dimension>.jsonl``) is converted once, when the binary file is
-created. The vectors are never needed to read the memory, never appear in MEMORY.md or
+created; so is the float16 file of the first binary format (``<name>-<dimension>.f16v``,
+left in place). The vectors are never needed to read the memory, never appear in MEMORY.md or
 the logs, and are left out of a snapshot's files: they travel beside them as verified
 derived parts, a save's delta carrying the blocks appended since the last sync (see
 :mod:`fsmemory.memory._vectravel`).
 
-Vectors are kept as float16 in memory too (a vector just embedded is rounded as the file
-rounds it), so a memory ranks exactly the same from its file, without it, or after a
-restore; products widen a few hundred rows to float32 at a time.
+Vectors are kept as stored rows in memory too (a vector just embedded is rounded as the
+file rounds it), so a memory ranks exactly the same from its file, without it, or after
+a restore; products widen a few hundred rows to float32 at a time.
 
 Ranking (:meth:`VectorStore.fused_scores`) is taken over the live entries only (not
 forgotten, hidden or expired): the mean vector and the standardisation see nothing else
@@ -68,6 +70,7 @@ from fsmemory.memory._settings import (  # (defined there, still exported here)
     DEFAULT_VECTOR_CACHE_BYTES,
 )
 from fsmemory.memory._vecfile import Rows, VectorFile
+from fsmemory.memory._vecmath import quantize
 from fsmemory.memory._vecrank import (
     CONTEXT_GAP,
     CONTEXT_SPAN,
@@ -91,6 +94,7 @@ __all__ = [
     "DEFAULT_EMBED_BATCH",
     "LEXICAL_WEIGHT",
     "VECTOR_DIR",
+    "VECTOR_SUFFIX",
     "Embedder",
     "EmbedderError",
     "VectorStore",
@@ -106,6 +110,8 @@ logger = get_logger(__name__)
 Embedder = Callable[[Sequence[str]], Sequence[Sequence[float]]]
 
 VECTOR_DIR = "vectors"
+# The vector file's suffix (int8 rows: see fsmemory.memory._vecfile).
+VECTOR_SUFFIX = ".i8v"
 # A block of the file with at least this many rows is used where it lies (mapped or
 # read); smaller ones are copied into one buffer (each piece costs every product a step).
 _VIEW_ROWS = 256
@@ -183,7 +189,7 @@ class VectorStore(VectorScoring):
         context: rank with context (see :meth:`fused_scores`).
         batch_size: how many texts one embedder call is given.
         cache_bytes: the most bytes a float32 copy of the vectors, kept between recalls
-            from the second on, may take (0: none; every recall widens the float16
+            from the second on, may take (0: none; every recall widens the stored
             rows a few hundred at a time); None: :func:`auto_cache_bytes`, found when
             the copy is first wanted (the second recall).
 
@@ -220,11 +226,12 @@ class VectorStore(VectorScoring):
         self._digests: Any = None
         # The vector rows ordered by their text hashes (see _sorted), for a row count.
         self._by_digest: tuple[int, Any, Any] = (-1, None, None)
-        # The vectors (float16), vector row order: pieces used where they lie (views of
-        # the mapped or read file), then rows copied into _tail from _tail_start on.
+        # The vectors (stored rows, see _vecmath.quantize), vector row order: pieces used
+        # where they lie (views of the mapped or read file), then rows copied into _tail
+        # from _tail_start on.
         self._pieces: list[tuple[int, Any]] = []  # (first vector row, array)
         self._piece_sums: dict[int, Any] = {}  # first vector row -> sum the file gave
-        self._tail: Any = None  # (capacity, dimension) float16
+        self._tail: Any = None  # (capacity, dimension + 1) int8
         self._tail_start = 0
         self._file: VectorFile | None = None
         # What the index looked like when its live rows were last all embedded: the
@@ -252,17 +259,27 @@ class VectorStore(VectorScoring):
     @property
     def path(self) -> str:
         """The vector file of this embedder (its dimension must be known)."""
-        return f"{VECTOR_DIR}/{self.name}-{self.dimension}.f16v"
+        return f"{VECTOR_DIR}/{self.name}-{self.dimension}{VECTOR_SUFFIX}"
 
     @property
     def legacy_path(self) -> str:
         """The JSONL vector file older versions wrote (converted once)."""
         return f"{VECTOR_DIR}/{self.name}-{self.dimension}.jsonl"
 
+    @property
+    def float16_path(self) -> str:
+        """The float16 vector file of the first binary format (converted once)."""
+        return f"{VECTOR_DIR}/{self.name}-{self.dimension}.f16v"
+
     def _vector_file(self) -> VectorFile | None:
         if self._file is None and self.dimension is not None:
             self._file = VectorFile(
-                self.root, self.path, self.legacy_path, self.name, self.dimension
+                self.root,
+                self.path,
+                self.legacy_path,
+                self.name,
+                self.dimension,
+                float16_path=self.float16_path,
             )
         return self._file
 
@@ -323,12 +340,14 @@ class VectorStore(VectorScoring):
         """Keep the vectors of ``ids``, made from ``texts``, and append them to the file
         (one block, one append). Each row names its entry and the hash of the text
         (:func:`text_hash`): a vector serves an entry only while its text is the same.
-        Vectors are rounded to float16 first, in memory as in the file."""
+        Vectors are rounded to stored rows first (see
+        :func:`~fsmemory.memory._vecmath.quantize`), in memory as in the file."""
         if not ids:
             return
         hashes = [text_hash(t) for t in texts]
-        half = vectors.astype("float16")
-        self._add(ids, _numpy().frombuffer(bytes.fromhex("".join(hashes)), _DIGEST), half)
+        np = _numpy()
+        half = quantize(np, vectors)
+        self._add(ids, np.frombuffer(bytes.fromhex("".join(hashes)), _DIGEST), half)
         file = self._vector_file()
         if file is None:
             return
@@ -347,7 +366,7 @@ class VectorStore(VectorScoring):
         np = _numpy()
         small = sum(len(rows.ids) for rows in found if len(rows.ids) < _VIEW_ROWS)
         if small and self.dimension:
-            self._room(small, self.dimension)
+            self._room(small, self.dimension + 1)
         waiting: list[tuple[list[str], Any, Any]] = []
         for rows in found:
             digests = np.frombuffer(rows.digests, _DIGEST)
@@ -474,7 +493,7 @@ class VectorStore(VectorScoring):
         self._tail_start = len(self._ids)
 
     def _add(self, ids: Sequence[str], digests: Any, vectors: Any) -> None:
-        """Copy in the vectors (float16) not held yet, one row per (id, text hash): the
+        """Copy in the vectors (stored rows) not held yet, one row per (id, text hash): the
         first vector of a pair wins (two writers that embedded the same entry at once
         append it twice; a second row of an entry would stand next to it in ranking's
         written order). An entry whose text was changed by hand gets a row of its own.
@@ -503,7 +522,7 @@ class VectorStore(VectorScoring):
         held = len(self._ids) - self._tail_start
         tail = self._tail
         if tail is None or held + rows > tail.shape[0]:
-            grown = _numpy().empty((max(held + rows, 2 * held, 64), width), dtype="float16")
+            grown = _numpy().empty((max(held + rows, 2 * held, 64), width), dtype="int8")
             if tail is not None:
                 grown[:held] = tail[:held]
             self._tail = tail = grown
@@ -513,14 +532,14 @@ class VectorStore(VectorScoring):
         """Every row held (for writing the file again)."""
         np = _numpy()
         parts = [array for _, array in self._parts()]
-        width = self.dimension or 0
-        vectors = np.concatenate(parts) if parts else np.zeros((0, width), dtype="float16")
+        width = (self.dimension or 0) + 1
+        vectors = np.concatenate(parts) if parts else np.zeros((0, width), dtype="int8")
         n = len(self._ids)
         digests = b"" if not n else self._digests[:n].tobytes()
         return Rows(list(self._ids), digests, vectors)
 
     def _parts(self) -> list[tuple[int, Any]]:
-        """The vectors as ``(first vector row, float16 array)`` pieces, in order."""
+        """The vectors as ``(first vector row, stored rows)`` pieces, in order."""
         held = len(self._ids) - self._tail_start
         if not held:
             return self._pieces

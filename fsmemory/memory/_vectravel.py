@@ -1,5 +1,5 @@
 """Vectors that travel with a snapshot: the parts of the vector files
-(``vectors/<name>-<dimension>.f16v``, see :mod:`fsmemory.memory._vecfile`) that deltas
+(``vectors/<name>-<dimension>.i8v``, see :mod:`fsmemory.memory._vecfile`) that deltas
 and bases carry, and how a restore folds and installs them.
 
 A **part** is the bytes of a small vector file: a header naming the embedder and the
@@ -40,9 +40,10 @@ from fsmemory.memory._vecfile import (
     encode_block,
     encode_header,
     read_header,
+    row_bytes,
     scan_blocks,
 )
-from fsmemory.memory._vectors import VECTOR_DIR, text_hash
+from fsmemory.memory._vectors import VECTOR_DIR, VECTOR_SUFFIX, text_hash
 from fsmemory.memory.layout import log_date
 from fsmemory.snapshot.archive import RawMember, unpack_derived
 
@@ -53,7 +54,6 @@ __all__ = ["VectorFold", "VectorSync", "is_vector_file", "live_keys", "vector_pa
 
 logger = get_logger(__name__)
 
-_SUFFIX = ".f16v"
 _ZERO_GENERATION = bytes(16)
 #: a block of this many rows or more, kept whole, is written again as it is (a smaller
 #: one is merged with its neighbours: a restored file stays a few blocks)
@@ -63,8 +63,8 @@ Key = tuple[str, str]
 
 
 def is_vector_file(path: str) -> bool:
-    """True for a binary vector file's path (``vectors/<name>.f16v``, safe, not nested)."""
-    if not (path.startswith(VECTOR_DIR + "/") and path.endswith(_SUFFIX)):
+    """True for a binary vector file's path (``vectors/<name>.i8v``, safe, not nested)."""
+    if not (path.startswith(VECTOR_DIR + "/") and path.endswith(VECTOR_SUFFIX)):
         return False
     if path.count("/") != 1:
         return False
@@ -79,7 +79,7 @@ def is_vector_file(path: str) -> bool:
 class _Run:
     """Rows held from one verified block, in its order: the whole block as it is
     (``block``, its vectors from ``vectors_at``) when every row of it was kept, else
-    the kept rows' vectors (``vectors``: their float16 bytes, row after row)."""
+    the kept rows' vectors (``vectors``: their stored bytes, row after row)."""
 
     ids: list[str]
     hashes: list[str]
@@ -88,9 +88,9 @@ class _Run:
     vectors: bytes | None = None
 
     def raw(self, dimension: int, rows: Sequence[int]) -> bytes:
-        """The float16 bytes (little-endian, row after row) of the run's ``rows``
-        (ascending indexes into :attr:`ids`)."""
-        width = 2 * dimension
+        """The stored bytes (row after row) of the run's ``rows`` (ascending indexes
+        into :attr:`ids`)."""
+        width = row_bytes(dimension)
         if self.vectors is not None:
             data: bytes | memoryview = self.vectors
             at = 0
@@ -141,7 +141,10 @@ class VectorFold:
         if data is None or not is_vector_file(path):
             return -1
         header = read_header(data)
-        if header is None or path != f"{VECTOR_DIR}/{header.name}-{header.dimension}{_SUFFIX}":
+        if (
+            header is None
+            or path != f"{VECTOR_DIR}/{header.name}-{header.dimension}{VECTOR_SUFFIX}"
+        ):
             logger.info("a vector part for %s is foreign or damaged: skipped", path)
             return -1
         held = self.files.get(path)
@@ -162,7 +165,8 @@ class VectorFold:
                 whole = view[begins : block.end]
                 held.runs.append(_Run(block.ids, hashes, whole, block.vectors_at - begins))
                 continue
-            vectors = _rows_of(view, block.vectors_at, 2 * held.dimension, keep, len(block.ids))
+            width = row_bytes(held.dimension)
+            vectors = _rows_of(view, block.vectors_at, width, keep, len(block.ids))
             ids = [block.ids[n] for n in keep]
             held.runs.append(_Run(ids, [hashes[n] for n in keep], vectors=vectors))
         return scan.end

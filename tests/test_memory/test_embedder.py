@@ -79,8 +79,8 @@ def test_vectors_live_beside_the_logs_and_are_reused(
     assert [len(b) for b in first.batches] == [1, 1, 1, 1]
     stored = files(km)
     vector_files = [p for p in stored if p.startswith("vectors/")]
-    assert vector_files == ["vectors/words-128.f16v"]
-    assert vector_rows(stored["vectors/words-128.f16v"]) == [*ids, pid]
+    assert vector_files == ["vectors/words-128.i8v"]
+    assert vector_rows(stored["vectors/words-128.i8v"]) == [*ids, pid]
     for path, data in stored.items():
         if not path.startswith("vectors/"):
             assert b"FSVB" not in data, path
@@ -119,14 +119,14 @@ def test_missing_vectors_are_embedded_in_batches_and_a_new_embedder_never_mixes(
     km2.recall("pears again")
     assert sorted(len(b) for b in other.batches) == [1, 1, 6, 64]
     names = sorted(p.name for p in (tmp_path / "m" / "vectors").iterdir())
-    assert names == ["other-8.f16v", "words-128.f16v"]
-    assert len(vector_rows((tmp_path / "m" / "vectors" / "words-128.f16v").read_bytes())) == 70
+    assert names == ["other-8.i8v", "words-128.i8v"]
+    assert len(vector_rows((tmp_path / "m" / "vectors" / "words-128.i8v").read_bytes())) == 70
 
 
 def test_vectors_are_never_needed_and_rebuilt_when_deleted(tmp_path: Path) -> None:
     km = KnowledgeMemory(tmp_path / "m", embedder=WordEmbedder())
     kept = km.remember("plums are ripe")
-    vectors = tmp_path / "m" / "vectors" / "words-128.f16v"
+    vectors = tmp_path / "m" / "vectors" / "words-128.i8v"
     vectors.write_bytes(b"not json\n" + vectors.read_bytes()[:10])
     assert KnowledgeMemory(tmp_path / "m").recall("plums")[0].id == kept
     rebuilt = WordEmbedder()
@@ -171,14 +171,14 @@ def test_snapshots_carry_vectors_beside_the_files(tmp_path: Path) -> None:
     backend = FsspecBackend(str(tmp_path / "snap" / "memory.snapshot"))
     km = KnowledgeMemory(tmp_path / "a", backend=backend, embedder=WordEmbedder())
     entry = km.remember("figs in autumn")
-    assert (tmp_path / "a" / "vectors" / "words-128.f16v").exists()
+    assert (tmp_path / "a" / "vectors" / "words-128.i8v").exists()
     # never among the snapshot's files: derived parts beside them
     assert not [p for p in fold_state(backend.load_state()) if p.startswith("vectors")]
     restored = KnowledgeMemory(
         tmp_path / "b", backend=FsspecBackend(str(tmp_path / "snap" / "memory.snapshot"))
     )
     assert restored.recall("figs")[0].id == entry
-    installed = (tmp_path / "b" / "vectors" / "words-128.f16v").read_bytes()
+    installed = (tmp_path / "b" / "vectors" / "words-128.i8v").read_bytes()
     assert vector_rows(installed) == [entry]
 
 
@@ -210,7 +210,7 @@ def test_two_writers_share_vectors_and_a_torn_block_is_skipped(tmp_path: Path) -
     assert e2.batches == [["beta blueberry bush"], ["apricot orchard"]]
     # A crash mid-append leaves a torn last block: it is skipped, the next append is
     # whole.
-    path = tmp_path / "m" / "vectors" / "words-128.f16v"
+    path = tmp_path / "m" / "vectors" / "words-128.i8v"
     torn = _vecfile.encode_block(["torn"], ["0" * 16], np.zeros((1, 128), np.float16))
     with path.open("ab") as f:
         f.write(torn[:-7])

@@ -330,7 +330,7 @@ def test_an_entry_embedded_twice_by_two_writers_keeps_one_vector(tmp_path: Path)
         plain.remember(f"note {i} about tea in {FILLERS[i]}")
     first = KnowledgeMemory(folder, clock=clock, embedder=WordEmbedder("twice"))
     first.recall("tea")  # embeds the six and appends their vectors
-    vectors = folder / "vectors" / "twice-128.f16v"
+    vectors = folder / "vectors" / "twice-128.i8v"
     once = vectors.read_bytes()
     header = _vecfile.read_header(once)
     assert header is not None

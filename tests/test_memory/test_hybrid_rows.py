@@ -16,6 +16,7 @@ from fsmemory import KnowledgeMemory
 from fsmemory.memory import _index_cache
 from fsmemory.memory._index import _Strings
 from fsmemory.memory._rank import BM25Index
+from fsmemory.memory._vecmath import quantize
 
 from .conftest import FakeClock
 from .test_embedder import WordEmbedder, fresh_vocabulary  # noqa: F401 (autouse)
@@ -190,8 +191,8 @@ def test_centred_cosines_rank_like_the_centred_vectors() -> None:
     # A shared direction in every vector, as sentence embeddings have.
     raw = rng.normal(size=(40, 6)).astype(np.float32) + np.array([4, 0, 0, 0, 0, 0], np.float32)
     vectors = raw / np.linalg.norm(raw, axis=1, keepdims=True)
-    store._add([f"e{i}" for i in range(40)], np.zeros(40, dtype="=u8"), vectors)
-    # Vectors are kept as float16: the definition is over what is kept.
+    store._add([f"e{i}" for i in range(40)], np.zeros(40, dtype="=u8"), quantize(np, vectors))
+    # Vectors are kept as stored rows: the definition is over what is kept.
     vectors = store._stacked().astype(np.float64)
     query = vectors[7] + 0.1 * vectors[3]
     query /= np.linalg.norm(query)
@@ -202,7 +203,7 @@ def test_centred_cosines_rank_like_the_centred_vectors() -> None:
     assert np.allclose(got, expected, atol=1e-5)
     assert int(np.argmax(got)) == 7
     # A row added later joins the mean of every stored vector (no live rows given).
-    store._add(["late"], np.zeros(1, dtype="=u8"), vectors[:1])
+    store._add(["late"], np.zeros(1, dtype="=u8"), quantize(np, vectors[:1]))
     both = np.vstack([vectors, vectors[:1]])
     mu = both.mean(axis=0) * (41 / (41 + 4))
     centred = both - mu

@@ -23,6 +23,7 @@ from fsmemory.memory._vecfile import (
     read_header,
     scan_blocks,
 )
+from fsmemory.memory._vecmath import quantize
 from fsmemory.memory._vectravel import Dead, VectorFold
 from fsmemory.snapshot import FsspecBackend
 
@@ -76,7 +77,7 @@ RESTORED = textwrap.dedent(
 _space: dict[str, Any] = {}
 exec(EMBEDDER, _space)
 Embedder: Any = _space["Embedder"]
-PATH = "vectors/tiny-8.f16v"
+PATH = "vectors/tiny-8.i8v"
 
 
 def _snapshot(tmp_path: Path, entries: int = 300, deltas: int = 3) -> str:
@@ -185,7 +186,7 @@ def test_rows_taken_apart_are_encoded_as_from_an_array(tmp_path: Path) -> None:
     # block it encodes is the one encode_block makes of the same rows as an array
     np = pytest.importorskip("numpy")
     rng = np.random.default_rng(7)
-    vectors = rng.standard_normal((300, 8)).astype("<f2")
+    vectors = quantize(np, rng.standard_normal((300, 8)))
     ids = [f"id-{n}" for n in range(300)]
     hashes = [f"{n:016x}" for n in range(300)]
     part = encode_header("tiny", 8) + encode_block(ids, hashes, vectors)

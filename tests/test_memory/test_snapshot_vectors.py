@@ -84,7 +84,7 @@ def _write(folder: Path, url: str, n: int, *, compact_after: int = 1000) -> Know
 
 def _vector_rows(folder: Path) -> list[tuple[str, str]]:
     """The (id, hash) of every verified row of the folder's vector file."""
-    data = (folder / "vectors" / f"fake-{DIM}.f16v").read_bytes()
+    data = (folder / "vectors" / f"fake-{DIM}.i8v").read_bytes()
     assert read_header(data) is not None
     scan = scan_blocks(data, HEADER_SIZE, len(data), DIM)
     assert scan.skipped == 0
@@ -125,7 +125,8 @@ def test_a_save_of_one_entry_adds_only_its_vector(tmp_path: Path) -> None:
         km.remember("one new entry about the garden")
         sizes.append(km._replica.bytes_uploaded - before)
     without, with_vectors = sizes
-    assert with_vectors > without + DIM * 2  # the vector travels
+    assert with_vectors > without + DIM + 1  # the vector travels (a stored row)
+    # the target: at most the float16 vector's bytes and 1 KiB more
     assert with_vectors <= without + DIM * 2 + 1024, (without, with_vectors)
 
 
@@ -149,8 +150,8 @@ def test_a_fold_drops_vectors_of_forgotten_and_expired_entries(tmp_path: Path) -
     assert state.base is not None
     _, derived = unpack_archive_parts(state.base)
     fold = VectorFold()
-    fold.add(f"vectors/fake-{DIM}.f16v", unpack_derived(derived[f"vectors/fake-{DIM}.f16v"]))
-    ids = {i for i, _ in fold.keys(f"vectors/fake-{DIM}.f16v")}
+    fold.add(f"vectors/fake-{DIM}.i8v", unpack_derived(derived[f"vectors/fake-{DIM}.i8v"]))
+    ids = {i for i, _ in fold.keys(f"vectors/fake-{DIM}.i8v")}
     live = {e.id for e in folder.entries()}
     assert ids == live
     assert not ids & set(gone)
@@ -160,7 +161,7 @@ def _flip_in_blocks(url: str) -> None:
     backend = FsspecBackend(url)
     state = backend.load_state()
     assert state.base is not None
-    path = f"vectors/fake-{DIM}.f16v"
+    path = f"vectors/fake-{DIM}.i8v"
     files, stored = unpack_archive_parts(state.base)
     derived = {k: unpack_derived(v) or b"" for k, v in stored.items()}
     part = bytearray(derived[path])
@@ -294,7 +295,7 @@ def test_damaged_or_foreign_delta_parts_are_skipped_and_the_others_kept(
     url = _url("memory", tmp_path)
     _write(tmp_path / "w", url, 4)
     deltas = FsspecBackend(url).load_state().deltas
-    path = f"vectors/fake-{DIM}.f16v"
+    path = f"vectors/fake-{DIM}.i8v"
     parts = [unpack_derived(orjson.loads(data)["derived"][path]) or b"" for _, data in deltas]
     assert len(parts) == 4
     flipped = bytearray(parts[0])
@@ -307,7 +308,7 @@ def test_damaged_or_foreign_delta_parts_are_skipped_and_the_others_kept(
     mangled = [
         ("d0", delta({path: encode_derived(bytes(flipped))})),
         ("d1", delta({path: {"encoding": "zlib-base64", "content": "!!not base64"}})),
-        ("d2", delta({"vectors/other-384.f16v": encode_derived(foreign)})),
+        ("d2", delta({"vectors/other-384.i8v": encode_derived(foreign)})),
         ("d3", deltas[3][1]),
     ]
     fold = VectorFold()
@@ -320,8 +321,8 @@ def test_damaged_or_foreign_delta_parts_are_skipped_and_the_others_kept(
 
 def _keys(part: bytes) -> set[tuple[str, str]]:
     fold = VectorFold()
-    fold.add(f"vectors/fake-{DIM}.f16v", part)
-    return fold.keys(f"vectors/fake-{DIM}.f16v")
+    fold.add(f"vectors/fake-{DIM}.i8v", part)
+    return fold.keys(f"vectors/fake-{DIM}.i8v")
 
 
 @pytest.mark.parametrize("warm", [True, False])
@@ -336,7 +337,7 @@ def test_a_delta_carries_only_the_vectors_the_snapshot_lacks(tmp_path: Path, war
     km.recall("python")  # reads (or embeds nothing into) the vector file
     new = km.remember("one more about music")
     _, data = FsspecBackend(url).load_state().deltas[-1]
-    path = f"vectors/fake-{DIM}.f16v"
+    path = f"vectors/fake-{DIM}.i8v"
     part = unpack_derived(orjson.loads(data)["derived"][path])
     assert {i for i, _ in _keys(part or b"")} == {new}
 

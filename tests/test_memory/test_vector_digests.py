@@ -147,7 +147,7 @@ def test_vectors_in_another_order_than_the_index_map_to_their_entries(
         [held.hashes[i] for i in order],
         held.vectors[order],
     )
-    (tmp_path / "vectors" / "dig-128.f16v").write_bytes(data)
+    (tmp_path / "vectors" / "dig-128.i8v").write_bytes(data)
     embedder = WordEmbedder("dig")
     fresh = KnowledgeMemory(tmp_path, embedder=embedder, index_cache=False)
     assert _ranked(fresh, [*QUERIES, "same words here"]) == expected
@@ -207,7 +207,7 @@ def test_ids_are_compared_even_where_the_hashes_line_up(
     data = _vecfile.encode_header("dig", 128) + _vecfile.encode_block(
         swapped, held.digests, held.vectors
     )
-    (tmp_path / "vectors" / "dig-128.f16v").write_bytes(data)
+    (tmp_path / "vectors" / "dig-128.i8v").write_bytes(data)
     embedder = WordEmbedder("dig")
     fresh = KnowledgeMemory(tmp_path, embedder=embedder)
     assert _ranked(fresh, QUERIES) == _ranked(km, QUERIES)

@@ -409,12 +409,6 @@ def test_a_damaged_version_1_file_costs_embeddings_never_an_answer(
     assert again.batches == [[q] for q in QUERIES]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="VectorFile.create() appends the converted float16 rows again when another "
-    "writer created the file first: every process whose first vector write is an append "
-    "copies the whole version-1 file into the new one once more",
-)
 def test_processes_that_remember_first_convert_the_version_1_file_no_more(
     tmp_path: Path,
 ) -> None:
@@ -429,11 +423,6 @@ def test_processes_that_remember_first_convert_the_version_1_file_no_more(
     assert got_ids == ids  # each row once: the version-1 rows were not appended again
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="parse_float16 converts a verified version-1 row holding a NaN or an inf "
-    "(quantize then stores codes that are not the vector) where parse_jsonl drops it",
-)
 def test_a_version_1_row_of_nan_or_inf_is_embedded_again(tmp_path: Path) -> None:
     folder = tmp_path / "m"
     plain = KnowledgeMemory(folder)

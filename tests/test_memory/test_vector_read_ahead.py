@@ -27,7 +27,7 @@ from .test_vectors_file import TEXTS, _embedded
 pytest.importorskip("numpy")
 pytestmark = pytest.mark.s3
 
-VECTORS = "vectors/file-128.f16v"
+VECTORS = "vectors/file-128.i8v"
 #: added before every obstore call: long beside a thread's start-up, so requests sent
 #: together overlap and requests sent one after another do not
 LATENCY = 0.2

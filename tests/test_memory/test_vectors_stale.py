@@ -149,7 +149,7 @@ def test_deleting_the_vector_file_changes_no_ranking(seed: int, tmp_path: Path) 
     _write(km, clock, corpus)
     queries = QUERIES + ONE_WORD + NO_WORD_IN_COMMON
     warm = _ranked(km, queries)
-    vectors = folder / "vectors" / "hashed-48.f16v"
+    vectors = folder / "vectors" / "hashed-48.i8v"
     # The file holds the vectors of the forgotten and expired entries too.
     assert len(_file_rows(vectors.read_bytes())) == len(corpus)
     with_file = KnowledgeMemory(folder, clock=clock, embedder=HashEmbedder())
@@ -242,7 +242,7 @@ def test_a_hand_fixed_log_line_is_embedded_again(tmp_path: Path, clock: FakeCloc
     reference = KnowledgeMemory(tmp_path / "ref", clock=ref_clock, embedder=WordEmbedder("fix"))
     expected = _ranked(reference, FIX_QUERIES)
     assert expected[0][0] != FIXED  # nothing is about a car now
-    vectors = folder / "vectors" / "fix-128.f16v"
+    vectors = folder / "vectors" / "fix-128.i8v"
     before = vectors.read_bytes()
     _fix_log_line(folder, OLD, FIXED)
 
@@ -325,7 +325,7 @@ def test_vector_lines_without_a_true_text_hash_are_never_served(
     expected = _ranked(km, queries)
     # The JSONL file of the version before the binary one, with vectors handed to the
     # wrong entries and no hash (or a hash that is none): converted without them.
-    binary = folder / "vectors" / "hashed-48.f16v"
+    binary = folder / "vectors" / "hashed-48.i8v"
     vectors = folder / "vectors" / "hashed-48.jsonl"
     vectors.write_bytes(_legacy_file(km))
     binary.unlink()
@@ -367,7 +367,7 @@ def test_a_foreign_vector_of_the_right_shape_is_normalised_once(
     scaled = np.frombuffer(base64.b64decode(record["v"]), dtype="<f4") * np.float32(3.0)
     record["v"] = base64.b64encode(scaled.astype("<f4").tobytes()).decode()
     vectors.write_bytes(orjson.dumps(record) + b"\n")
-    (folder / "vectors" / "hashed-48.f16v").unlink()
+    (folder / "vectors" / "hashed-48.i8v").unlink()
     foreign = _vectors.VectorStore(km.root, HashEmbedder())
     foreign.load()
     assert np.allclose(foreign._stacked()[0], ours, atol=1e-3)

@@ -109,14 +109,22 @@ def probe(folder: Path, mode: str) -> dict[str, float]:
         query = np.random.default_rng(1).standard_normal(DIMENSION).astype(np.float32)
         t0 = time.perf_counter()
         data = np.fromfile(path, dtype=np.uint8)
-        scores = [
-            data[at : at + 2 * rows * DIMENSION]
-            .view("<f2")
-            .reshape(rows, DIMENSION)
-            .astype(np.float32)
-            @ query
-            for at, rows in blocks
-        ]
+        if path.suffix == ".f16v":
+            scores = [
+                data[at : at + 2 * rows * DIMENSION]
+                .view("<f2")
+                .reshape(rows, DIMENSION)
+                .astype(np.float32)
+                @ query
+                for at, rows in blocks
+            ]
+        else:  # int8 codes and an exponent per row: the codes' product, scaled
+            scores = []
+            for at, rows in blocks:
+                stored = data[at : at + rows * (DIMENSION + 1)].view(np.int8)
+                stored = stored.reshape(rows, DIMENSION + 1)
+                scale = np.ldexp(np.float32(1), stored[:, DIMENSION].astype(np.int32))
+                scores.append((stored[:, :DIMENSION].astype(np.float32) @ query) * scale)
         ms = (time.perf_counter() - t0) * 1000
         assert sum(len(s) for s in scores) == sum(rows for _, rows in blocks)
         return {"ms": ms, "rss_mb": _rss_mb(), "numpy_ms": numpy_ms}
@@ -156,13 +164,22 @@ def probe(folder: Path, mode: str) -> dict[str, float]:
 
 
 def _vector_blocks(folder: Path) -> tuple[Path, list[tuple[int, int]]]:
-    """The binary vector file of ``folder`` and where each block's float16 vectors
-    start, with its row count."""
+    """The binary vector file of ``folder`` (int8 rows, or the float16 rows of
+    format 1 that earlier versions wrote) and where each block's vectors start, with
+    its row count."""
     from fsmemory.memory import _vecfile
 
-    (path,) = (folder / "vectors").glob("*.f16v")
+    (path,) = [*(folder / "vectors").glob("*.i8v"), *(folder / "vectors").glob("*.f16v")]
     data = path.read_bytes()
-    scan = _vecfile.scan_blocks(data, _vecfile.HEADER_SIZE, len(data), DIMENSION)
+    if path.suffix == ".f16v":
+        try:
+            scan = _vecfile.scan_blocks(
+                data, _vecfile.HEADER_SIZE, len(data), DIMENSION, float16=True
+            )
+        except TypeError:  # the code of format 1 reads its own blocks by default
+            scan = _vecfile.scan_blocks(data, _vecfile.HEADER_SIZE, len(data), DIMENSION)
+    else:
+        scan = _vecfile.scan_blocks(data, _vecfile.HEADER_SIZE, len(data), DIMENSION)
     return path, [(block.vectors_at, len(block.ids)) for block in scan.blocks]
 
 
@@ -266,8 +283,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"{DIMENSION} dimensions, fake embedder (query embedding excluded), median of "
         f"{args.runs} fresh processes; peak RSS is the highest of them. Floor: NumPy "
-        "reads the same vector file (np.fromfile) and takes one product of its float16 "
-        "vectors (astype(float32) @ q), in the same run.\n"
+        "reads the vector file the last code version wrote (np.fromfile) and takes one "
+        "product of its vectors (astype(float32) @ q, scaled per row for int8 rows), in "
+        "the same run.\n"
     )
     print(
         "| entries | code | hybrid ms | hybrid CPU ms | x floor | peak RSS MB | "

@@ -24,9 +24,10 @@ One file per embedder identity, ``vectors/<name>-<dimension>.i8v``::
                     its vectors (one float per dimension: exact, every value being a
                     whole number of 2**-24), so that a reader can take the mean
                     without reading every vector twice
-        vectors     rows x (dimension + 1) int8, row-major: a row's codes, then its
-                    exponent e (the vector is the codes times 2**e, see
-                    :func:`~fsmemory.memory._vecmath.quantize`)
+        vectors     rows x (dimension + 5) bytes, row-major: a row's int8 codes, its
+                    int8 exponent e (the vector is the codes times 2**e, see
+                    :func:`~fsmemory.memory._vecmath.quantize`), and the sum of
+                    the codes' squares (u32)
 
 Integers are little-endian. A block is served only when both of its checksums hold:
 a flipped byte anywhere is caught by one of them. Blocks are self-delimiting and start
@@ -61,7 +62,13 @@ from fsmemory._records import NamedTuple
 from fsmemory.errors import ConflictError, KeyNotFoundError, NotAFileError
 from fsmemory.fs.base import StorageRoot
 from fsmemory.fs.local import LocalRoot
-from fsmemory.memory._vecmath import column_sum, from_float16, part_crc, quantize
+from fsmemory.memory._vecmath import (
+    TAIL_BYTES,
+    column_sum,
+    from_float16,
+    part_crc,
+    quantize,
+)
 
 __all__ = [
     "BLOCK_HEAD",
@@ -146,7 +153,7 @@ def read_header(data: Any, *, float16: bool = False) -> Header | None:
 
 def encode_block(ids: Sequence[str], hashes: Sequence[str] | bytes, vectors: Any) -> bytes:
     """One block: the rows' ids and text hashes (16 hex digits each, or the 8 bytes of
-    each hash back to back) and their vectors (stored rows: an (n, dimension + 1) int8
+    each hash back to back) and their vectors (stored rows: an (n, dimension + 5) int8
     array, or its bytes: then NumPy is imported only for a block that carries the sum
     of its vectors, of :data:`SUM_ROWS` rows or more)."""
     joined = hashes.hex() if isinstance(hashes, bytes) else "".join(hashes)
@@ -202,7 +209,7 @@ class Scan(NamedTuple):
 
 def row_bytes(dimension: int, *, float16: bool = False) -> int:
     """The bytes of one stored row (of the earlier float16 format with ``float16``)."""
-    return 2 * dimension if float16 else dimension + 1
+    return 2 * dimension if float16 else dimension + TAIL_BYTES
 
 
 def scan_blocks(data: Any, start: int, end: int, dimension: int, *, float16: bool = False) -> Scan:
@@ -304,7 +311,7 @@ def _all_str(items: list[Any]) -> bool:
 
 class Rows:
     """Vectors read from a file: ids, text hashes, and the stored rows, an (n, dimension
-    + 1) int8 array (a view of what was read: the caller copies what it keeps of a
+    + 5) int8 array (a view of what was read: the caller copies what it keeps of a
     small one).
 
     Args:
@@ -453,7 +460,7 @@ class VectorFile:
 
         out = []
         for block in blocks:
-            width = self.dimension + 1
+            width = row_bytes(self.dimension)
             count = len(block.ids) * width
             vectors = np.frombuffer(data, dtype=np.int8, count=count, offset=block.vectors_at)
             sums = None if block.sums is None else np.asarray(block.sums, dtype=np.float64)

@@ -1,16 +1,18 @@
 """Arithmetic on the rows of hybrid recall's vector files: each row is a vector's
-``dimension`` int8 codes then one int8 exponent ``e`` (the vector is the codes times
-``2**e``, see :func:`quantize`). Widening to float32 a few hundred rows at a time, dot
-products and norms one row at a time (each the same float whatever the rows around it),
-exact column sums, and the checksum of a mapped part; a pass over a large memory-mapped
-part gives its pages back as it goes (:class:`PageRelease`), so that reading a vector
-file costs a window of it in resident memory, not its size.
+``dimension`` int8 codes, one int8 exponent ``e`` (the vector is the codes times
+``2**e``, see :func:`quantize`) and the sum of the codes' squares (uint32 little-endian:
+the squared norm is that times ``4**e``, read rather than taken again). Widening to
+float32 a few hundred rows at a time, dot products one row at a time (each the same
+float whatever the rows around it), exact column sums, and the checksum of a mapped
+part; a pass over a large memory-mapped part gives its pages back as it goes
+(:class:`PageRelease`), so that reading a vector file costs a window of it in resident
+memory, not its size.
 
-A power-of-two scale keeps every derived number exact where it was exact: a code
-widens to float32 exactly, and scaling a product, a norm or a sum by ``2**e`` changes
-none of its roundings, so a dot product taken on the codes and scaled is the same float
-as one taken on the decoded vector; and with ``e`` at least :data:`EXP_MIN` every value
-is a whole number of ``2**-24``, which float64 sums exactly.
+A power-of-two scale keeps every derived number exact where it was exact: a code widens
+to float32 exactly, and scaling a product, a norm or a sum by ``2**e`` changes none of
+its roundings, so a dot product taken on the codes and scaled is the same float as one
+taken on the decoded vector; and with ``e`` at least :data:`EXP_MIN` every value is a
+whole number of ``2**-24``, which float64 sums exactly.
 
 NumPy is passed in (``np``) by the callers, which import it only when an embedder is
 used.
@@ -28,16 +30,19 @@ __all__ = [
     "EXP_MAX",
     "EXP_MIN",
     "RELEASE_BYTES",
+    "TAIL_BYTES",
     "PageRelease",
     "chunks",
     "code_chunks",
+    "codes_width",
     "column_sum",
     "dot_rows",
     "from_float16",
+    "pack_rows",
     "part_crc",
     "quantize",
     "row_scales",
-    "square_norms",
+    "stored_norms",
     "widen",
     "widen_dot",
     "widen_rows",
@@ -52,6 +57,8 @@ EXP_MIN = -24
 EXP_MAX = 8
 # The largest code (the codes are symmetric: -128 is never written).
 _CODE_MAX = 127
+# Bytes of a row after its codes: the exponent, then the codes' sum of squares.
+TAIL_BYTES = 5
 # Bytes of a block's body checked at a time (the pages of a mapped file are released
 # after each: see PageRelease).
 CHECK_BYTES = 4 << 20
@@ -77,11 +84,12 @@ def part_crc(data: Any, view: memoryview, start: int, end: int) -> int:
 
 
 def quantize(np: Any, vectors: Any) -> Any:
-    """The rows of the float ``vectors`` (n, d) as stored: an (n, d + 1) int8 array, the
-    codes ``rint(v / 2**e)`` then ``e``, the smallest exponent (within
+    """The rows of the float ``vectors`` (n, d) as stored: an (n, d + 5) int8 array,
+    the codes ``rint(v / 2**e)``, then ``e``, the smallest exponent (within
     :data:`EXP_MIN`..:data:`EXP_MAX`) that keeps the row's largest magnitude within
-    127 codes. The step is at most 1/64 of that magnitude: a unit vector's cosines move
-    by about 1e-3, which changed no LoCoMo ranking (see the benchmarks)."""
+    127 codes, then the codes' sum of squares (4 bytes, uint32 little-endian). The
+    step is at most 1/64 of that magnitude: a unit vector's cosines move by about
+    1e-3, which changed no LoCoMo ranking (see the benchmarks)."""
     values = np.asarray(vectors, dtype=np.float64)
     n, d = values.shape
     peak = np.abs(values).max(axis=1) if d else np.zeros(n)
@@ -91,10 +99,26 @@ def quantize(np: Any, vectors: Any) -> Any:
     np.clip(exponent, EXP_MIN, EXP_MAX, out=exponent)
     codes = np.rint(np.ldexp(values, -exponent[:, None]))
     np.clip(codes, -_CODE_MAX, _CODE_MAX, out=codes)
-    out = np.empty((n, d + 1), dtype=np.int8)
+    return pack_rows(np, codes, exponent)
+
+
+def pack_rows(np: Any, codes: Any, exponents: Any) -> Any:
+    """Stored rows (see :func:`quantize`) of integer ``codes`` (n, d), each within
+    -128..127, and ``exponents`` (n,): the rows carry the sum of their codes' squares."""
+    codes = np.asarray(codes)
+    n, d = codes.shape
+    out = np.empty((n, d + TAIL_BYTES), dtype=np.int8)
     out[:, :d] = codes
-    out[:, d] = exponent
+    out[:, d] = exponents
+    wide = codes.astype(np.int64)
+    squares = np.einsum("ij,ij->i", wide, wide).astype("<u4")
+    out[:, d + 1 :] = squares.view(np.int8).reshape(n, 4)
     return out
+
+
+def codes_width(rows: Any) -> int:
+    """The dimension of the stored ``rows`` (their codes per row)."""
+    return int(rows.shape[1]) - TAIL_BYTES
 
 
 def from_float16(np: Any, halves: Any) -> Any:
@@ -105,38 +129,47 @@ def from_float16(np: Any, halves: Any) -> Any:
 
 def row_scales(np: Any, rows: Any) -> Any:
     """``2**e`` of each stored row (float32, exact)."""
-    return np.ldexp(np.ones(rows.shape[0], dtype=np.float32), rows[:, -1].astype(np.int32))
+    exponents = rows[:, codes_width(rows)].astype(np.int32)
+    return np.ldexp(np.ones(rows.shape[0], dtype=np.float32), exponents)
+
+
+def stored_norms(np: Any, rows: Any, scales: Any, out: Any) -> None:
+    """``out[i]`` = the squared norm of stored row ``i`` (float32): the sum of its
+    codes' squares the row carries times ``scales[i]**2`` (see :func:`row_scales`)."""
+    squares = np.ascontiguousarray(rows[:, codes_width(rows) + 1 :]).view("<u4")
+    np.multiply(squares[:, 0], scales * scales, out=out, casting="unsafe")
 
 
 def widen_rows(np: Any, rows: Any, out: Any, scaled: bool = True) -> Any:
-    """The stored ``rows`` (k, d + 1) as float32 in ``out`` (at least k rows of d);
+    """The stored ``rows`` (k, d + 5) as float32 in ``out`` (at least k rows of d);
     returns the filled view. Without ``scaled``, the codes alone (whole numbers, exact):
     row ``i`` is then the vector divided by :func:`row_scales` ``[i]``."""
     k = rows.shape[0]
     f = out[:k]
-    np.copyto(f, rows[:, :-1], casting="safe")
+    np.copyto(f, rows[:, : codes_width(rows)], casting="safe")
     if scaled:
         f *= row_scales(np, rows)[:, None]
     return f
 
 
 def code_chunks(np: Any, matrix: Any, rows: Any = None) -> Any:
-    """Yield ``(start, codes, scales)`` over the stored ``matrix`` (only ``rows``, an
-    ascending index array, when given), a few hundred rows at a time: the codes as
-    float32 (reused between steps) and each row's ``2**e``. A float32 copy of the whole
-    matrix is four times its size. When the matrix lies in a mapped file, the pages
-    read are released as the pass goes (see :class:`PageRelease`)."""
+    """Yield ``(start, stored, codes, scales)`` over the stored ``matrix`` (only
+    ``rows``, an ascending index array, when given), a few hundred rows at a time:
+    the stored rows, their codes as float32 (reused between steps) and each row's
+    ``2**e``. A float32 copy of the whole matrix is four times its size. When the
+    matrix lies in a mapped file, the pages read are released as the pass goes (see
+    :class:`PageRelease`)."""
     count = matrix.shape[0] if rows is None else len(rows)
-    wide = np.empty((min(count, _WIDEN_ROWS), matrix.shape[1] - 1), dtype=np.float32)
+    wide = np.empty((min(count, _WIDEN_ROWS), codes_width(matrix)), dtype=np.float32)
     for at, stop in _spans(np, matrix, rows):
         part = matrix[at:stop] if rows is None else matrix[rows[at:stop]]
-        yield at, widen_rows(np, part, wide, scaled=False), row_scales(np, part)
+        yield at, part, widen_rows(np, part, wide, scaled=False), row_scales(np, part)
 
 
 def chunks(np: Any, matrix: Any, rows: Any = None) -> Any:
     """Yield ``(start, float32 rows)``: the decoded vectors of :func:`code_chunks`
     (the yielded array is reused)."""
-    for at, codes, scales in code_chunks(np, matrix, rows):
+    for at, _, codes, scales in code_chunks(np, matrix, rows):
         codes *= scales[:, None]
         yield at, codes
 
@@ -209,17 +242,20 @@ class PageRelease:
             self.done = stop
 
 
-def widen_dot(np: Any, matrix: Any, weights: Any, out: Any) -> None:
-    """``out[:] = matrix @ weights`` for stored rows ``matrix`` (n, d + 1) and float32
+def widen_dot(np: Any, matrix: Any, weights: Any, out: Any, norms: Any = None) -> None:
+    """``out[:] = matrix @ weights`` for stored rows ``matrix`` (n, d + 5) and float32
     ``weights`` (d, k), in float32: the products are taken on the codes and scaled by
     each row's ``2**e`` (exactly the floats :func:`dot_rows` gives on the decoded rows,
     see the module's text, while no product leaves float32's normal range: weights of
-    a unit query never come near it)."""
+    a unit query never come near it). With ``norms``, the rows' squared norms are
+    read into it in the same pass (see :func:`stored_norms`)."""
     rows = np.ascontiguousarray(weights.T)
-    for at, codes, scales in code_chunks(np, matrix):
+    for at, stored, codes, scales in code_chunks(np, matrix):
         part = out[at : at + codes.shape[0]]
         dot_rows(np, codes, rows, part)
         part *= scales[:, None]
+        if norms is not None:
+            stored_norms(np, stored, scales, norms[at : at + codes.shape[0]])
 
 
 def dot_rows(np: Any, rows: Any, weights: Any, out: Any) -> None:
@@ -237,19 +273,9 @@ def dot_rows(np: Any, rows: Any, weights: Any, out: Any) -> None:
         vecdot(rows[:, None, :], weights[None, :, :], out=out)
 
 
-def square_norms(np: Any, rows: Any, out: Any) -> None:
-    """``out[i] = rows[i] . rows[i]`` for float32 ``rows``, as :func:`dot_rows` takes
-    its dot products."""
-    vecdot = getattr(np, "vecdot", None)
-    if vecdot is None:
-        np.einsum("ij,ij->i", rows, rows, out=out)
-    else:
-        vecdot(rows, rows, out=out)
-
-
 def column_sum(np: Any, matrix: Any) -> Any:
     """The sum of the decoded rows of the stored ``matrix`` (float64, exact)."""
-    total = np.zeros(matrix.shape[1] - 1, dtype=np.float64)
+    total = np.zeros(codes_width(matrix), dtype=np.float64)
     for _, part in chunks(np, matrix):
         total += part.sum(axis=0, dtype=np.float64)
     return total
@@ -261,7 +287,7 @@ def widen(np: Any, matrix: Any, out: Any = None) -> Any:
     a new array. Returns the float32 array. The pages of a mapped ``matrix`` are
     released as the pass reads on (see :class:`PageRelease`)."""
     if out is None:
-        out = np.empty((matrix.shape[0], matrix.shape[1] - 1), dtype=np.float32)
+        out = np.empty((matrix.shape[0], codes_width(matrix)), dtype=np.float32)
     for at, stop in _spans(np, matrix):
         widen_rows(np, matrix[at:stop], out[at:stop])
     return out

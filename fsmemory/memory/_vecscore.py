@@ -17,9 +17,9 @@ from fsmemory.errors import require
 from fsmemory.memory._rank import top_accepted
 from fsmemory.memory._vecmath import (
     chunks,
-    code_chunks,
     dot_rows,
-    square_norms,
+    row_scales,
+    stored_norms,
     widen,
     widen_dot,
 )
@@ -112,42 +112,30 @@ class VectorScoring:
     def _product(self, weights: Any, norms: bool = False) -> Any:
         """``vectors @ weights`` (float32, one row per vector row) for float32
         ``weights`` of shape (dimension, k). With ``norms``, the squared norm of each
-        vector row not measured yet is taken in the same pass (:attr:`_sq_norms`: a
-        stored vector is of unit length only to about 1e-2). The first product widens
-        a few hundred rows at a time; the widened copy (see :meth:`_widened`) is made by
-        the second, so that a process that recalls once never pays for it."""
+        vector row not known yet is read from its row (:attr:`_sq_norms`: a stored
+        vector is of unit length only to about 1e-2). The first product widens a few
+        hundred rows at a time; the widened copy (see :meth:`_widened`) is made by the
+        second, so that a process that recalls once never pays for it."""
         np = _numpy()
         n = len(self._ids)
         wide = self._widened() if self._products else None
         self._products += 1
-        if wide is not None:
-            out = np.empty((n, weights.shape[1]), dtype=np.float32)
-            dot_rows(np, wide, np.ascontiguousarray(weights.T), out)
-            known = len(self._sq_norms)
-            if norms and known < n:
-                sq = np.empty(n, dtype=np.float32)
-                sq[:known] = self._sq_norms
-                square_norms(np, wide[known:], sq[known:])
-                self._sq_norms = sq
-            return out
         out = np.empty((n, weights.shape[1]), dtype=np.float32)
         known = len(self._sq_norms) if norms else n
+        sq = None
         if known < n:
             sq = np.empty(n, dtype=np.float32)
             sq[:known] = self._sq_norms
-        rows = np.ascontiguousarray(weights.T)
         for start, array in self._parts():
             end = start + len(array)
-            if end <= known:
-                widen_dot(np, array, weights, out[start:end])
-                continue
-            for at, codes, scales in code_chunks(np, array):
-                lo, hi = start + at, start + at + codes.shape[0]
-                dot_rows(np, codes, rows, out[lo:hi])
-                out[lo:hi] *= scales[:, None]
-                square_norms(np, codes, sq[lo:hi])
-                sq[lo:hi] *= scales * scales
-        if known < n:
+            fill = sq[start:end] if sq is not None and end > known else None
+            if wide is None:  # one pass over the stored rows: products and norms
+                widen_dot(np, array, weights, out[start:end], fill)
+            elif fill is not None:
+                stored_norms(np, array, row_scales(np, array), fill)
+        if wide is not None:
+            dot_rows(np, wide, np.ascontiguousarray(weights.T), out)
+        if sq is not None:
             self._sq_norms = sq
         return out
 

@@ -69,7 +69,7 @@ from fsmemory.memory._settings import (  # (defined there, still exported here)
     DEFAULT_EMBED_BATCH,
     DEFAULT_VECTOR_CACHE_BYTES,
 )
-from fsmemory.memory._vecfile import Rows, VectorFile
+from fsmemory.memory._vecfile import Rows, VectorFile, row_bytes
 from fsmemory.memory._vecmath import quantize
 from fsmemory.memory._vecrank import (
     CONTEXT_GAP,
@@ -231,7 +231,7 @@ class VectorStore(VectorScoring):
         # from _tail_start on.
         self._pieces: list[tuple[int, Any]] = []  # (first vector row, array)
         self._piece_sums: dict[int, Any] = {}  # first vector row -> sum the file gave
-        self._tail: Any = None  # (capacity, dimension + 1) int8
+        self._tail: Any = None  # (capacity, row_bytes(dimension)) int8
         self._tail_start = 0
         self._file: VectorFile | None = None
         # What the index looked like when its live rows were last all embedded: the
@@ -366,7 +366,7 @@ class VectorStore(VectorScoring):
         np = _numpy()
         small = sum(len(rows.ids) for rows in found if len(rows.ids) < _VIEW_ROWS)
         if small and self.dimension:
-            self._room(small, self.dimension + 1)
+            self._room(small, row_bytes(self.dimension))
         waiting: list[tuple[list[str], Any, Any]] = []
         for rows in found:
             digests = np.frombuffer(rows.digests, _DIGEST)
@@ -532,7 +532,7 @@ class VectorStore(VectorScoring):
         """Every row held (for writing the file again)."""
         np = _numpy()
         parts = [array for _, array in self._parts()]
-        width = (self.dimension or 0) + 1
+        width = row_bytes(self.dimension or 0)
         vectors = np.concatenate(parts) if parts else np.zeros((0, width), dtype="int8")
         n = len(self._ids)
         digests = b"" if not n else self._digests[:n].tobytes()

@@ -121,7 +121,7 @@ class KnowledgeMemory:
             ``recall_context``, the scores of the entries written next to each one).
             Each ``remember()`` embeds its own content only, before writing (an
             :class:`EmbedderError` stores nothing), and appends the vector to
-            ``vectors/<name>-<dim>.f16v``;
+            ``vectors/<name>-<dim>.i8v``;
             entries without a vector (older ones, other writers, another embedder) are
             embedded at the next ``recall()``. Identity: the embedder's ``name`` and
             ``dimension`` attributes when present. Needs numpy.
@@ -134,7 +134,7 @@ class KnowledgeMemory:
             of the stored vectors may take. The copy is made by the second
             ``recall()`` of the instance (which costs about what a cold open costs)
             and kept, so that each later recall takes one float32 product instead of
-            widening every stored float16 vector again: at 100k vectors of 384 floats
+            widening every stored int8 vector again: at 100k vectors of 384 floats
             the copy takes 154 MB and a warm recall about a third of the time. A
             process that recalls once never makes it. None (the default): a quarter
             of the memory the process may use (the smaller of the physical memory,

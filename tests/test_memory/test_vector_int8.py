@@ -26,13 +26,16 @@ from .test_vectors_file import TEXTS as FILE_TEXTS
 
 np = pytest.importorskip("numpy")
 
+# The bytes of a stored row after its codes (its exponent first).
+TAIL = _vecmath.TAIL_BYTES
+
 EXP_MIN, EXP_MAX = _vecmath.EXP_MIN, _vecmath.EXP_MAX
 
 
 def _decoded(rows: Any) -> Any:
     """Stored rows decoded in float64 (codes times 2**e)."""
-    scale = np.exp2(rows[:, -1].astype(np.float64))
-    return rows[:, :-1].astype(np.float64) * scale[:, None]
+    scale = np.exp2(rows[:, -TAIL].astype(np.float64))
+    return rows[:, :-TAIL].astype(np.float64) * scale[:, None]
 
 
 def _check_stored(values: Any, rows: Any) -> None:
@@ -40,8 +43,10 @@ def _check_stored(values: Any, rows: Any) -> None:
     exponent in range and the smallest that keeps the row's largest magnitude within
     127 codes, and each value within half a step (2**(e-1)) of its code times 2**e."""
     values = np.asarray(values, dtype=np.float64)
-    assert rows.dtype == np.int8 and rows.shape == (values.shape[0], values.shape[1] + 1)
-    codes, exponents = rows[:, :-1].astype(np.int64), rows[:, -1].astype(np.int64)
+    assert rows.dtype == np.int8 and rows.shape == (values.shape[0], values.shape[1] + TAIL)
+    codes, exponents = rows[:, :-TAIL].astype(np.int64), rows[:, -TAIL].astype(np.int64)
+    squares = np.ascontiguousarray(rows[:, 1 - TAIL :]).view("<u4")[:, 0]
+    assert squares.tolist() == (codes * codes).sum(axis=1).tolist()  # the row's norm
     assert (np.abs(codes) <= 127).all()
     assert ((exponents >= EXP_MIN) & (exponents <= EXP_MAX)).all()
     step = np.exp2(exponents.astype(np.float64))
@@ -65,7 +70,7 @@ def test_values_round_to_within_half_a_step_with_the_smallest_exponent() -> None
     values *= np.geomspace(1e-9, 127 * 2.0**EXP_MAX, n)[:, None]
     rows = _vecmath.quantize(np, values)
     _check_stored(values, rows)
-    assert set(rows[:, -1].tolist()) == set(range(EXP_MIN, EXP_MAX + 1))  # every exponent
+    assert set(rows[:, -TAIL].tolist()) == set(range(EXP_MIN, EXP_MAX + 1))  # every exponent
     # float32 input (what embed() gives) is taken as it is.
     single = values.astype(np.float32)
     assert np.array_equal(
@@ -74,8 +79,8 @@ def test_values_round_to_within_half_a_step_with_the_smallest_exponent() -> None
     _check_stored(single, _vecmath.quantize(np, single))
     # The sign only changes the codes' signs.
     negated = _vecmath.quantize(np, -values)
-    assert np.array_equal(negated[:, :-1], -rows[:, :-1])
-    assert np.array_equal(negated[:, -1], rows[:, -1])
+    assert np.array_equal(negated[:, :-TAIL], -rows[:, :-TAIL])
+    assert np.array_equal(negated[:, -TAIL], rows[:, -TAIL])
 
 
 @pytest.mark.parametrize(
@@ -95,7 +100,7 @@ def test_the_exponent_at_the_edges(peak: float, exponent: int, code: int) -> Non
     values = np.array([[peak, -peak / 4, 0.0], [-peak, peak / 8, peak / 2]])
     rows = _vecmath.quantize(np, values)
     _check_stored(values, rows)
-    assert rows[:, -1].tolist() == [exponent, exponent]
+    assert rows[:, -TAIL].tolist() == [exponent, exponent]
     assert rows[0, 0] == code and rows[1, 0] == -code
     if (peak / 2.0**exponent).is_integer():
         assert np.array_equal(_decoded(rows)[:, 0], values[:, 0])  # exactly representable
@@ -106,10 +111,10 @@ def test_zero_rows_and_no_rows() -> None:
     values[1, 4] = 0.25
     rows = _vecmath.quantize(np, values)
     _check_stored(values, rows)
-    assert not rows[0, :-1].any() and not rows[2, :-1].any()
-    assert rows[1].tolist()[-2:] == [0, -8] and rows[1, 4] == 64
+    assert not rows[0, :-TAIL].any() and not rows[2, :-TAIL].any()
+    assert rows[1, : 1 - TAIL].tolist()[-2:] == [0, -8] and rows[1, 4] == 64
     assert not _decoded(rows)[[0, 2]].any()
-    assert _vecmath.quantize(np, np.zeros((0, 16))).shape == (0, 17)
+    assert _vecmath.quantize(np, np.zeros((0, 16))).shape == (0, 16 + TAIL)
     assert _vecmath.widen(np, rows[[0]]).tolist() == [[0.0] * 16]
 
 
@@ -123,8 +128,8 @@ def test_huge_values_clip_the_exponent_and_stay_finite_codes() -> None:
     )
     rows = _vecmath.quantize(np, values)
     assert rows.dtype == np.int8
-    assert rows[:, -1].tolist() == [EXP_MAX] * 3
-    codes = rows[:, :-1].astype(np.int64)
+    assert rows[:, -TAIL].tolist() == [EXP_MAX] * 3
+    codes = rows[:, :-TAIL].astype(np.int64)
     assert (np.abs(codes) <= 127).all()
     assert codes[:, 0].tolist() == [127, 127, -127]
     assert codes[0, 1] == -127 and codes[2].tolist() == [-127] * 4
@@ -139,10 +144,10 @@ def test_tiny_values_round_to_whole_steps_of_the_smallest_exponent() -> None:
     values = np.array([[1e-12, -1e-12, 3e-13, 0.0], [2.0**-26, -(2.0**-25), 2.0**-24, 1e-12]])
     rows = _vecmath.quantize(np, values)
     _check_stored(values, rows)
-    assert rows[:, -1].tolist() == [EXP_MIN, EXP_MIN]
-    assert rows[0, :-1].tolist() == [0, 0, 0, 0]
+    assert rows[:, -TAIL].tolist() == [EXP_MIN, EXP_MIN]
+    assert rows[0, :-TAIL].tolist() == [0, 0, 0, 0]
     # 2**-26 rounds to 0, -(2**-25) is half a step: to the even code 0; 2**-24 is one step.
-    assert rows[1, :-1].tolist() == [0, 0, 1, 0]
+    assert rows[1, :-TAIL].tolist() == [0, 0, 1, 0]
     assert (np.abs(_decoded(rows) - values) <= 2.0 ** (EXP_MIN - 1)).all()
 
 
@@ -150,9 +155,9 @@ def test_negative_values() -> None:
     values = np.array([[-1.0, -0.25, -0.5, -0.125], [-3.0, 2.0, -1e-3, 0.0]])
     rows = _vecmath.quantize(np, values)
     _check_stored(values, rows)
-    assert rows[0].tolist() == [-64, -16, -32, -8, -6]
-    assert rows[1, -1] == -5 and rows[1, 0] == -96 and rows[1, 1] == 64
-    assert (rows[:, :-1] >= -127).all()  # -128 is never written
+    assert rows[0, : 1 - TAIL].tolist() == [-64, -16, -32, -8, -6]
+    assert rows[1, -TAIL] == -5 and rows[1, 0] == -96 and rows[1, 1] == 64
+    assert (rows[:, :-TAIL] >= -127).all()  # -128 is never written
 
 
 @pytest.mark.parametrize("dim", [8, 128, 384, 1536])
@@ -186,10 +191,10 @@ def test_float16_rows_convert_as_their_values() -> None:
     assert np.array_equal(rows, _vecmath.quantize(np, halves.astype(np.float64)))
     fits = [0, *range(2, 200)]  # row 1 is past 127 * 2**EXP_MAX: its codes clip
     _check_stored(halves.astype(np.float64)[fits], rows[fits])
-    assert rows[0].tolist() == [1] * 64 + [EXP_MIN]  # 2**-24: one step, exactly
-    assert rows[1, -1] == EXP_MAX and (np.abs(rows[1, :-1]) == 127).all()
-    assert rows[2].tolist()[:-1] == [0] * 64
-    assert rows[3, -1] == -6 and rows[3, 5] == -64 and rows[3, 6] == 0
+    assert rows[0, : 1 - TAIL].tolist() == [1] * 64 + [EXP_MIN]  # 2**-24: one step, exactly
+    assert rows[1, -TAIL] == EXP_MAX and (np.abs(rows[1, :-TAIL]) == 127).all()
+    assert rows[2, :-TAIL].tolist() == [0] * 64
+    assert rows[3, -TAIL] == -6 and rows[3, 5] == -64 and rows[3, 6] == 0
     # An (n, d) float16 view of a file's bytes converts alike.
     view = np.frombuffer(halves.astype("<f2").tobytes(), dtype="<f2").reshape(200, 64)
     assert np.array_equal(_vecmath.from_float16(np, view), rows)

@@ -30,6 +30,9 @@ from .test_embedder import WordEmbedder, fresh_vocabulary  # noqa: F401 (autouse
 
 np = pytest.importorskip("numpy")
 
+# The bytes of a stored row after its codes (its exponent first).
+TAIL = _vecmath.TAIL_BYTES
+
 TEXTS = [
     "apples ripen in the orchard",
     "the violin needs new strings",
@@ -81,10 +84,10 @@ def test_the_file_names_format_embedder_and_dimension(tmp_path: Path) -> None:
     keys, skipped = _rows(data)
     assert skipped == 0
     assert keys == [(i, _vectors.text_hash(t)) for i, t in zip(ids, TEXTS, strict=True)]
-    # 129 bytes per vector of 128 dimensions (128 codes and an exponent), plus the keys
-    # and block heads (float16 took 256).
-    assert _vecfile.row_bytes(128) == 129
-    assert len(data) < _vecfile.HEADER_SIZE + len(TEXTS) * (129 + 24 + 64)
+    # 133 bytes per vector of 128 dimensions (128 codes, an exponent, the codes' sum of
+    # squares), plus the keys and block heads (float16 took 256).
+    assert _vecfile.row_bytes(128) == 133
+    assert len(data) < _vecfile.HEADER_SIZE + len(TEXTS) * (133 + 24 + 64)
 
 
 def test_a_flipped_byte_in_a_vector_is_never_served(tmp_path: Path) -> None:
@@ -412,8 +415,8 @@ def test_hostile_ids_round_trip_in_a_block() -> None:
     scan = _vecfile.scan_blocks(data, _vecfile.HEADER_SIZE, len(data), 4)
     (block,) = scan.blocks
     assert (block.ids, block.hashes) == (ids, hashes)
-    got = np.frombuffer(data, dtype=np.int8, count=5 * 5, offset=block.vectors_at)
-    assert np.array_equal(got.reshape(5, 5), vectors)
+    got = np.frombuffer(data, dtype=np.int8, count=vectors.size, offset=block.vectors_at)
+    assert np.array_equal(got.reshape(vectors.shape), vectors)
     # Every single flipped bit of the block is caught.
     for at in range(_vecfile.HEADER_SIZE, len(data)):
         for bit in (0x01, 0x80):
@@ -425,23 +428,21 @@ def test_hostile_ids_round_trip_in_a_block() -> None:
 def _decoded(rows: Any) -> Any:
     """Stored rows decoded in float64 (codes times 2**e), independently of _vecmath."""
     array = np.asarray(rows)
-    scale = np.exp2(array[:, -1].astype(np.float64))
-    return array[:, :-1].astype(np.float64) * scale[:, None]
+    scale = np.exp2(array[:, -TAIL].astype(np.float64))
+    return array[:, :-TAIL].astype(np.float64) * scale[:, None]
 
 
 def _every_code_and_exponent() -> Any:
     """One row per exponent of the format, each of every int8 code (-128, never
     written, included)."""
     exponents = np.arange(_vecmath.EXP_MIN, _vecmath.EXP_MAX + 1)
-    rows = np.empty((len(exponents), 257), dtype=np.int8)
-    rows[:, :-1] = np.arange(-128, 128)
-    rows[:, -1] = exponents
-    return rows
+    codes = np.broadcast_to(np.arange(-128, 128), (len(exponents), 256))
+    return _vecmath.pack_rows(np, codes, exponents)
 
 
 def test_widening_is_exact_for_every_code_and_exponent() -> None:
     rows = _every_code_and_exponent()
-    exponents = rows[:, -1].astype(np.float64)
+    exponents = rows[:, -TAIL].astype(np.float64)
     wide = _vecmath.widen(np, rows)
     assert wide.dtype == np.float32 and wide.shape == (len(rows), 256)
     assert np.array_equal(wide.astype(np.float64), _decoded(rows))
@@ -465,10 +466,11 @@ def test_widening_is_exact_for_every_code_and_exponent() -> None:
         seen += len(part)
     assert seen == len(many)
     picked = np.arange(3, len(many), 7)
-    for at, part_codes, scales in _vecmath.code_chunks(np, many, picked):
+    for at, stored, part_codes, scales in _vecmath.code_chunks(np, many, picked):
+        assert np.array_equal(stored, many[picked[at : at + len(part_codes)]])
         rows_at = picked[at : at + len(part_codes)]
-        assert np.array_equal(part_codes, many[rows_at, :-1])
-        assert np.array_equal(scales.astype(np.float64), np.exp2(many[rows_at, -1]))
+        assert np.array_equal(part_codes, many[rows_at, :-TAIL])
+        assert np.array_equal(scales.astype(np.float64), np.exp2(many[rows_at, -TAIL]))
 
 
 def test_products_on_the_codes_are_the_floats_of_the_decoded_rows() -> None:
@@ -479,11 +481,11 @@ def test_products_on_the_codes_are_the_floats_of_the_decoded_rows() -> None:
     precision."""
     rng = np.random.default_rng(3)
     matrix = _vecmath.quantize(np, rng.standard_normal((1500, 96)) / 20)
-    matrix[::7, -1] = _vecmath.EXP_MIN
-    matrix[3::11, -1] = _vecmath.EXP_MAX
-    matrix[5, :-1] = 127
-    matrix[6, :-1] = -127
-    matrix[8, :-1] = 1
+    matrix[::7, -TAIL] = _vecmath.EXP_MIN
+    matrix[3::11, -TAIL] = _vecmath.EXP_MAX
+    matrix[5, :-TAIL] = 127
+    matrix[6, :-TAIL] = -127
+    matrix[8, :-TAIL] = 1
     wide = _vecmath.widen(np, matrix)
     decoded = _decoded(matrix)
     for scale in (1.0, 1e-20, 1e20):
@@ -507,14 +509,14 @@ def test_the_column_sum_is_exact_in_any_order() -> None:
     rows; a block of SUM_ROWS rows or more carries it."""
     rng = np.random.default_rng(5)
     n, dim = 1300, 32
-    rows = np.empty((n, dim + 1), dtype=np.int8)
-    rows[:, :-1] = rng.integers(-127, 128, (n, dim))
-    rows[:, -1] = rng.integers(_vecmath.EXP_MIN, _vecmath.EXP_MAX + 1, n)
-    rows[:4] = [127] * dim + [_vecmath.EXP_MAX]  # the largest values
-    rows[4:8] = [-127] * dim + [_vecmath.EXP_MAX]
-    rows[8:12] = [1] * dim + [_vecmath.EXP_MIN]  # the smallest
-    shifts = rows[:, -1].astype(np.int64) - _vecmath.EXP_MIN
-    units = (rows[:, :-1].astype(np.int64) << shifts[:, None]).sum(axis=0)
+    codes = rng.integers(-127, 128, (n, dim))
+    exponents = rng.integers(_vecmath.EXP_MIN, _vecmath.EXP_MAX + 1, n)
+    codes[:4], exponents[:4] = 127, _vecmath.EXP_MAX  # the largest values
+    codes[4:8], exponents[4:8] = -127, _vecmath.EXP_MAX
+    codes[8:12], exponents[8:12] = 1, _vecmath.EXP_MIN  # the smallest
+    rows = _vecmath.pack_rows(np, codes, exponents)
+    shifts = rows[:, -TAIL].astype(np.int64) - _vecmath.EXP_MIN
+    units = (rows[:, :-TAIL].astype(np.int64) << shifts[:, None]).sum(axis=0)
     assert np.abs(units).max() < 2**53  # float64 holds it
     exact = units.astype(np.float64) * 2.0**_vecmath.EXP_MIN
     total = _vecmath.column_sum(np, rows)
@@ -538,7 +540,7 @@ def test_a_block_of_stored_rows_round_trips_byte_for_byte(tmp_path: Path) -> Non
     rows = _vecmath.quantize(
         np, rng.standard_normal((n, dim)) * np.geomspace(1e-6, 1e3, n)[:, None]
     )
-    assert len(set(rows[:, -1].tolist())) > 20  # many exponents
+    assert len(set(rows[:, -TAIL].tolist())) > 20  # many exponents
     ids = [f"entry-{i}" for i in range(n)]
     hashes = [f"{i:016x}" for i in range(n)]
     block = _vecfile.encode_block(ids, hashes, rows)
@@ -549,7 +551,7 @@ def test_a_block_of_stored_rows_round_trips_byte_for_byte(tmp_path: Path) -> Non
     assert (found.ids, found.hashes, found.end) == (ids, hashes, len(data))
     assert found.end - found.vectors_at == n * _vecfile.row_bytes(dim)
     got = np.frombuffer(data, dtype=np.int8, count=rows.size, offset=found.vectors_at)
-    assert np.array_equal(got.reshape(n, dim + 1), rows)
+    assert np.array_equal(got.reshape(n, _vecfile.row_bytes(dim)), rows)
     (tmp_path / "vectors").mkdir()
     (tmp_path / "vectors" / f"h-{dim}.i8v").write_bytes(data)
     file = _vecfile.VectorFile(LocalRoot(str(tmp_path)), f"vectors/h-{dim}.i8v", "x", "h", dim)
@@ -603,7 +605,7 @@ def _crafted_block(items: list[object], vectors: object) -> bytes:
     ids=["right", "short", "not-numbers", "not-a-list"],
 )
 def test_a_block_sum_of_the_wrong_shape_fails_to_verify(sums: object, valid: bool) -> None:
-    block = _crafted_block([["x"], "0" * 16, sums], np.ones((1, 5)))
+    block = _crafted_block([["x"], "0" * 16, sums], np.ones((1, _vecfile.row_bytes(4))))
     data = _vecfile.encode_header("h", 4) + block
     found = _vecfile.scan_blocks(data, _vecfile.HEADER_SIZE, len(data), 4).blocks
     assert bool(found) is valid
@@ -618,7 +620,7 @@ def test_a_block_sum_of_the_wrong_shape_fails_to_verify(sums: object, valid: boo
 def test_a_block_whose_ids_are_not_all_strings_fails_to_verify(
     ids: list[object], valid: bool
 ) -> None:
-    block = _crafted_block([ids, "0" * 32], np.ones((2, 5)))
+    block = _crafted_block([ids, "0" * 32], np.ones((2, _vecfile.row_bytes(4))))
     data = _vecfile.encode_header("h", 4) + block
     found = _vecfile.scan_blocks(data, _vecfile.HEADER_SIZE, len(data), 4).blocks
     assert bool(found) is valid
@@ -822,9 +824,9 @@ def test_a_large_mapped_vector_file_is_checked_and_read_without_staying_resident
     rng = np.random.default_rng(7)
     rows, dim = 40000, 384  # 15 MB of stored rows: several steps of CHECK_BYTES
     assert rows * _vecfile.row_bytes(dim) > max(3 * _vecmath.CHECK_BYTES, _vecmath.RELEASE_BYTES)
-    vectors = np.empty((rows, dim + 1), dtype=np.int8)
-    vectors[:, :-1] = rng.integers(-127, 128, (rows, dim), dtype=np.int8)
-    vectors[:, -1] = rng.integers(-12, -5, rows, dtype=np.int8)
+    vectors = _vecmath.pack_rows(
+        np, rng.integers(-127, 128, (rows, dim)), rng.integers(-12, -5, rows)
+    )
     decoded = _decoded(vectors)
     ids = [f"e{i}" for i in range(rows)]
     data = _vecfile.encode_header("big", dim) + _vecfile.encode_block(ids, bytes(8 * rows), vectors)

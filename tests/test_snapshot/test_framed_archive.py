@@ -19,7 +19,8 @@ import pytest
 from fsmemory import KnowledgeMemory
 from fsmemory.errors import SnapshotError
 from fsmemory.memory import _index_cache
-from fsmemory.memory._vecfile import HEADER_SIZE, encode_block, encode_header
+from fsmemory.memory._vecfile import HEADER_SIZE, encode_block, encode_header, row_bytes
+from fsmemory.memory._vecmath import pack_rows
 from fsmemory.memory._vectravel import WHOLE_ROWS, Dead, VectorFold
 from fsmemory.snapshot import FsspecBackend, pack_archive, unpack_archive
 from fsmemory.snapshot.archive import (
@@ -49,11 +50,10 @@ def _text(i: int) -> str:
 
 
 def _stored(n: int) -> Any:
-    """``n`` stored rows (int8 codes, then an exponent), each other than the next."""
-    rows = np.empty((n, DIM + 1), dtype=np.int8)
-    rows[:, :-1] = np.arange(n * DIM).reshape(n, DIM) % 255 - 127
-    rows[:, -1] = -7 - np.arange(n) % 8
-    return rows
+    """``n`` stored rows (int8 codes, an exponent, the codes' squares), each other than
+    the next."""
+    codes = np.arange(n * DIM).reshape(n, DIM) % 255 - 127
+    return pack_rows(np, codes, -7 - np.arange(n) % 8)
 
 
 def _part(ids: Sequence[str]) -> bytes:
@@ -236,7 +236,7 @@ def test_a_restore_writes_large_blocks_as_they_are_and_rows_in_order() -> None:
     assert [len(r.ids) for r in runs] == [WHOLE_ROWS, 2]  # the small ones merged
     assert [i for r in runs for i in r.ids] == [*many, "d", "e"]
     vectors = [
-        np.frombuffer(r.raw(DIM, range(len(r.ids))), dtype=np.int8).reshape(-1, DIM + 1)
+        np.frombuffer(r.raw(DIM, range(len(r.ids))), dtype=np.int8).reshape(-1, row_bytes(DIM))
         for r in runs
     ]
     rows = _stored(WHOLE_ROWS)

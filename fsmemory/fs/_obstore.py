@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from fsmemory._log import get_logger
 from fsmemory.errors import BackendError, BucketNotFoundError, ConflictError
 from fsmemory.fs._bucket import RoutedRoot
-from fsmemory.fs.base import FileInfo
+from fsmemory.fs.base import CacheData, FileInfo
 from fsmemory.fs.paths import cache_paths
 from fsmemory.fs.retry import RetryPolicy
 
@@ -453,7 +453,7 @@ class ObstoreRoot(RoutedRoot):
 
     def _list_and_read_cache(
         self, name: str, want: Callable[[builtins.list[FileInfo]], bool] | None
-    ) -> tuple[builtins.list[FileInfo], bytes | BaseException | None]:
+    ) -> tuple[builtins.list[FileInfo], CacheData | BaseException | None]:
         """The listing and the cache file ``name`` in one round trip (for
         :meth:`list_with_cache`): the cache's ``GET`` runs on a thread while this one
         lists (and so does the ``GET`` of each file asked for by

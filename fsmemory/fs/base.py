@@ -14,7 +14,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from fsmemory._records import NamedTuple
 from fsmemory.errors import (
@@ -27,6 +27,7 @@ from fsmemory.errors import (
 from fsmemory.fs.paths import CACHE_PREFIX, cache_paths, validate_path
 
 __all__ = [
+    "CacheData",
     "Capabilities",
     "FileInfo",
     "StorageRoot",
@@ -39,6 +40,13 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+
+if TYPE_CHECKING:
+    import mmap
+
+#: What a cache file is read as: its bytes, or on a local folder the file mapped
+#: read-only (see :meth:`StorageRoot.read_cache`).
+CacheData: TypeAlias = "bytes | mmap.mmap"
 
 
 class FileInfo(NamedTuple):
@@ -426,23 +434,28 @@ class StorageRoot(ABC):
             raise ValueError(f"bad cache name: {name!r}")
         return f"{CACHE_PREFIX}.{name}"
 
-    def read_cache(self, name: str) -> bytes | None:
+    def read_cache(self, name: str) -> CacheData | None:
         """The cache file ``name`` (``.fsmemory-cache.<name>`` at the top of the root),
-        or None when there is none. Cache files hold derived data: they are never
-        listed or exported, never snapshotted as files of the memory (a snapshot base
-        may carry the index cache apart, verified when restored), and deleting one
-        changes no answer.
+        or None when there is none: its bytes (a local folder maps the file instead,
+        see :meth:`~fsmemory.fs.local.LocalRoot.read_mapped`). Cache files hold
+        derived data: they are never listed or exported, never snapshotted as files of
+        the memory (a snapshot base may carry the index cache apart, verified when
+        restored), and deleting one changes no answer.
         """
         with cache_paths():
             try:
-                return self.read_bytes(self._cache_path(name))
+                return self._read_cache_file(self._cache_path(name))
             except FileNotFoundError:
                 return None
+
+    def _read_cache_file(self, path: str) -> CacheData:
+        """A whole cache file (for :meth:`read_cache`): its bytes."""
+        return self.read_bytes(path)
 
     def list_with_cache(
         self,
         name: str,
-        load: Callable[[bytes], _T],
+        load: Callable[[CacheData], _T],
         want: Callable[[builtins.list[FileInfo]], bool] | None = None,
     ) -> tuple[builtins.list[FileInfo], _T | None]:
         """A listing of the whole root (``list("", recursive=True)``) and the cache
@@ -467,7 +480,7 @@ class StorageRoot(ABC):
 
     def _list_and_read_cache(
         self, name: str, want: Callable[[builtins.list[FileInfo]], bool] | None
-    ) -> tuple[builtins.list[FileInfo], bytes | BaseException | None]:
+    ) -> tuple[builtins.list[FileInfo], CacheData | BaseException | None]:
         """The whole root's listing and what reading the cache file ``name`` gave: its
         bytes, None (no such file, or not read because ``want`` said so), or the error
         that kept it from being read (no cache: :meth:`list_with_cache` logs it)."""

@@ -40,7 +40,7 @@ its file is read and parsed afresh. A stale, damaged or hand-edited base's cache
 changes no answer: at worst the first ``recall`` parses what it would without it.
 
 File format: ``MAGIC``, one JSON header line (version, byte order, the length of the
-JSON part and of each binary part, a CRC-32 of the rest), the JSON part
+JSON part and of each binary part, the XXH3-64 of the rest), the JSON part
 (small structures), then the binary parts back to back: native ``array`` bytes,
 strings as UTF-8 bytes with an offsets array, and the larger JSON structures. Row
 lists are stored as ``(first, count)`` runs of consecutive rows where that is much
@@ -64,7 +64,6 @@ claims, the term dictionary) is built on first use (see
 from __future__ import annotations
 
 import sys
-import zlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -72,7 +71,7 @@ import orjson
 
 from fsmemory._log import get_logger
 from fsmemory.errors import FsMemoryError
-from fsmemory.fs.base import FileInfo, StorageRoot
+from fsmemory.fs.base import CacheData, FileInfo, StorageRoot
 from fsmemory.memory._index import MemoryIndex
 from fsmemory.memory.layout import MEMORY_FILE, log_date
 
@@ -103,7 +102,7 @@ MIN_NEW_ROWS = 256
 #: round trip pays for: no cache is looked for or written.
 MIN_BYTES = 128 * 1024
 MAGIC = b"fsmemory-index\n"
-VERSION = 6
+VERSION = 7
 
 
 #: Per-row values derived from the rows that the cache carries beside them
@@ -132,29 +131,31 @@ def encode(index: MemoryIndex) -> bytes | None:
 
 def _assemble(body: bytes, blobs: Mapping[str, Any]) -> bytes:
     """A cache file of the JSON part ``body`` and the binary parts ``blobs``."""
+    import xxhash
+
     parts = list(blobs.items())
-    checksum = zlib.crc32(body)
+    state = xxhash.xxh3_64(body)
     for _, data in parts:
-        checksum = zlib.crc32(data, checksum)
+        state.update(data)
     header = orjson.dumps(
         {
             "version": VERSION,
             "byteorder": sys.byteorder,
             "meta": len(body),
             "blobs": [[name, len(data)] for name, data in parts],
-            "crc32": checksum,
+            "xxh3": state.intdigest(),
         }
     )
     return b"".join([MAGIC, header, b"\n", body, *(data for _, data in parts)])
 
 
-def decode(data: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
+def decode(data: CacheData) -> tuple[dict[str, Any], dict[str, Any]]:
     """Split a cache file into the JSON part and the binary parts.
 
     Raises:
         ValueError: not a cache file of this version and byte order, or truncated.
     """
-    if not data.startswith(MAGIC):
+    if data[: len(MAGIC)] != MAGIC:
         raise ValueError("not an fsmemory index cache")
     end = data.find(b"\n", len(MAGIC))
     if end < 0:
@@ -165,7 +166,9 @@ def decode(data: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
     if header.get("byteorder") != sys.byteorder:
         raise ValueError("another byte order")
     at = end + 1
-    if header.get("crc32") != zlib.crc32(memoryview(data)[at:]):
+    import xxhash  # (its import costs 2 ms: only a process that reads a cache pays it)
+
+    if header.get("xxh3") != xxhash.xxh3_64_intdigest(memoryview(data)[at:]):
         raise ValueError("checksum mismatch (a damaged file)")
     view = memoryview(data)  # the parts are views: no copy of a large file
     size = header["meta"]
@@ -196,7 +199,7 @@ def worth_it(listing: list[FileInfo]) -> bool:
     return sum(info.size for info in listing if is_memory_file(info.path)) >= MIN_BYTES
 
 
-def fill(root: StorageRoot, index: MemoryIndex, data: bytes | None) -> bool:
+def fill(root: StorageRoot, index: MemoryIndex, data: CacheData | None) -> bool:
     """Fill a fresh ``index`` from ``data``, the content of the root's cache file;
     False (index untouched) when it is empty or unusable (logged)."""
     if not data:
@@ -263,7 +266,7 @@ def travelling(root: StorageRoot) -> bytes | None:
         decode(data)
     except (ValueError, KeyError, TypeError):
         return None
-    return data
+    return data if isinstance(data, bytes) else bytes(data)
 
 
 def prefixes(data: bytes) -> dict[str, tuple[int, int]] | None:

@@ -17,7 +17,8 @@ One file per embedder identity, ``vectors/<name>-<dimension>.i8v``::
         rows        u32
         keys length u32 (the keys section, padded to a multiple of 8)
         reserved    u32 0
-        body crc32  u32 of the keys section and the vectors
+        body check  u32: the low 32 bits of the XXH3-64 of the keys section and
+                    the vectors (format 1: their CRC32)
         head crc32  u32 of the 20 bytes before it
         keys        JSON ``[[id, ...], "<hex text hashes>"]``, ASCII, space padded;
                     a block of SUM_ROWS rows or more adds a third item, the sum of
@@ -50,7 +51,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import mmap
 import os
 import struct
 import zlib
@@ -64,9 +64,10 @@ from fsmemory.fs.base import StorageRoot
 from fsmemory.fs.local import LocalRoot
 from fsmemory.memory._vecmath import (
     TAIL_BYTES,
+    body_check,
     column_sum,
     from_float16,
-    part_crc,
+    part_check,
     quantize,
 )
 
@@ -101,7 +102,7 @@ HEADER_SIZE = 160
 BLOCK_MAGIC = b"FSVB"
 BLOCK_HEAD = 24
 _FIXED = struct.Struct("<8sHBBIH16s")  # magic, version, dtype, 0, dimension, name length
-_BLOCK = struct.Struct("<4sIIIII")  # magic, rows, keys length, 0, body crc, head crc
+_BLOCK = struct.Struct("<4sIIIII")  # magic, rows, keys length, 0, body check, head crc
 # A block of at least this many rows carries the sum of its vectors.
 SUM_ROWS = 256
 
@@ -170,7 +171,7 @@ def encode_block(ids: Sequence[str], hashes: Sequence[str] | bytes, vectors: Any
     keys = json.dumps(items, ensure_ascii=True).encode("ascii")
     keys += b" " * (-len(keys) % 8)
     body: bytes = keys + raw
-    head = _BLOCK.pack(BLOCK_MAGIC, len(ids), len(keys), 0, zlib.crc32(body), 0)[:20]
+    head = _BLOCK.pack(BLOCK_MAGIC, len(ids), len(keys), 0, body_check(body), 0)[:20]
     return head + struct.pack("<I", zlib.crc32(head)) + body
 
 
@@ -219,7 +220,7 @@ def scan_blocks(data: Any, start: int, end: int, dimension: int, *, float16: boo
     blocks: list[Block] = []
     skipped = 0
     pos = start
-    width = (dimension, row_bytes(dimension, float16=float16))
+    width = (dimension, row_bytes(dimension, float16=float16), float16)
     while pos + BLOCK_HEAD <= end:
         block, torn = _block_at(data, view, pos, end, width)
         if block is not None:
@@ -238,7 +239,7 @@ def scan_blocks(data: Any, start: int, end: int, dimension: int, *, float16: boo
 
 
 def _next_block(
-    data: Any, view: memoryview, at: int, end: int, width: tuple[int, int]
+    data: Any, view: memoryview, at: int, end: int, width: tuple[int, int, bool]
 ) -> int | None:
     """Where the next verifiable block in ``[at, end)`` starts, or None."""
     while True:
@@ -251,22 +252,23 @@ def _next_block(
 
 
 def _block_at(
-    data: Any, view: memoryview, pos: int, end: int, width: tuple[int, int]
+    data: Any, view: memoryview, pos: int, end: int, width: tuple[int, int, bool]
 ) -> tuple[Block | None, bool]:
     """The block at ``pos`` if it verifies, and whether it may be a whole block cut
     short by the end of the data (a head that verifies, a body past ``end``);
-    ``width`` is the dimension and the bytes of a row."""
-    dimension, row_size = width
+    ``width`` is the dimension, the bytes of a row, and whether the block is of
+    format 1 (float16 rows, its body checked by CRC32)."""
+    dimension, row_size, float16 = width
     if bytes(view[pos : pos + 4]) != BLOCK_MAGIC or pos + BLOCK_HEAD > end:
         return None, False
-    _, rows, keys_len, reserved, body_crc, head_crc = _BLOCK.unpack_from(view, pos)
+    _, rows, keys_len, reserved, body_check_value, head_crc = _BLOCK.unpack_from(view, pos)
     if zlib.crc32(view[pos : pos + 20]) != head_crc or reserved or keys_len % 8:
         return None, False
     vectors_at = pos + BLOCK_HEAD + keys_len
     block_end = vectors_at + rows * row_size
     if block_end > end:
         return None, True
-    if part_crc(data, view, pos + BLOCK_HEAD, block_end) != body_crc:
+    if part_check(data, view, pos + BLOCK_HEAD, block_end, crc=float16) != body_check_value:
         return None, False
     try:
         ids, joined, *more = json.loads(bytes(view[pos + BLOCK_HEAD : vectors_at]))
@@ -470,36 +472,19 @@ class VectorFile:
     def _open(self) -> Any:
         """The file's bytes: the copy the root read ahead with its listing when there
         is one (checked as any read is), else memory-mapped (read only) on a local
-        folder (a symlink or a folder leading out of the root is not followed: the
-        root's own read then answers), else read in one request; None when there is no
-        file."""
+        folder (:meth:`~fsmemory.fs.local.LocalRoot.read_mapped`: the checks of any
+        read; the file is appended to or replaced whole, never cut short), else read in
+        one request; None when there is no file."""
         root = self.root
         ahead = root.take_fetched(self.path)
         if ahead is not None:
             self.read_ahead = True
             return ahead[0]
-        # Not on Windows: a mapped file can be neither replaced nor deleted there.
-        if isinstance(root, LocalRoot) and os.name != "nt":
-            full = root.full_path(self.path)
-            real_root = os.path.realpath(root.root)
-            if os.path.realpath(os.path.dirname(full)).startswith(real_root + os.sep):
-                try:
-                    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-                    fd = os.open(full, flags)
-                except FileNotFoundError:
-                    return None
-                except OSError:
-                    fd = -1
-                if fd >= 0:
-                    try:
-                        size = os.fstat(fd).st_size
-                        if size == 0:
-                            return b""
-                        return mmap.mmap(fd, size, access=mmap.ACCESS_READ)
-                    except (OSError, ValueError):
-                        pass  # not a regular file: the root's read says why
-                    finally:
-                        os.close(fd)
+        if isinstance(root, LocalRoot):
+            try:
+                return root.read_mapped(self.path)
+            except KeyNotFoundError:
+                return None
         try:
             return root.read(self.path).data
         except KeyNotFoundError:

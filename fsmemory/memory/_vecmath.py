@@ -32,6 +32,7 @@ __all__ = [
     "RELEASE_BYTES",
     "TAIL_BYTES",
     "PageRelease",
+    "body_check",
     "chunks",
     "code_chunks",
     "codes_width",
@@ -39,7 +40,7 @@ __all__ = [
     "dot_rows",
     "from_float16",
     "pack_rows",
-    "part_crc",
+    "part_check",
     "quantize",
     "row_scales",
     "stored_norms",
@@ -68,19 +69,48 @@ RELEASE_BYTES = 8 << 20
 _DONTNEED: int | None = getattr(mmap, "MADV_DONTNEED", None)
 
 
-def part_crc(data: Any, view: memoryview, start: int, end: int) -> int:
-    """CRC32 of ``data[start:end]``; a few MB at a time when ``data`` is a mapped file
-    (and the part is large), whose pages are released as they are checked (see
-    :class:`PageRelease`)."""
+def body_check(data: Any) -> int:
+    """The check of a block's body (bytes-like): the low 32 bits of its XXH3-64 (a
+    few times faster than CRC32 here: 5 against 15 ms for the 43 MB of 100k vectors)."""
+    import xxhash
+
+    return int(xxhash.xxh3_64_intdigest(data)) & 0xFFFFFFFF
+
+
+def part_check(data: Any, view: memoryview, start: int, end: int, crc: bool = False) -> int:
+    """:func:`body_check` of ``data[start:end]`` (its CRC32 with ``crc``: the blocks of
+    format 1); a few MB at a time when ``data`` is a mapped file (and the part is
+    large), whose pages are released as they are checked (see :class:`PageRelease`)."""
     if not isinstance(data, mmap.mmap) or _DONTNEED is None or end - start < RELEASE_BYTES:
-        return zlib.crc32(view[start:end])
+        return zlib.crc32(view[start:end]) if crc else body_check(view[start:end])
+    if crc:
+        state: Any = _Crc32()
+    else:
+        import xxhash
+
+        state = xxhash.xxh3_64()
     release = PageRelease(data, start)
-    crc = 0
     for at in range(start, end, CHECK_BYTES):
         stop = min(at + CHECK_BYTES, end)
-        crc = zlib.crc32(view[at:stop], crc)
+        state.update(view[at:stop])
         release.upto(stop - start, whole=stop == end)
-    return crc
+    return int(state.intdigest()) & 0xFFFFFFFF
+
+
+class _Crc32:
+    """A running CRC32 with the methods of an ``xxhash`` state that
+    :func:`part_check` uses."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
+
+    def update(self, data: Any) -> None:
+        self.value = zlib.crc32(data, self.value)
+
+    def intdigest(self) -> int:
+        return self.value
 
 
 def quantize(np: Any, vectors: Any) -> Any:

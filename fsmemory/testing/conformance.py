@@ -34,7 +34,7 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 from fsmemory.errors import ConflictError, InvalidPathError, KeyNotFoundError
-from fsmemory.fs.base import FileInfo, StorageRoot
+from fsmemory.fs.base import CacheData, FileInfo, StorageRoot
 
 __all__ = ["BAD_PATHS", "StorageRootTests", "cas_increment_worker", "increment"]
 
@@ -314,8 +314,8 @@ class StorageRootTests:
             root.write(name, name.encode())
         loads: list[bytes] = []
 
-        def load(data: bytes) -> int:
-            loads.append(data)
+        def load(data: CacheData) -> int:  # (a local folder maps the file)
+            loads.append(bytes(data))
             return len(data)
 
         assert root.list_with_cache("index", load) == (root.list("", recursive=True), None)

@@ -126,7 +126,7 @@ class Run:
     def keep_cache(self) -> None:
         data = self.root.read_cache(_index_cache.CACHE_NAME)
         if data is not None:
-            self.saved_caches.append(data)
+            self.saved_caches.append(bytes(data))  # (mapped on a local folder)
             self.trace.append("keep-cache")
 
     def stale_cache(self) -> None:

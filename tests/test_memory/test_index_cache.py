@@ -24,6 +24,7 @@ import pytest
 
 from fsmemory import KnowledgeMemory, open_root
 from fsmemory.errors import InvalidPathError
+from fsmemory.fs.base import CacheData
 from fsmemory.fs.paths import cache_paths, validate_path
 from fsmemory.memory import _index_cache
 from fsmemory.memory._index import MemoryIndex, _Strings
@@ -96,7 +97,8 @@ def _same(make: Make) -> KnowledgeMemory:
 
 
 def _cache(km: KnowledgeMemory) -> bytes | None:
-    return km.root.read_cache(_index_cache.CACHE_NAME)
+    data = km.root.read_cache(_index_cache.CACHE_NAME)  # (mapped on a local folder)
+    return None if data is None else bytes(data)
 
 
 def test_the_cache_is_written_loaded_and_hidden(make_km: Make) -> None:
@@ -474,7 +476,7 @@ def test_a_cached_cold_open_sends_the_cache_get_with_the_listing(
     events: list[str] = []
     original = fresh.root.read_cache
 
-    def read_cache(name: str) -> bytes | None:  # the sequential path's cache read
+    def read_cache(name: str) -> CacheData | None:  # the sequential path's cache read
         events.append("read cache")
         return original(name)
 
@@ -569,7 +571,7 @@ def test_a_cache_written_between_the_listing_and_its_read_changes_no_answer(
     used: list[list[Any]] = []
 
     def reordered(
-        name: str, load: Callable[[bytes], Any], want: Any = None
+        name: str, load: Callable[[CacheData], Any], want: Any = None
     ) -> tuple[list[Any], Any]:
         if cache_first:
             data = root.read_cache(name)

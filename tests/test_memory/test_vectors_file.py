@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 import pytest
+import xxhash
 
 from fsmemory import EmbedderError, KnowledgeMemory
 from fsmemory.errors import InvalidInputError
@@ -595,7 +596,9 @@ def _crafted_block(items: list[object], vectors: object) -> bytes:
     keys += b" " * (-len(keys) % 8)
     body: bytes = keys + np.asarray(vectors, dtype=np.int8).tobytes()
     rows = len(items[0]) if isinstance(items[0], list) else 0
-    head = struct.pack("<4sIIII", b"FSVB", rows, len(keys), 0, zlib.crc32(body))
+    head = struct.pack(
+        "<4sIIII", b"FSVB", rows, len(keys), 0, xxhash.xxh3_64_intdigest(body) & 0xFFFFFFFF
+    )
     return head + struct.pack("<I", zlib.crc32(head)) + body
 
 

@@ -162,7 +162,7 @@ def test_a_damaged_or_foreign_cache_in_the_base_changes_no_answer(
         for i in range(200):
             other.remember(f"something else entirely {i}", persistent=i % 3 == 0)
         other.recall("else")
-        foreign = other.root.read_cache(_index_cache.CACHE_NAME)
+        foreign = bytes(other.root.read_cache(_index_cache.CACHE_NAME) or b"")
         assert foreign
         entry = orjson.loads(pack_archive({}, {"index": foreign}))["derived"]["index"]
     else:

@@ -8,9 +8,10 @@ identity live in one binary file, ``<root>/vectors/<name>-<dimension>.i8v``
 (:mod:`fsmemory.memory._vecfile` has the layout): a header naming the format version,
 the embedder and the dimension, then appended blocks of rows, each row an entry id, the
 hash of the text it was made from and the vector as int8 codes with a power-of-two
-scale (a quarter of float32, without changing a LoCoMo ranking), each block with CRC32
-checksums. A vector serves an entry only when both its id and the hash of its text
-match (a log line a person fixed is embedded again). On a local folder the file is
+scale (a quarter of float32, without changing a LoCoMo ranking), each block with
+checksums (CRC32 of its head, XXH3 of its body). A vector serves an entry only when
+both its id and the hash of its text match (a log line a person fixed is embedded
+again). On a local folder the file is
 memory-mapped (a pass over it gives the pages it has read back as it goes: a few MB of
 the file count in resident memory, not its size); elsewhere it is read in one request,
 and what was appended since in one more. A block that does not verify (a flipped

@@ -12,7 +12,6 @@ import random
 import shutil
 import subprocess
 import sys
-import zlib
 from array import array
 from collections.abc import Callable
 from datetime import timedelta
@@ -21,6 +20,7 @@ from typing import Any
 
 import orjson
 import pytest
+import xxhash
 
 from fsmemory import KnowledgeMemory, open_root
 from fsmemory.errors import InvalidPathError
@@ -196,7 +196,7 @@ def _rebuilt(meta: dict[str, Any], blobs: dict[str, Any]) -> bytes:
         "byteorder": sys.byteorder,
         "meta": len(body),
         "blobs": [[k, len(v)] for k, v in parts],
-        "crc32": zlib.crc32(rest),
+        "xxh3": xxhash.xxh3_64_intdigest(rest),
     }
     return b"".join([_index_cache.MAGIC, orjson.dumps(head), b"\n", rest])
 

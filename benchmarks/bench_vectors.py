@@ -118,11 +118,13 @@ def probe(folder: Path, mode: str) -> dict[str, float]:
                 @ query
                 for at, rows in blocks
             ]
-        else:  # int8 codes and an exponent per row: the codes' product, scaled
+        else:  # int8 codes, an exponent and a sum of squares per row: the codes' product
+            from fsmemory.memory._vecfile import row_bytes
+
+            width = row_bytes(DIMENSION)
             scores = []
             for at, rows in blocks:
-                stored = data[at : at + rows * (DIMENSION + 1)].view(np.int8)
-                stored = stored.reshape(rows, DIMENSION + 1)
+                stored = data[at : at + rows * width].view(np.int8).reshape(rows, width)
                 scale = np.ldexp(np.float32(1), stored[:, DIMENSION].astype(np.int32))
                 scores.append((stored[:, :DIMENSION].astype(np.float32) @ query) * scale)
         ms = (time.perf_counter() - t0) * 1000
@@ -169,7 +171,8 @@ def _vector_blocks(folder: Path) -> tuple[Path, list[tuple[int, int]]]:
     its row count."""
     from fsmemory.memory import _vecfile
 
-    (path,) = [*(folder / "vectors").glob("*.i8v"), *(folder / "vectors").glob("*.f16v")]
+    # the file the code of the folder reads (a float16 file converted is left beside it)
+    path = [*sorted((folder / "vectors").glob("*.i8v")), *(folder / "vectors").glob("*.f16v")][0]
     data = path.read_bytes()
     if path.suffix == ".f16v":
         try:

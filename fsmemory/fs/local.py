@@ -25,6 +25,7 @@ import errno
 import importlib
 import os
 import stat as stat_mod
+import sys
 import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -308,8 +309,10 @@ class LocalRoot(StorageRoot):
         touched, and the kernel shares them with the page cache.
 
         Meant for files replaced whole (:meth:`write` renames a new file into place:
-        the mapping keeps the old one) or only appended to; a file cut short in place
-        while mapped makes a read past its new end fault. Raises as :meth:`read_bytes`.
+        the mapping keeps the old one) or only appended to: a file cut short in place
+        by another program while mapped makes a read past its new end fault (SIGBUS).
+        On Python < 3.13 a mapping holds a file descriptor while it lives. Raises as
+        :meth:`read_bytes`.
         """
         import mmap  # (only a reader of a mapped file loads it)
 
@@ -317,8 +320,10 @@ class LocalRoot(StorageRoot):
         try:
             size = os.fstat(fd).st_size
             if size and os.name != "nt":
+                # Python >= 3.13 need not keep a descriptor open per mapping.
+                extra = {"trackfd": False} if sys.version_info >= (3, 13) else {}
                 with suppress(OSError, ValueError):  # (not mappable: read it)
-                    return mmap.mmap(fd, size, access=mmap.ACCESS_READ)
+                    return mmap.mmap(fd, size, access=mmap.ACCESS_READ, **extra)
             return _read_all(fd)
         finally:
             os.close(fd)

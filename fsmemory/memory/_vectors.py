@@ -94,6 +94,7 @@ __all__ = [
     "CONTEXT_WEIGHT",
     "DEFAULT_EMBED_BATCH",
     "LEXICAL_WEIGHT",
+    "MAX_DIMENSION",
     "VECTOR_DIR",
     "VECTOR_SUFFIX",
     "Embedder",
@@ -113,6 +114,9 @@ Embedder = Callable[[Sequence[str]], Sequence[Sequence[float]]]
 VECTOR_DIR = "vectors"
 # The vector file's suffix (int8 rows: see fsmemory.memory._vecfile).
 VECTOR_SUFFIX = ".i8v"
+#: The largest dimension stored (a row's sum of squared codes must fit its 32 bits;
+#: the largest embedding models give 4,096).
+MAX_DIMENSION = 65536
 # A block of the file with at least this many rows is used where it lies (mapped or
 # read); smaller ones are copied into one buffer (each piece costs every product a step).
 _VIEW_ROWS = 256
@@ -290,7 +294,8 @@ class VectorStore(VectorScoring):
 
         Raises:
             EmbedderError: the embedder raised, or returned the wrong number of vectors,
-                a vector of another dimension, or a non-finite value.
+                a vector of another dimension or of more than :data:`MAX_DIMENSION`,
+                or a non-finite value.
         """
         np = _numpy()
         self.calls += 1
@@ -301,7 +306,12 @@ class VectorStore(VectorScoring):
         arr = _well_formed(np, raw, len(texts), self.dimension)
         if arr is None:
             arr = self._checked(np, raw, len(texts))
-        elif self.dimension is None:
+        if arr.shape[1] > MAX_DIMENSION:
+            raise EmbedderError(
+                f"embedder {self.name!r} returned vectors of dimension {arr.shape[1]}: "
+                f"at most {MAX_DIMENSION} are stored"
+            )
+        if self.dimension is None:
             self.dimension = int(arr.shape[1])
         norms = np.linalg.norm(arr, axis=1, keepdims=True)
         return arr / np.where(norms > 0, norms, 1.0)

@@ -13,6 +13,7 @@ import pytest
 
 from fsmemory import EmbedderError, KnowledgeMemory
 from fsmemory.memory import _vecfile
+from fsmemory.memory._vecmath import quantize
 from fsmemory.snapshot import FsspecBackend
 from tests.test_memory.conftest import FakeClock
 
@@ -211,7 +212,7 @@ def test_two_writers_share_vectors_and_a_torn_block_is_skipped(tmp_path: Path) -
     # A crash mid-append leaves a torn last block: it is skipped, the next append is
     # whole.
     path = tmp_path / "m" / "vectors" / "words-128.i8v"
-    torn = _vecfile.encode_block(["torn"], ["0" * 16], np.zeros((1, 128), np.float16))
+    torn = _vecfile.encode_block(["torn"], ["0" * 16], quantize(np, np.zeros((1, 128))))
     with path.open("ab") as f:
         f.write(torn[:-7])
     c = km1.remember("gamma grape vine")

@@ -17,7 +17,7 @@ import pytest
 
 from fsmemory import KnowledgeMemory
 from fsmemory.memory._delta import fold_state
-from fsmemory.memory._vecfile import HEADER_SIZE, read_header, scan_blocks
+from fsmemory.memory._vecfile import HEADER_SIZE, read_header, row_bytes, scan_blocks
 from fsmemory.memory._vectravel import VectorFold
 from fsmemory.snapshot import FsspecBackend, pack_archive
 from fsmemory.snapshot.archive import (
@@ -125,8 +125,8 @@ def test_a_save_of_one_entry_adds_only_its_vector(tmp_path: Path) -> None:
         km.remember("one new entry about the garden")
         sizes.append(km._replica.bytes_uploaded - before)
     without, with_vectors = sizes
-    assert with_vectors > without + DIM + 1  # the vector travels (a stored row)
-    # the target: at most the float16 vector's bytes and 1 KiB more
+    assert with_vectors > without + row_bytes(DIM)  # the vector travels (a stored row)
+    # the target: at most a float16 vector's bytes (dimension x 2) and 1 KiB more
     assert with_vectors <= without + DIM * 2 + 1024, (without, with_vectors)
 
 

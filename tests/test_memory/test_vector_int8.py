@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from fsmemory import KnowledgeMemory
+from fsmemory import EmbedderError, KnowledgeMemory
 from fsmemory.memory import _vecfile, _vecmath, _vectors
 
 from .test_embedder import WordEmbedder, fresh_vocabulary  # noqa: F401 (autouse)
@@ -445,3 +445,21 @@ def test_a_version_1_row_of_nan_or_inf_is_embedded_again(tmp_path: Path) -> None
     embedded = sorted(t for b in embedder.batches for t in b if t not in QUERIES)
     assert embedded == sorted(TEXTS[1:3])
     assert ranked == _ranked(_fresh(tmp_path / "ref"))
+
+
+def test_an_embedder_of_too_many_dimensions_is_refused(tmp_path: Path) -> None:
+    """A row's sum of squared codes is 32 bits: an embedder whose vectors have more than
+    MAX_DIMENSION dimensions gets a clear error, and nothing is stored."""
+    wide = _vectors.MAX_DIMENSION + 1
+
+    class Wide:
+        name = "wide"
+
+        def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+            return [[1.0] * wide for _ in texts]
+
+    km = KnowledgeMemory(tmp_path / "m", embedder=Wide())
+    with pytest.raises(EmbedderError, match="at most 65536"):
+        km.remember("a note")
+    assert KnowledgeMemory(tmp_path / "m").recall("note") == []
+    assert not (tmp_path / "m" / "vectors").exists()

@@ -220,14 +220,13 @@ def scan_blocks(data: Any, start: int, end: int, dimension: int, *, float16: boo
     blocks: list[Block] = []
     skipped = 0
     pos = start
-    width = (dimension, row_bytes(dimension, float16=float16), float16)
     while pos + BLOCK_HEAD <= end:
-        block, torn = _block_at(data, view, pos, end, width)
+        block, torn = _block_at(data, view, pos, end, dimension, float16)
         if block is not None:
             blocks.append(block)
             pos = block.end
             continue
-        after = _next_block(data, view, pos + 1, end, width)
+        after = _next_block(data, view, pos + 1, end, dimension, float16)
         if after is None:
             if not torn:
                 skipped += end - pos
@@ -239,26 +238,25 @@ def scan_blocks(data: Any, start: int, end: int, dimension: int, *, float16: boo
 
 
 def _next_block(
-    data: Any, view: memoryview, at: int, end: int, width: tuple[int, int, bool]
+    data: Any, view: memoryview, at: int, end: int, dimension: int, float16: bool
 ) -> int | None:
     """Where the next verifiable block in ``[at, end)`` starts, or None."""
     while True:
         at = data.find(BLOCK_MAGIC, at, end)
         if at < 0:
             return None
-        if _block_at(data, view, at, end, width)[0] is not None:
+        if _block_at(data, view, at, end, dimension, float16)[0] is not None:
             return int(at)
         at += 1
 
 
 def _block_at(
-    data: Any, view: memoryview, pos: int, end: int, width: tuple[int, int, bool]
+    data: Any, view: memoryview, pos: int, end: int, dimension: int, float16: bool
 ) -> tuple[Block | None, bool]:
     """The block at ``pos`` if it verifies, and whether it may be a whole block cut
-    short by the end of the data (a head that verifies, a body past ``end``);
-    ``width`` is the dimension, the bytes of a row, and whether the block is of
-    format 1 (float16 rows, its body checked by CRC32)."""
-    dimension, row_size, float16 = width
+    short by the end of the data (a head that verifies, a body past ``end``); with
+    ``float16``, a block of format 1 (float16 rows, its body checked by CRC32)."""
+    row_size = row_bytes(dimension, float16=float16)
     if bytes(view[pos : pos + 4]) != BLOCK_MAGIC or pos + BLOCK_HEAD > end:
         return None, False
     _, rows, keys_len, reserved, body_check_value, head_crc = _BLOCK.unpack_from(view, pos)
@@ -537,7 +535,10 @@ class VectorFile:
             pass
         else:
             return True, parse_jsonl(data, self.dimension)
-        if self.float16_path is None:
+        # The float16 file is kept: once this file exists, its creator converted it
+        # (an append that did not read this file first must not read and convert it
+        # again: 80 MB and a quantization at 100k vectors, for rows it would drop).
+        if self.float16_path is None or self.root.exists(self.path):
             return False, None
         try:
             data = self.root.read_bytes(self.float16_path)

@@ -78,39 +78,23 @@ def body_check(data: Any) -> int:
 
 
 def part_check(data: Any, view: memoryview, start: int, end: int, crc: bool = False) -> int:
-    """:func:`body_check` of ``data[start:end]`` (its CRC32 with ``crc``: the blocks of
-    format 1); a few MB at a time when ``data`` is a mapped file (and the part is
-    large), whose pages are released as they are checked (see :class:`PageRelease`)."""
-    if not isinstance(data, mmap.mmap) or _DONTNEED is None or end - start < RELEASE_BYTES:
-        return zlib.crc32(view[start:end]) if crc else body_check(view[start:end])
+    """:func:`body_check` of ``data[start:end]``; a few MB at a time when ``data`` is a
+    mapped file (and the part is large), whose pages are released as they are checked
+    (see :class:`PageRelease`). With ``crc``, its CRC32 (the blocks of format 1, read
+    whole once, when converted)."""
     if crc:
-        state: Any = _Crc32()
-    else:
-        import xxhash
+        return zlib.crc32(view[start:end])
+    if not isinstance(data, mmap.mmap) or _DONTNEED is None or end - start < RELEASE_BYTES:
+        return body_check(view[start:end])
+    import xxhash
 
-        state = xxhash.xxh3_64()
+    state = xxhash.xxh3_64()
     release = PageRelease(data, start)
     for at in range(start, end, CHECK_BYTES):
         stop = min(at + CHECK_BYTES, end)
         state.update(view[at:stop])
         release.upto(stop - start, whole=stop == end)
     return int(state.intdigest()) & 0xFFFFFFFF
-
-
-class _Crc32:
-    """A running CRC32 with the methods of an ``xxhash`` state that
-    :func:`part_check` uses."""
-
-    __slots__ = ("value",)
-
-    def __init__(self) -> None:
-        self.value = 0
-
-    def update(self, data: Any) -> None:
-        self.value = zlib.crc32(data, self.value)
-
-    def intdigest(self) -> int:
-        return self.value
 
 
 def quantize(np: Any, vectors: Any) -> Any:

@@ -428,6 +428,28 @@ def test_processes_that_remember_first_convert_the_version_1_file_no_more(
     assert got_ids == ids  # each row once: the version-1 rows were not appended again
 
 
+def test_a_process_that_remembers_first_does_not_read_the_version_1_file(
+    tmp_path: Path,
+) -> None:
+    """Once the new file exists, its creator converted the float16 file: a process
+    whose first vector write is an append reads the new file's existence, not the
+    float16 file (80 MB at 100k vectors)."""
+    folder = tmp_path / "m"
+    _ids, data, _new = _converted(folder)
+    km = KnowledgeMemory(folder, embedder=WordEmbedder("file"))
+    read: list[str] = []
+    real = km.root.read_bytes
+
+    def reading(path: str) -> bytes:
+        read.append(path)
+        return real(path)
+
+    km.root.read_bytes = reading  # type: ignore[method-assign]
+    km.remember("a later note")
+    assert "vectors/file-128.f16v" not in read
+    assert (folder / "vectors" / "file-128.f16v").read_bytes() == data
+
+
 def test_a_version_1_row_of_nan_or_inf_is_embedded_again(tmp_path: Path) -> None:
     folder = tmp_path / "m"
     plain = KnowledgeMemory(folder)

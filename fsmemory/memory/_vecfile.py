@@ -55,6 +55,7 @@ import os
 import struct
 import zlib
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from fsmemory._log import get_logger
@@ -360,9 +361,10 @@ class VectorFile:
         root: the memory root.
         path: the file (root-relative).
         legacy_path: the JSONL file older versions wrote (read once and converted when
-            this file is created).
+            this file is created; kept).
         float16_path: the float16 file (format version 1) older versions wrote (read
-            once and converted when this file is created, when there is no JSONL file).
+            once and converted when this file is created, when there is no JSONL file;
+            kept).
         name: the embedder's name (the header must name it).
         dimension: the vectors' dimension (the header must name it).
     """
@@ -491,11 +493,12 @@ class VectorFile:
     # -- writing ---------------------------------------------------------------------
     def create(self) -> Rows | None:
         """Create the file when it does not exist yet, with the vectors of the legacy
-        JSONL file when there is one (read once: it is deleted once converted), else of
-        the float16 file of format version 1 (read once; kept, for earlier versions
-        that may still use it). Returns the rows converted. A file another writer
-        created first is kept (the converted rows are appended to it)."""
-        legacy, converted = self._legacy()
+        JSONL file when there is one, else of the float16 file of format version 1
+        (either read once, by the writer that creates this file; both are kept, for
+        earlier versions that may still use them: a recall may create this file, and
+        a read never deletes). Returns the rows converted. A file another writer
+        created first is kept: that writer converted the same rows."""
+        converted = self._legacy()
         generation = os.urandom(16)
         header = encode_header(self.name, self.dimension, generation)
         block = b""
@@ -505,55 +508,43 @@ class VectorFile:
         try:
             self.root.write(self.path, header + block, create_only=True)
         except ConflictError:
-            if legacy and block:  # the JSONL file is deleted below: its rows must land
-                self.root.append(self.path, block, unique=True)
-            else:  # the float16 file stays: the writer that created this one converted it
-                converted = None
-        else:
-            self.generation = generation
-            self.end = len(header) + len(block)
-            self.blocks = self.rows = self.largest = 0
-            if converted is not None:
-                self.blocks, self.rows = 1, len(converted.ids)
-                self.largest = self.rows
-        if legacy:
-            self.root.delete(self.legacy_path)
-            logger.info(
-                "converted %d vectors of %s into %s",
-                0 if converted is None else len(converted.ids),
-                self.legacy_path,
-                self.path,
-            )
+            return None
+        self.generation = generation
+        self.end = len(header) + len(block)
+        self.blocks = self.rows = self.largest = 0
+        if converted is not None:
+            self.blocks, self.rows = 1, len(converted.ids)
+            self.largest = self.rows
         return converted
 
-    def _legacy(self) -> tuple[bool, Rows | None]:
-        """Whether there is a legacy JSONL file, and the rows it (else the float16 file)
-        converts to."""
-        try:
-            data = self.root.read_bytes(self.legacy_path)
-        except (KeyNotFoundError, NotAFileError):
-            pass
-        else:
-            return True, parse_jsonl(data, self.dimension)
-        # The float16 file is kept: once this file exists, its creator converted it
-        # (an append that did not read this file first must not read and convert it
-        # again: 80 MB and a quantization at 100k vectors, for rows it would drop).
-        if self.float16_path is None or self.root.exists(self.path):
-            return False, None
-        try:
-            data = self.root.read_bytes(self.float16_path)
-        except (KeyNotFoundError, NotAFileError):
-            return False, None
-        converted = parse_float16(data, self.name, self.dimension)
-        if converted is not None:
+    def _legacy(self) -> Rows | None:
+        """The rows the legacy JSONL file (else the float16 file) converts to, when
+        this file does not exist yet (once it does, its creator converted them: an
+        append that did not read this file first must not read and convert them
+        again, 80 MB and a quantization at 100k float16 vectors, for rows it would
+        drop)."""
+        if self.root.exists(self.path):
+            return None
+        for path, parse in (
+            (self.legacy_path, partial(parse_jsonl, dimension=self.dimension)),
+            (self.float16_path, partial(parse_float16, name=self.name, dimension=self.dimension)),
+        ):
+            if path is None:
+                continue
+            try:
+                data = self.root.read_bytes(path)
+            except (KeyNotFoundError, NotAFileError):
+                continue
+            converted: Rows | None = parse(data)
             logger.info(
                 "converted %d vectors of %s into %s (%s is kept for earlier versions)",
-                len(converted.ids),
-                self.float16_path,
+                0 if converted is None else len(converted.ids),
+                path,
                 self.path,
-                self.float16_path,
+                path,
             )
-        return False, converted
+            return converted
+        return None
 
     def append(self, ids: Sequence[str], hashes: Sequence[str], vectors: Any) -> Rows | None:
         """Append one block of these rows (creating the file first when this instance

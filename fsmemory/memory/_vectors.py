@@ -22,11 +22,12 @@ appended meanwhile). Two models never share a file;
 a file may be deleted at any time: entries without a vector are embedded again, in
 batches of ``embed_batch_size`` texts, by the next ``recall()``. The JSONL file older
 versions wrote (``<name>-<dimension>.jsonl``) is converted once, when the binary file is
-created; so is the float16 file of the first binary format (``<name>-<dimension>.f16v``,
-left in place). The vectors are never needed to read the memory, never appear in MEMORY.md or
-the logs, and are left out of a snapshot's files: they travel beside them as verified
-derived parts, a save's delta carrying the blocks appended since the last sync (see
-:mod:`fsmemory.memory._vectravel`).
+created; so is the float16 file of the first binary format (``<name>-<dimension>.f16v``).
+Both are left in place, for earlier versions that may still run: a recall may be what
+creates the binary file, and a read never deletes. The vectors are never needed to read
+the memory, never appear in MEMORY.md or the logs, and are left out of a snapshot's
+files: they travel beside them as verified derived parts, a save's delta carrying the
+blocks appended since the last sync (see :mod:`fsmemory.memory._vectravel`).
 
 Vectors are kept as stored rows in memory too (a vector just embedded is rounded as the
 file rounds it), so a memory ranks exactly the same from its file, without it, or after

@@ -244,6 +244,7 @@ def test_the_jsonl_file_is_converted_once(first: str, tmp_path: Path) -> None:
     lines[1] = orjson.dumps(record) + b"\n"
     lines[2] = lines[2][:30] + b"\n"
     legacy.write_bytes(b"".join(lines))
+    before = legacy.read_bytes()
     reader, embedder = _reader(folder)
     if first == "remember":
         reader.remember("a sixth note about plums")
@@ -251,7 +252,15 @@ def test_the_jsonl_file_is_converted_once(first: str, tmp_path: Path) -> None:
     assert _embedded(embedder) == sorted(
         [TEXTS[1], TEXTS[2], *(["a sixth note about plums"] if first == "remember" else [])]
     )
-    assert not legacy.exists()
+    # Kept byte for byte, for the versions that wrote it (a recall converted it: a
+    # read never deletes), and never read again: the binary file exists.
+    assert legacy.read_bytes() == before
+    legacy.write_bytes(b"not read again\n")
+    again, again_embedder = _reader(folder)
+    assert again.recall("violin strings", limit=1)[0].id == ids[1]
+    assert _embedded(again_embedder) == []
+    assert legacy.read_bytes() == b"not read again\n"
+    legacy.write_bytes(before)
     keys, skipped = _rows((folder / "vectors" / "file-128.i8v").read_bytes())
     assert skipped == 0
     assert {i for i, _ in keys} >= set(ids)

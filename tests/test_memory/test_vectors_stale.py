@@ -342,7 +342,7 @@ def test_vector_lines_without_a_true_text_hash_are_never_served(
         t for t, _ttl, _f in corpus
     )
     assert len(embedder.batches) == len(queries) + 1
-    assert not vectors.exists()  # read once, converted
+    assert vectors.read_bytes() == old  # read once, converted, kept byte for byte
     rows = _file_rows(binary.read_bytes())
     assert sorted(rows) == sorted((e.id, _vectors.text_hash(e.content)) for e in reader.entries())
 

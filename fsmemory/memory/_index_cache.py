@@ -49,6 +49,9 @@ stretch of ascending rows, where that is (see :mod:`fsmemory.memory._rowlists`);
 bullet of MEMORY.md whose text is its record's content is stored as that row. A
 column a load can rebuild for less than its bytes cost (the timeline's stamps, an
 expiry column of one value) is left out; the JSON part says which (``encoded``).
+The BM25 part carries lookup tables beside its term list and stem list (where each
+line starts, and the terms' order; the stems are stored sorted): a loaded index finds
+a query's words by bisection, without scanning either list or building a dictionary.
 
 A fresh process fetches this file together with the root's listing where the root can
 send both at once (:func:`list_and_load`; the obstore roots of S3 and Azure), so a cached cold open
@@ -102,7 +105,7 @@ MIN_NEW_ROWS = 256
 #: round trip pays for: no cache is looked for or written.
 MIN_BYTES = 128 * 1024
 MAGIC = b"fsmemory-index\n"
-VERSION = 7
+VERSION = 8
 
 
 #: Per-row values derived from the rows that the cache carries beside them

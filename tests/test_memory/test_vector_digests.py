@@ -321,3 +321,38 @@ def test_ids_matched_in_order_compare_where_each_id_ends(
     store._ids = ["zz", *held]
     index: Any = _PackedIds(["yy", "yy", *indexed])
     assert store._same_ids(index, 2, 2 + len(indexed), 1) is same
+
+
+def test_a_fresh_process_that_remembers_first_keeps_the_file_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A restored memory's first remember appends to a vector file this process has not
+    # read: the rows it holds then follow the file, and so the index, and every row is
+    # matched by a compare, none by a join; the answers are those of a process that
+    # read the file first.
+    _cached_memory(tmp_path, monkeypatch)
+    reader = KnowledgeMemory(tmp_path, embedder=WordEmbedder("dig"))
+    reader.recall("kitchen", limit=3)
+    embedder = WordEmbedder("dig")
+    fresh = KnowledgeMemory(tmp_path, embedder=embedder)
+    joined: list[int] = []
+    real = _vectors.VectorStore._find
+
+    def find(self: _vectors.VectorStore, ids: Any, digests: Any) -> Any:
+        joined.append(len(ids))
+        return real(self, ids, digests)
+
+    monkeypatch.setattr(_vectors.VectorStore, "_find", find)
+    new = [fresh.remember("violin harbor fresh one"), fresh.remember("quartz pepper two")]
+    found = _ranked(fresh, QUERIES)
+    assert joined == []
+    store = fresh._vectors
+    assert store is not None
+    rows = fresh._index.rows
+    assert store._ids == fresh._index.row_id_column(0, rows)
+    assert store._ids[-2:] == new
+    assert [b for b in embedder.batches if len(b) > 1] == []  # nothing embedded again
+    monkeypatch.undo()
+    assert _ranked(KnowledgeMemory(tmp_path, embedder=WordEmbedder("dig")), QUERIES) == found
+    # the reader, which held the file before those two were appended, ranks alike
+    assert _ranked(reader, QUERIES) == found

@@ -496,15 +496,22 @@ class VectorFile:
         JSONL file when there is one, else of the float16 file of format version 1
         (either read once, by the writer that creates this file; both are kept, for
         earlier versions that may still use them: a recall may create this file, and
-        a read never deletes). Returns the rows converted. A file another writer
-        created first is kept: that writer converted the same rows."""
+        a read never deletes). Returns the rows converted. A file that exists already
+        is left as it is, with no attempt to write it (one request on an object
+        store), and so is one another writer created first: that writer converted the
+        same rows."""
+        self.exists = True
+        if self.root.exists(self.path):
+            # Its creator converted the old files: an append that did not read this
+            # file first must not read and convert them again (80 MB and a
+            # quantization at 100k float16 vectors, for rows it would drop).
+            return None
         converted = self._legacy()
         generation = os.urandom(16)
         header = encode_header(self.name, self.dimension, generation)
         block = b""
         if converted is not None:
             block = encode_block(converted.ids, converted.hashes, converted.vectors)
-        self.exists = True
         try:
             self.root.write(self.path, header + block, create_only=True)
         except ConflictError:
@@ -518,13 +525,8 @@ class VectorFile:
         return converted
 
     def _legacy(self) -> Rows | None:
-        """The rows the legacy JSONL file (else the float16 file) converts to, when
-        this file does not exist yet (once it does, its creator converted them: an
-        append that did not read this file first must not read and convert them
-        again, 80 MB and a quantization at 100k float16 vectors, for rows it would
-        drop)."""
-        if self.root.exists(self.path):
-            return None
+        """The rows the legacy JSONL file (else the float16 file) converts to (read by
+        :meth:`create` only, for a file that does not exist yet)."""
         for path, parse in (
             (self.legacy_path, partial(parse_jsonl, dimension=self.dimension)),
             (self.float16_path, partial(parse_float16, name=self.name, dimension=self.dimension)),

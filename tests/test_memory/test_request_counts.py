@@ -79,3 +79,35 @@ def test_a_cold_open_costs_one_listing_and_one_get_per_file(
     probe = [call for call in c.calls if call.endswith("/.fsmemory-cache.index")]
     assert len(probe) == (1 if backend in CACHE_WITH_LISTING else 0), c.calls
     assert len(c) == listing + files + len(probe), c.calls
+
+
+@pytest.mark.parametrize("backend", REMOTE)
+def test_a_fresh_process_stores_its_first_vector_in_the_requests_of_an_append(
+    request: pytest.FixtureRequest, backend: str, tmp_path: Any
+) -> None:
+    from .test_embedder import WordEmbedder
+
+    url, options = backend_location(request, backend, tmp_path)
+    km = KnowledgeMemory(url, storage_options=options, embedder=WordEmbedder("req"))
+    for i in range(6):
+        km.remember(f"fact {i}")
+    km.recall("fact")
+    assert km.root.exists("vectors/req-128.i8v")
+
+    def vector_calls(memory: KnowledgeMemory, text: str) -> list[str]:
+        with count_requests(memory.root) as c:
+            memory.remember(text)
+        return [call for call in c.calls if "vectors/" in call or "EVAL" in call]
+
+    fresh = KnowledgeMemory(url, storage_options=options, embedder=WordEmbedder("req"))
+    first = vector_calls(fresh, "a fresh note")
+    read = KnowledgeMemory(url, storage_options=options, embedder=WordEmbedder("req"))
+    read.recall("fact")  # has read the vector file: its next write is an append only
+    later = vector_calls(read, "one more note")
+    # The file exists: a fresh process asks whether it does (one request), then appends
+    # to it as a process that read it does, with no attempt to create it.
+    assert first[1:] == later, (first, later)
+    if backend != "redis":  # (whose calls all read EVALSHA: counted above)
+        assert [call.split()[0] for call in later] == ["get", "put"], later
+    found = KnowledgeMemory(url, storage_options=options, embedder=WordEmbedder("req"))
+    assert {e.content for e in found.recall("note", limit=5)} >= {"a fresh note", "one more note"}

@@ -349,10 +349,11 @@ class VectorStore(VectorScoring):
 
     # -- storage -------------------------------------------------------------------------
     def store(self, ids: Sequence[str], vectors: Any, texts: Sequence[str]) -> None:
-        """Keep the vectors of ``ids``, made from ``texts``, and append them to the file
-        (one block, one append). Each row names its entry and the hash of the text
-        (:func:`text_hash`): a vector serves an entry only while its text is the same.
-        Vectors are rounded to stored rows first (see
+        """Append the vectors of ``ids``, made from ``texts``, to the file (one block,
+        one append) and keep them; on a file this process has not read yet they are
+        kept by the load that reads it whole, in the file's order. Each row names its
+        entry and the hash of the text (:func:`text_hash`): a vector serves an entry
+        only while its text is the same. Vectors are rounded to stored rows first (see
         :func:`~fsmemory.memory._vecmath.quantize`), in memory as in the file."""
         if not ids:
             return

@@ -362,24 +362,22 @@ class VectorStore(VectorScoring):
         half = quantize(np, vectors)
         digests = np.frombuffer(bytes.fromhex("".join(hashes)), _DIGEST)
         file = self._vector_file()
-        if file is None:
-            self._add(ids, digests, half)
-            return
-        unread = file.end < 0
-        try:
-            converted = file.append(ids, hashes, half)
-        except Exception as exc:  # derived data: another instance embeds them again
-            logger.warning("could not store %d vectors (%s)", len(ids), exc)
-            self._add(ids, digests, half)
-            return
-        if converted is not None:
-            self._take([converted])
-        if unread and file.end < 0:
-            # A file this process has not read yet (a restored memory's first
-            # remember): the next load reads it whole, these rows in their place after
-            # the others. Held now, they would come first and every later match of the
-            # index's rows with the vector rows would take a join instead of a compare.
-            return
+        if file is not None:
+            unread = file.end < 0
+            try:
+                converted = file.append(ids, hashes, half)
+            except Exception as exc:  # derived data: another instance embeds them again
+                logger.warning("could not store %d vectors (%s)", len(ids), exc)
+            else:
+                if converted is not None:
+                    self._take([converted])
+                if unread and file.end < 0:
+                    # A file this process has not read yet (a restored memory's first
+                    # remember): the next load reads it whole, these rows in their
+                    # place after the others. Held now, they would come first and every
+                    # later match of the index's rows with the vector rows would take a
+                    # join instead of a compare.
+                    return
         self._add(ids, digests, half)
 
     def _take(self, found: Sequence[Rows]) -> None:
